@@ -1,0 +1,134 @@
+//! The one error type of the engine.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Everything that can go wrong in sett. Each variant says what failed and, where
+/// it applies, in which file and at which offset.
+#[derive(Debug, Clone)]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    Io {
+        /// What sett was doing, with the path involved.
+        context: String,
+        /// The underlying error (shared, so that a poisoned Db can repeat it).
+        source: Arc<std::io::Error>,
+    },
+    /// Bytes on disk do not match their checksum or their format.
+    Corruption {
+        /// The file that holds the bad bytes.
+        file: PathBuf,
+        /// The byte offset in that file where the problem was found.
+        offset: u64,
+        /// What was wrong.
+        what: String,
+    },
+    /// A file carries a format version this build cannot read.
+    UnsupportedVersion {
+        /// The file.
+        file: PathBuf,
+        /// The version found in it.
+        found: u32,
+        /// The version this build writes and reads.
+        supported: u32,
+    },
+    /// An option has a value outside its documented range.
+    InvalidOption {
+        /// The option's name as in [`crate::Options`].
+        name: &'static str,
+        /// Why the value was refused.
+        reason: String,
+    },
+    /// A caller passed something the API does not accept (an empty key, say).
+    InvalidArgument(String),
+    /// A key or value is larger than the configured limit.
+    TooBig {
+        /// "key" or "value".
+        what: &'static str,
+        /// Its length in bytes.
+        len: usize,
+        /// The configured limit in bytes.
+        max: usize,
+    },
+    /// Another process holds the directory lock.
+    Locked(PathBuf),
+    /// The Db was opened read-only and a write was attempted.
+    ReadOnly,
+    /// The Db (or the iterator's Db) has been closed.
+    Closed,
+    /// An earlier write-path I/O error left the Db in an unknown state; writes are refused.
+    Poisoned(String),
+}
+
+/// The result type of sett.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps an I/O error with what was being done.
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// A corruption found in `file` at `offset`.
+    pub(crate) fn corruption(file: impl Into<PathBuf>, offset: u64, what: impl Into<String>) -> Error {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            what: what.into(),
+        }
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { context, source } => write!(f, "I/O error while {context}: {source}"),
+            Error::Corruption { file, offset, what } => {
+                write!(f, "corruption in {} at offset {offset}: {what}", file.display())
+            }
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{} has format version {found}, this build reads version {supported}",
+                file.display()
+            ),
+            Error::InvalidOption { name, reason } => write!(f, "invalid option `{name}`: {reason}"),
+            Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::TooBig { what, len, max } => {
+                write!(f, "{what} of {len} bytes exceeds the limit of {max} bytes")
+            }
+            Error::Locked(path) => write!(
+                f,
+                "database directory {} is locked by another process",
+                path.display()
+            ),
+            Error::ReadOnly => write!(f, "database is open read-only"),
+            Error::Closed => write!(f, "database is closed"),
+            Error::Poisoned(cause) => write!(
+                f,
+                "database refuses writes after an earlier write error: {cause}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Choosing and running compactions.
+//!
+//! L0 is compacted (all of it, with the overlapping L1 tables) once it holds
+//! `l0_compaction_trigger` tables. A deeper level is compacted one table at a
+//! time, round robin through its key space, when it exceeds its target size.
+//! Versions shadowed by a newer one that every reader can see are dropped, and
+//! so are tombstones when no deeper level holds the key.
+
+use super::Version;
+use crate::error::{Error, Result};
+use crate::iter::{MergeIter, Source};
+use crate::key;
+use crate::options::Options;
+use crate::table::{self, Table, TableBuilder, TableIter, TableMeta};
+use crate::value::{self, Stored};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+pub(crate) struct Compaction {
+    pub level: usize,
+    pub inputs: Vec<Arc<Table>>,
+    /// Overlapping tables of `level + 1`.
+    pub next: Vec<Arc<Table>>,
+    /// No deeper level holds any key of the range: tombstones can go.
+    pub bottom: bool,
+}
+
+impl Compaction {
+    pub(crate) fn out_level(&self) -> usize {
+        self.level + 1
+    }
+
+    pub(crate) fn all_tables(&self) -> impl Iterator<Item = &Arc<Table>> {
+        self.inputs.iter().chain(self.next.iter())
+    }
+
+    /// One input table and nothing to merge with: move it down without rewriting.
+    pub(crate) fn is_trivial_move(&self) -> bool {
+        self.inputs.len() == 1 && self.next.is_empty()
+    }
+}
+
+fn target_bytes(opts: &Options, level: usize) -> u64 {
+    let mut t = opts.level_base_size;
+    for _ in 1..level {
+        t = t.saturating_mul(opts.level_multiplier);
+    }
+    t
+}
+
+fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
+    let lo = tables.iter().map(|t| key::user_key(t.smallest())).min().unwrap_or(&[]);
+    let hi = tables.iter().map(|t| key::user_key(t.largest())).max().unwrap_or(&[]);
+    (lo.to_vec(), hi.to_vec())
+}
+
+/// Picks the most urgent compaction whose tables are all free, if any is due.
+/// `cursors[level]` remembers where the last compaction of each level ended.
+pub(crate) fn pick(
+    v: &Version,
+    opts: &Options,
+    busy: &HashSet<u64>,
+    cursors: &mut [Vec<u8>],
+) -> Option<Compaction> {
+    let last = v.levels.len() - 1;
+    let mut scored: Vec<(f64, usize)> = Vec::new();
+    let l0 = v.levels[0].len();
+    if l0 >= opts.l0_compaction_trigger {
+        scored.push((l0 as f64 / opts.l0_compaction_trigger as f64, 0));
+    }
+    for level in 1..last {
+        let score = v.level_bytes(level) as f64 / target_bytes(opts, level) as f64;
+        if score > 1.0 {
+            scored.push((score, level));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, level) in scored {
+        let candidates: Vec<Vec<Arc<Table>>> = if level == 0 {
+            vec![v.levels[0].clone()]
+        } else {
+            // Round robin: tables after the cursor first, then from the start.
+            let tables = &v.levels[level];
+            let start = tables.partition_point(|t| key::user_key(t.smallest()) <= cursors[level].as_slice());
+            tables[start..]
+                .iter()
+                .chain(tables[..start].iter())
+                .map(|t| vec![t.clone()])
+                .collect()
+        };
+        for inputs in candidates {
+            if inputs.iter().any(|t| busy.contains(&t.id())) {
+                continue;
+            }
+            let (lo, hi) = range_of(&inputs);
+            let next = v.overlapping(level + 1, &lo, &hi);
+            if next.iter().any(|t| busy.contains(&t.id())) {
+                continue;
+            }
+            let (lo2, hi2) = range_of(&[inputs.clone(), next.clone()].concat());
+            let bottom = (level + 2..v.levels.len()).all(|l| v.overlapping(l, &lo2, &hi2).is_empty());
+            if level > 0 {
+                cursors[level] = hi.clone();
+            }
+            return Some(Compaction {
+                level,
+                inputs,
+                next,
+                bottom,
+            });
+        }
+    }
+    None
+}
+
+/// Merges the compaction's tables into new tables of the output level.
+/// `smallest_snapshot` is the oldest sequence any reader may still read at.
+/// Returns (id, metadata) per output table, each file synced.
+pub(crate) fn run(
+    c: &Compaction,
+    opts: &Options,
+    dir: &Path,
+    smallest_snapshot: u64,
+    mut new_id: impl FnMut() -> u64,
+) -> Result<Vec<(u64, TableMeta)>> {
+    // Newest first: L0 inputs are already newest first, and every input is newer than `next`.
+    let sources: Vec<Box<dyn Source>> = c
+        .all_tables()
+        .map(|t| Box::new(TableIter::new(t.clone(), false)) as Box<dyn Source>)
+        .collect();
+    let mut merge = MergeIter::new(sources, false);
+    merge.rewind()?;
+
+    let mut outputs = Vec::new();
+    let mut builder: Option<(u64, TableBuilder)> = None;
+    let mut cur_user_key: Vec<u8> = Vec::new();
+    let mut have_key = false;
+    let mut shadowed = false;
+    let result = (|| -> Result<()> {
+        while merge.valid() {
+            let ikey = merge.key();
+            let (uk, seq) = key::split(ikey);
+            let new_key = !have_key || uk != cur_user_key.as_slice();
+            if new_key {
+                // Cut tables only between user keys, so a key's versions share one table.
+                if let Some((_, b)) = &builder {
+                    if b.estimated_size() >= opts.table_size {
+                        if let Some((id, b)) = builder.take() {
+                            outputs.push((id, b.finish()?));
+                        }
+                    }
+                }
+                cur_user_key.clear();
+                cur_user_key.extend_from_slice(uk);
+                have_key = true;
+                shadowed = false;
+            }
+            if shadowed {
+                merge.next()?;
+                continue;
+            }
+            if seq <= smallest_snapshot {
+                shadowed = true;
+                let rec = value::decode(merge.value()).ok_or_else(|| {
+                    Error::corruption(dir, 0, "undecodable value record met during compaction")
+                })?;
+                if c.bottom && rec.stored == Stored::Delete {
+                    merge.next()?;
+                    continue;
+                }
+            }
+            if builder.is_none() {
+                let id = new_id();
+                let path = dir.join(table::file_name(id));
+                builder = Some((id, TableBuilder::create(&path, opts.block_size, opts.bloom_bits_per_key)?));
+            }
+            if let Some((_, b)) = builder.as_mut() {
+                b.add(merge.key(), merge.value())?;
+            }
+            merge.next()?;
+        }
+        if let Some((id, b)) = builder.take() {
+            if !b.is_empty() {
+                outputs.push((id, b.finish()?));
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        for (id, _) in &outputs {
+            let _ = std::fs::remove_file(dir.join(table::file_name(*id)));
+        }
+        if let Some((id, _)) = builder {
+            let _ = std::fs::remove_file(dir.join(table::file_name(id)));
+        }
+        return Err(e);
+    }
+    Ok(outputs)
+}

@@ -1,0 +1,87 @@
+//! The level structure: which tables are live at which level.
+//!
+//! L0 holds flushed memtables, possibly overlapping, newest first. L1 and below
+//! hold tables sorted by key that do not overlap, each level about
+//! `level_multiplier` times larger than the one above.
+
+pub(crate) mod compaction;
+
+use crate::error::Result;
+use crate::iter::{LevelIter, Source};
+use crate::key;
+use crate::table::{Table, TableIter};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+#[derive(Clone, Default)]
+pub(crate) struct Version {
+    pub levels: Vec<Vec<Arc<Table>>>,
+}
+
+impl Version {
+    pub(crate) fn new(num_levels: usize) -> Version {
+        Version {
+            levels: vec![Vec::new(); num_levels],
+        }
+    }
+
+    /// A new version with `removed` table ids gone and `added` tables placed.
+    pub(crate) fn apply(&self, removed: &HashSet<u64>, added: &[(usize, Arc<Table>)]) -> Version {
+        let mut levels: Vec<Vec<Arc<Table>>> = self
+            .levels
+            .iter()
+            .map(|l| l.iter().filter(|t| !removed.contains(&t.id())).cloned().collect())
+            .collect();
+        for (level, t) in added {
+            levels[*level].push(t.clone());
+        }
+        levels[0].sort_by_key(|t| std::cmp::Reverse(t.id()));
+        for l in levels.iter_mut().skip(1) {
+            l.sort_by(|a, b| key::compare(a.smallest(), b.smallest()));
+        }
+        Version { levels }
+    }
+
+    /// The newest version of `user_key` at or below `read_seq` in any table.
+    pub(crate) fn get(&self, user_key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        for t in &self.levels[0] {
+            if let Some(found) = t.get(user_key, read_seq)? {
+                return Ok(Some(found));
+            }
+        }
+        for level in &self.levels[1..] {
+            let i = level.partition_point(|t| key::user_key(t.largest()) < user_key);
+            if let Some(t) = level.get(i) {
+                if let Some(found) = t.get(user_key, read_seq)? {
+                    return Ok(Some(found));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// One source per L0 table and one per deeper level, newest first.
+    pub(crate) fn sources(&self, reverse: bool, out: &mut Vec<Box<dyn Source>>) {
+        for t in &self.levels[0] {
+            out.push(Box::new(TableIter::new(t.clone(), reverse)));
+        }
+        for level in &self.levels[1..] {
+            if !level.is_empty() {
+                out.push(Box::new(LevelIter::new(level.clone(), reverse)));
+            }
+        }
+    }
+
+    /// Tables of `level` whose user-key range meets [lo, hi].
+    pub(crate) fn overlapping(&self, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<Table>> {
+        self.levels[level]
+            .iter()
+            .filter(|t| key::user_key(t.smallest()) <= hi && key::user_key(t.largest()) >= lo)
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|t| t.size()).sum()
+    }
+}

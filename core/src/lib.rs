@@ -1,0 +1,58 @@
+//! # sett
+//!
+//! An embedded key-value store: an LSM tree with key-value separation (the
+//! WiscKey design). Keys and small values live in the tree; values of at least
+//! [`Options::value_threshold`] bytes are appended once to a value log and the
+//! tree keeps a pointer to them.
+//!
+//! ```no_run
+//! use sett::{Db, Options, WriteBatch, IterOptions};
+//! # fn main() -> sett::Result<()> {
+//! let db = Db::open(Options::new("/tmp/sett-example"))?;
+//! db.put(b"hello", b"world")?;
+//! assert_eq!(db.get(b"hello")?.as_deref(), Some(&b"world"[..]));
+//! let mut batch = WriteBatch::new();
+//! batch.put(b"a".to_vec(), b"1".to_vec()).delete(b"hello".to_vec());
+//! db.write(batch)?;
+//! for item in db.iter(IterOptions { prefix: Some(b"a".to_vec()), ..Default::default() })? {
+//!     let (k, v) = item?;
+//!     println!("{k:?} = {v:?}");
+//! }
+//! db.close()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Guarantees
+//! - A [`WriteBatch`] is atomic: after a crash recovery finds all of it or none.
+//! - With [`Options::sync_writes`], a write acknowledged by `write`/`put`/`delete`
+//!   survives a crash of the machine. Without it, it survives a crash of the
+//!   process, and after a machine crash what survives is a prefix of the writes.
+//! - Recovery never leaves a pointer to value-log bytes that did not survive.
+//! - A checksum guards every record and block; damage is reported as
+//!   [`Error::Corruption`] naming the file and offset, never returned as data.
+//! - One writer process per directory (a `flock` on `LOCK`); read-only opens share.
+//! - After an I/O error on the write path the Db refuses writes
+//!   ([`Error::Poisoned`]); reads keep working.
+//!
+//! The on-disk format is described byte by byte in `core/FORMAT.md`.
+
+mod batch;
+mod coding;
+mod db;
+mod error;
+mod iter;
+mod key;
+mod levels;
+mod manifest;
+mod memtable;
+mod options;
+mod table;
+mod value;
+mod vlog;
+mod wal;
+
+pub use batch::WriteBatch;
+pub use db::{Db, Stats};
+pub use error::{Error, Result};
+pub use iter::{DbIterator, IterOptions};
+pub use options::Options;

@@ -1,0 +1,346 @@
+//! The manifest: the durable list of live tables (per level) and value-log files,
+//! plus the counters recovery needs. It is a log of edit records (framed as in
+//! `wal.rs`); each record is applied whole or not at all. On open it is rewritten
+//! as one snapshot record, through a temporary file renamed over the old one.
+
+use crate::coding::{put_varint, Reader};
+use crate::error::{Error, Result};
+use crate::wal::{self, LogWriter};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+pub(crate) const MAGIC: &[u8; 8] = b"SETTMANI";
+pub(crate) const VERSION: u32 = 1;
+pub(crate) const FILE_NAME: &str = "MANIFEST";
+const TMP_NAME: &str = "MANIFEST.tmp";
+/// The manifest is rewritten as a snapshot once it grows past this.
+const REWRITE_AT: u64 = 4 << 20;
+
+const TAG_ADD_TABLE: u8 = 1;
+const TAG_DELETE_TABLE: u8 = 2;
+const TAG_NEXT_FILE_ID: u8 = 3;
+const TAG_LOG_NUMBER: u8 = 4;
+const TAG_LAST_SEQ: u8 = 5;
+const TAG_ADD_VLOG: u8 = 6;
+const TAG_DELETE_VLOG: u8 = 7;
+
+/// What the manifest knows about one table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableRecord {
+    pub id: u64,
+    pub size: u64,
+    pub max_seq: u64,
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Edit {
+    AddTable { level: u8, table: TableRecord },
+    DeleteTable { level: u8, id: u64 },
+    NextFileId(u64),
+    /// WAL files numbered below this are flushed and may be deleted.
+    LogNumber(u64),
+    LastSeq(u64),
+    AddVlog(u32),
+    DeleteVlog(u32),
+}
+
+/// The state the edits build up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ManifestState {
+    pub levels: Vec<BTreeMap<u64, TableRecord>>,
+    pub next_file_id: u64,
+    pub log_number: u64,
+    pub last_seq: u64,
+    pub vlogs: BTreeSet<u32>,
+}
+
+impl ManifestState {
+    pub(crate) fn new(num_levels: usize) -> ManifestState {
+        ManifestState {
+            levels: vec![BTreeMap::new(); num_levels],
+            next_file_id: 1,
+            ..Default::default()
+        }
+    }
+
+    /// Applies one edit; the error says why it cannot apply.
+    fn apply(&mut self, e: &Edit) -> std::result::Result<(), String> {
+        match e {
+            Edit::AddTable { level, table } => {
+                let lvl = self.levels.get_mut(*level as usize).ok_or_else(|| {
+                    format!("table {} is at level {level}, beyond the configured levels", table.id)
+                })?;
+                lvl.insert(table.id, table.clone());
+                self.next_file_id = self.next_file_id.max(table.id + 1);
+            }
+            Edit::DeleteTable { level, id } => {
+                let removed = self
+                    .levels
+                    .get_mut(*level as usize)
+                    .and_then(|l| l.remove(id));
+                if removed.is_none() {
+                    return Err(format!("deletes table {id} at level {level}, which is not there"));
+                }
+            }
+            Edit::NextFileId(n) => self.next_file_id = self.next_file_id.max(*n),
+            Edit::LogNumber(n) => self.log_number = self.log_number.max(*n),
+            Edit::LastSeq(s) => self.last_seq = self.last_seq.max(*s),
+            Edit::AddVlog(id) => {
+                self.vlogs.insert(*id);
+                self.next_file_id = self.next_file_id.max(u64::from(*id) + 1);
+            }
+            Edit::DeleteVlog(id) => {
+                self.vlogs.remove(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Edits that rebuild this state from nothing.
+    fn snapshot(&self) -> Vec<Edit> {
+        let mut edits = vec![
+            Edit::NextFileId(self.next_file_id),
+            Edit::LogNumber(self.log_number),
+            Edit::LastSeq(self.last_seq),
+        ];
+        for (level, tables) in self.levels.iter().enumerate() {
+            for t in tables.values() {
+                edits.push(Edit::AddTable {
+                    level: level as u8,
+                    table: t.clone(),
+                });
+            }
+        }
+        edits.extend(self.vlogs.iter().map(|&id| Edit::AddVlog(id)));
+        edits
+    }
+}
+
+pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for e in edits {
+        match e {
+            Edit::AddTable { level, table } => {
+                b.push(TAG_ADD_TABLE);
+                b.push(*level);
+                b.extend_from_slice(&table.id.to_le_bytes());
+                b.extend_from_slice(&table.size.to_le_bytes());
+                b.extend_from_slice(&table.max_seq.to_le_bytes());
+                put_varint(&mut b, table.smallest.len() as u64);
+                b.extend_from_slice(&table.smallest);
+                put_varint(&mut b, table.largest.len() as u64);
+                b.extend_from_slice(&table.largest);
+            }
+            Edit::DeleteTable { level, id } => {
+                b.push(TAG_DELETE_TABLE);
+                b.push(*level);
+                b.extend_from_slice(&id.to_le_bytes());
+            }
+            Edit::NextFileId(n) => {
+                b.push(TAG_NEXT_FILE_ID);
+                b.extend_from_slice(&n.to_le_bytes());
+            }
+            Edit::LogNumber(n) => {
+                b.push(TAG_LOG_NUMBER);
+                b.extend_from_slice(&n.to_le_bytes());
+            }
+            Edit::LastSeq(n) => {
+                b.push(TAG_LAST_SEQ);
+                b.extend_from_slice(&n.to_le_bytes());
+            }
+            Edit::AddVlog(id) => {
+                b.push(TAG_ADD_VLOG);
+                b.extend_from_slice(&id.to_le_bytes());
+            }
+            Edit::DeleteVlog(id) => {
+                b.push(TAG_DELETE_VLOG);
+                b.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+    }
+    b
+}
+
+pub(crate) fn decode_edits(payload: &[u8]) -> Option<Vec<Edit>> {
+    let mut r = Reader::new(payload);
+    let mut edits = Vec::new();
+    while r.remaining() > 0 {
+        let e = match r.u8()? {
+            TAG_ADD_TABLE => Edit::AddTable {
+                level: r.u8()?,
+                table: TableRecord {
+                    id: r.u64()?,
+                    size: r.u64()?,
+                    max_seq: r.u64()?,
+                    smallest: r.len_prefixed()?.to_vec(),
+                    largest: r.len_prefixed()?.to_vec(),
+                },
+            },
+            TAG_DELETE_TABLE => Edit::DeleteTable {
+                level: r.u8()?,
+                id: r.u64()?,
+            },
+            TAG_NEXT_FILE_ID => Edit::NextFileId(r.u64()?),
+            TAG_LOG_NUMBER => Edit::LogNumber(r.u64()?),
+            TAG_LAST_SEQ => Edit::LastSeq(r.u64()?),
+            TAG_ADD_VLOG => Edit::AddVlog(r.u32()?),
+            TAG_DELETE_VLOG => Edit::DeleteVlog(r.u32()?),
+            _ => return None,
+        };
+        edits.push(e);
+    }
+    Some(edits)
+}
+
+/// Reads the manifest of `dir`, if there is one. A torn last record is ignored
+/// (it was never acknowledged); any other damage is corruption.
+pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState>> {
+    let path = dir.join(FILE_NAME);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let data = wal::read_file(&path, MAGIC, VERSION)?;
+    let scan = wal::scan(&path, &data)?;
+    let mut state = ManifestState::new(num_levels);
+    for (offset, range) in scan.records {
+        let edits = decode_edits(&data[range])
+            .ok_or_else(|| Error::corruption(&path, offset, "undecodable manifest record"))?;
+        for e in &edits {
+            state.apply(e).map_err(|what| {
+                if what.contains("beyond the configured levels") {
+                    Error::InvalidOption {
+                        name: "num_levels",
+                        reason: format!("the database was created with more levels: {what}"),
+                    }
+                } else {
+                    Error::corruption(&path, offset, what)
+                }
+            })?;
+        }
+    }
+    Ok(Some(state))
+}
+
+/// The open manifest of a writable Db.
+pub(crate) struct Manifest {
+    dir: PathBuf,
+    writer: LogWriter,
+    state: ManifestState,
+}
+
+impl Manifest {
+    /// Writes `state` as a fresh manifest (atomically replacing any old one).
+    pub(crate) fn create(dir: &Path, state: ManifestState) -> Result<Manifest> {
+        let tmp = dir.join(TMP_NAME);
+        let _ = std::fs::remove_file(&tmp);
+        let mut writer = LogWriter::create(&tmp, MAGIC, VERSION)?;
+        let mut framed = Vec::new();
+        wal::frame(&mut framed, &encode_edits(&state.snapshot()));
+        writer.append(&framed)?;
+        writer.sync()?;
+        let path = dir.join(FILE_NAME);
+        std::fs::rename(&tmp, &path)
+            .map_err(|e| Error::io(format!("renaming {} to {}", tmp.display(), path.display()), e))?;
+        sync_dir(dir)?;
+        Ok(Manifest {
+            dir: dir.to_path_buf(),
+            writer,
+            state,
+        })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> &ManifestState {
+        &self.state
+    }
+
+    /// Appends `edits` as one record and syncs it; the state changes only on success.
+    pub(crate) fn log(&mut self, edits: &[Edit]) -> Result<()> {
+        let mut next = self.state.clone();
+        for e in edits {
+            next.apply(e)
+                .map_err(|what| Error::InvalidArgument(format!("bad manifest edit: {what}")))?;
+        }
+        let mut framed = Vec::new();
+        wal::frame(&mut framed, &encode_edits(edits));
+        self.writer.append(&framed)?;
+        self.writer.sync()?;
+        self.state = next;
+        if self.writer.len() > REWRITE_AT {
+            *self = Manifest::create(&self.dir, self.state.clone())?;
+        }
+        Ok(())
+    }
+
+    /// Allocates a file id, recorded durably with the next edit.
+    pub(crate) fn next_file_id(&mut self) -> u64 {
+        let id = self.state.next_file_id;
+        self.state.next_file_id += 1;
+        id
+    }
+}
+
+/// fsyncs a directory so that created, renamed and removed entries are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(format!("syncing directory {}", dir.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(id: u64) -> TableRecord {
+        TableRecord {
+            id,
+            size: 100 + id,
+            max_seq: 7,
+            smallest: b"a-key-suffix8".to_vec(),
+            largest: b"z-key-suffix8".to_vec(),
+        }
+    }
+
+    #[test]
+    fn every_edit_round_trips() {
+        let edits = vec![
+            Edit::AddTable { level: 2, table: table(5) },
+            Edit::DeleteTable { level: 1, id: 9 },
+            Edit::NextFileId(10),
+            Edit::LogNumber(4),
+            Edit::LastSeq(99),
+            Edit::AddVlog(3),
+            Edit::DeleteVlog(2),
+        ];
+        assert_eq!(decode_edits(&encode_edits(&edits)).unwrap(), edits);
+        let enc = encode_edits(&edits);
+        for cut in 0..enc.len() {
+            let _ = decode_edits(&enc[..cut]);
+        }
+        assert!(decode_edits(&[42]).is_none());
+    }
+
+    #[test]
+    fn reopened_manifest_holds_logged_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = Manifest::create(dir.path(), ManifestState::new(3)).unwrap();
+        m.log(&[Edit::AddTable { level: 0, table: table(1) }, Edit::AddVlog(2)]).unwrap();
+        m.log(&[Edit::DeleteTable { level: 0, id: 1 }, Edit::AddTable { level: 1, table: table(3) }])
+            .unwrap();
+        let s = load(dir.path(), 3).unwrap().unwrap();
+        assert_eq!(&s, m.state());
+        assert!(s.levels[0].is_empty());
+        assert_eq!(s.levels[1].len(), 1);
+        assert_eq!(s.next_file_id, 4);
+    }
+
+    #[test]
+    fn deleting_an_unknown_table_is_refused_and_state_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = Manifest::create(dir.path(), ManifestState::new(3)).unwrap();
+        assert!(m.log(&[Edit::DeleteTable { level: 0, id: 77 }]).is_err());
+        assert_eq!(m.state(), &ManifestState::new(3));
+    }
+}

@@ -1,0 +1,191 @@
+//! Options of a Db, with their defaults and validation.
+
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+
+/// How a Db is opened and tuned. Every field has a documented default
+/// (`Options::new(dir)`), and `validate` names the first field out of range.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directory that holds the database's files. Created if missing (unless read-only).
+    pub dir: PathBuf,
+    /// Values of at least this many bytes are written once to the value log and the
+    /// tree keeps a 16-byte pointer; smaller values are stored inline in the tree.
+    /// Default 1024 bytes, chosen by measurement (see the README's "value threshold").
+    pub value_threshold: usize,
+    /// Size at which the active memtable becomes immutable and is flushed. Default 64 MiB.
+    pub memtable_size: usize,
+    /// Memtables (active plus immutable) held at most; writers wait when all are full. Default 4.
+    pub max_memtables: usize,
+    /// Target size of an SST data block before compression of nothing (sett does not compress). Default 4 KiB.
+    pub block_size: usize,
+    /// Bloom filter bits per key (0 disables the filter). Default 10 (about 1% false positives).
+    pub bloom_bits_per_key: usize,
+    /// Target size of one SST produced by compaction. Default 64 MiB.
+    pub table_size: u64,
+    /// Target size of level 1; level N+1 targets `level_multiplier` times level N. Default 256 MiB.
+    pub level_base_size: u64,
+    /// Size ratio between adjacent levels. Default 10.
+    pub level_multiplier: u64,
+    /// Number of levels, L0 included. Default 7.
+    pub num_levels: usize,
+    /// L0 table count that starts an L0 → L1 compaction. Default 4.
+    pub l0_compaction_trigger: usize,
+    /// L0 table count at which writes are slowed down. Default 8.
+    pub l0_slowdown_trigger: usize,
+    /// L0 table count at which writes stop until compaction catches up. Default 12.
+    pub l0_stop_trigger: usize,
+    /// Background compaction threads. Default 2.
+    pub compaction_threads: usize,
+    /// fsync the WAL (and value log) once per write group before acknowledging. Default false.
+    pub sync_writes: bool,
+    /// A value-log file is closed and a new one started past this size. Default 1 GiB.
+    pub vlog_file_size: u64,
+    /// Largest key accepted, in bytes. Default 65 000 (Badger's limit), at most 1 MiB.
+    pub max_key_size: usize,
+    /// Largest value accepted, in bytes. Default 1 GiB, at most 2 GiB.
+    pub max_value_size: usize,
+    /// Open without writing anything; several read-only opens may share a directory
+    /// while no writer has it. Default false.
+    pub read_only: bool,
+}
+
+impl Options {
+    /// The defaults, for a database in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Options {
+        Options {
+            dir: dir.into(),
+            value_threshold: 1024,
+            memtable_size: 64 << 20,
+            max_memtables: 4,
+            block_size: 4096,
+            bloom_bits_per_key: 10,
+            table_size: 64 << 20,
+            level_base_size: 256 << 20,
+            level_multiplier: 10,
+            num_levels: 7,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+            compaction_threads: 2,
+            sync_writes: false,
+            vlog_file_size: 1 << 30,
+            max_key_size: 65_000,
+            max_value_size: 1 << 30,
+            read_only: false,
+        }
+    }
+
+    /// Checks every option; the error names the first one out of range.
+    pub fn validate(&self) -> Result<()> {
+        fn bad(name: &'static str, reason: String) -> Result<()> {
+            Err(Error::InvalidOption { name, reason })
+        }
+        if self.dir.as_os_str().is_empty() {
+            return bad("dir", "must not be empty".into());
+        }
+        if self.value_threshold == 0 || self.value_threshold > (1 << 20) {
+            return bad(
+                "value_threshold",
+                format!("{} is outside 1..=1048576", self.value_threshold),
+            );
+        }
+        if self.memtable_size < 4096 || self.memtable_size > (4 << 30) {
+            return bad(
+                "memtable_size",
+                format!("{} is outside 4 KiB..=4 GiB", self.memtable_size),
+            );
+        }
+        if !(2..=64).contains(&self.max_memtables) {
+            return bad("max_memtables", format!("{} is outside 2..=64", self.max_memtables));
+        }
+        if !(256..=(1 << 20)).contains(&self.block_size) {
+            return bad("block_size", format!("{} is outside 256..=1048576", self.block_size));
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad(
+                "bloom_bits_per_key",
+                format!("{} is outside 0..=64", self.bloom_bits_per_key),
+            );
+        }
+        if self.table_size < 4096 {
+            return bad("table_size", format!("{} is below 4096", self.table_size));
+        }
+        if self.level_base_size < 4096 {
+            return bad("level_base_size", format!("{} is below 4096", self.level_base_size));
+        }
+        if !(2..=100).contains(&self.level_multiplier) {
+            return bad(
+                "level_multiplier",
+                format!("{} is outside 2..=100", self.level_multiplier),
+            );
+        }
+        if !(2..=16).contains(&self.num_levels) {
+            return bad("num_levels", format!("{} is outside 2..=16", self.num_levels));
+        }
+        if self.l0_compaction_trigger < 1 {
+            return bad("l0_compaction_trigger", "must be at least 1".into());
+        }
+        if self.l0_slowdown_trigger < self.l0_compaction_trigger {
+            return bad(
+                "l0_slowdown_trigger",
+                format!(
+                    "{} is below l0_compaction_trigger ({})",
+                    self.l0_slowdown_trigger, self.l0_compaction_trigger
+                ),
+            );
+        }
+        if self.l0_stop_trigger <= self.l0_slowdown_trigger {
+            return bad(
+                "l0_stop_trigger",
+                format!(
+                    "{} must be above l0_slowdown_trigger ({})",
+                    self.l0_stop_trigger, self.l0_slowdown_trigger
+                ),
+            );
+        }
+        if !(1..=64).contains(&self.compaction_threads) {
+            return bad(
+                "compaction_threads",
+                format!("{} is outside 1..=64", self.compaction_threads),
+            );
+        }
+        if self.vlog_file_size < 4096 || self.vlog_file_size > (1 << 40) {
+            return bad(
+                "vlog_file_size",
+                format!("{} is outside 4 KiB..=1 TiB", self.vlog_file_size),
+            );
+        }
+        if self.max_key_size == 0 || self.max_key_size > (1 << 20) {
+            return bad("max_key_size", format!("{} is outside 1..=1048576", self.max_key_size));
+        }
+        if self.max_value_size > (2 << 30) {
+            return bad(
+                "max_value_size",
+                format!("{} is above 2 GiB", self.max_value_size),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Options::new("/tmp/x").validate().unwrap();
+    }
+
+    #[test]
+    fn bad_option_error_names_the_option() {
+        let mut o = Options::new("/tmp/x");
+        o.l0_stop_trigger = o.l0_slowdown_trigger;
+        let err = o.validate().unwrap_err();
+        assert!(matches!(err, Error::InvalidOption { name: "l0_stop_trigger", .. }), "{err}");
+        let mut o = Options::new("/tmp/x");
+        o.block_size = 10;
+        assert!(o.validate().unwrap_err().to_string().contains("block_size"));
+    }
+}

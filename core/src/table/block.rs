@@ -1,0 +1,201 @@
+//! Data blocks: entries with shared-prefix key compression and restart points.
+//!
+//! Entry: `varint shared | varint unshared | varint vlen | key[shared..] | value`.
+//! After the entries: restart offsets (u32 LE each), then their count (u32 LE).
+//! An entry at a restart point stores its whole key (shared = 0).
+
+use crate::coding::{get_varint, put_varint, u32_at};
+use crate::key;
+use std::cmp::Ordering;
+use std::ops::Range;
+
+/// Entries between restart points.
+const RESTART_INTERVAL: usize = 16;
+
+pub(crate) struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    last_key: Vec<u8>,
+    since_restart: usize,
+}
+
+impl BlockBuilder {
+    pub(crate) fn new() -> BlockBuilder {
+        BlockBuilder {
+            buf: Vec::with_capacity(8 << 10),
+            restarts: Vec::new(),
+            last_key: Vec::new(),
+            since_restart: 0,
+        }
+    }
+
+    /// Adds an entry; keys must come in increasing internal order.
+    pub(crate) fn add(&mut self, k: &[u8], v: &[u8]) {
+        let shared = if self.since_restart == RESTART_INTERVAL || self.buf.is_empty() {
+            self.restarts.push(self.buf.len() as u32);
+            self.since_restart = 0;
+            0
+        } else {
+            self.last_key.iter().zip(k).take_while(|(a, b)| a == b).count()
+        };
+        put_varint(&mut self.buf, shared as u64);
+        put_varint(&mut self.buf, (k.len() - shared) as u64);
+        put_varint(&mut self.buf, v.len() as u64);
+        self.buf.extend_from_slice(&k[shared..]);
+        self.buf.extend_from_slice(v);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(k);
+        self.since_restart += 1;
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub(crate) fn estimated_size(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    pub(crate) fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// Finishes the block and returns its bytes; the builder is reset.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        for r in &self.restarts {
+            out.extend_from_slice(&r.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        self.restarts.clear();
+        self.last_key.clear();
+        self.since_restart = 0;
+        self.buf = Vec::with_capacity(out.len());
+        out
+    }
+}
+
+/// A block decoded for iteration: keys rebuilt into one arena, values as ranges
+/// of the block's bytes.
+#[derive(Default)]
+pub(crate) struct DecodedBlock {
+    keys: Vec<u8>,
+    key_ends: Vec<u32>,
+    values: Vec<Range<u32>>,
+}
+
+impl DecodedBlock {
+    /// Decodes every entry; `None` if the block is malformed.
+    pub(crate) fn decode(data: &[u8]) -> Option<DecodedBlock> {
+        let n = u32_at(data, data.len().checked_sub(4)?)? as usize;
+        let entries_end = data.len().checked_sub(4 + n.checked_mul(4)?)?;
+        let mut d = DecodedBlock {
+            keys: Vec::with_capacity(entries_end),
+            key_ends: Vec::new(),
+            values: Vec::new(),
+        };
+        let mut pos = 0;
+        let mut prev_start = 0usize;
+        while pos < entries_end {
+            let (shared, a) = get_varint(data.get(pos..entries_end)?)?;
+            pos += a;
+            let (unshared, b) = get_varint(data.get(pos..entries_end)?)?;
+            pos += b;
+            let (vlen, c) = get_varint(data.get(pos..entries_end)?)?;
+            pos += c;
+            let (shared, unshared, vlen) = (shared as usize, unshared as usize, vlen as usize);
+            let prev_len = d.keys.len() - prev_start;
+            if shared > prev_len {
+                return None;
+            }
+            let start = d.keys.len();
+            d.keys.extend_from_within(prev_start..prev_start + shared);
+            d.keys.extend_from_slice(data.get(pos..pos.checked_add(unshared)?)?);
+            pos += unshared;
+            if d.keys.len() - start < key::SUFFIX_LEN {
+                return None;
+            }
+            let vend = pos.checked_add(vlen)?;
+            if vend > entries_end {
+                return None;
+            }
+            d.values.push(pos as u32..vend as u32);
+            pos = vend;
+            d.key_ends.push(d.keys.len() as u32);
+            prev_start = start;
+        }
+        (pos == entries_end && !d.values.is_empty()).then_some(d)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.key_ends[i - 1] as usize };
+        &self.keys[start..self.key_ends[i] as usize]
+    }
+
+    pub(crate) fn value_range(&self, i: usize) -> Range<usize> {
+        self.values[i].start as usize..self.values[i].end as usize
+    }
+
+    /// Index of the first key ≥ `target` (may be `len()`).
+    pub(crate) fn lower_bound(&self, target: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if key::compare(self.key(mid), target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(n: u32) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let mut b = BlockBuilder::new();
+        let mut keys = Vec::new();
+        for i in 0..n {
+            let k = key::encode(format!("key{i:05}").as_bytes(), 7);
+            b.add(&k, format!("v{i}").as_bytes());
+            keys.push(k);
+        }
+        (b.finish(), keys)
+    }
+
+    #[test]
+    fn decoded_block_returns_every_entry_with_shared_prefixes() {
+        let (data, keys) = build(100);
+        let d = DecodedBlock::decode(&data).unwrap();
+        assert_eq!(d.len(), 100);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(d.key(i), &k[..]);
+            assert_eq!(&data[d.value_range(i)], format!("v{i}").as_bytes());
+        }
+        assert_eq!(d.lower_bound(&keys[37]), 37);
+        assert_eq!(d.lower_bound(&key::encode(b"key00037x", 1)), 38);
+        assert_eq!(d.lower_bound(&key::encode(b"zzz", 1)), 100);
+    }
+
+    #[test]
+    fn malformed_blocks_are_rejected_without_panic() {
+        let (data, _) = build(40);
+        for cut in 0..data.len() {
+            let _ = DecodedBlock::decode(&data[..cut]);
+        }
+        for i in 0..data.len() {
+            let mut bad = data.clone();
+            bad[i] ^= 0xff;
+            let _ = DecodedBlock::decode(&bad);
+        }
+        assert!(DecodedBlock::decode(&[]).is_none());
+        assert!(DecodedBlock::decode(&[0, 0, 0, 0]).is_none());
+    }
+}

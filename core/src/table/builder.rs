@@ -1,0 +1,152 @@
+//! Writes a table from entries given in internal-key order.
+
+use super::block::BlockBuilder;
+use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
+use crate::coding::put_varint;
+use crate::error::{Error, Result};
+use crate::key;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// What the manifest records about a finished table.
+#[derive(Debug, Clone)]
+pub(crate) struct TableMeta {
+    pub size: u64,
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+    pub max_seq: u64,
+}
+
+pub(crate) struct TableBuilder {
+    out: BufWriter<File>,
+    path: PathBuf,
+    offset: u64,
+    block: BlockBuilder,
+    block_size: usize,
+    bits_per_key: usize,
+    /// (last key, offset, length) per data block.
+    index: Vec<(Vec<u8>, u64, u32)>,
+    hashes: Vec<u64>,
+    smallest: Option<Vec<u8>>,
+    last_user_key: Vec<u8>,
+    entries: u64,
+    max_seq: u64,
+}
+
+impl TableBuilder {
+    pub(crate) fn create(path: &Path, block_size: usize, bits_per_key: usize) -> Result<TableBuilder> {
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        Ok(TableBuilder {
+            out: BufWriter::with_capacity(256 << 10, file),
+            path: path.to_path_buf(),
+            offset: 0,
+            block: BlockBuilder::new(),
+            block_size,
+            bits_per_key,
+            index: Vec::new(),
+            hashes: Vec::new(),
+            smallest: None,
+            last_user_key: Vec::new(),
+            entries: 0,
+            max_seq: 0,
+        })
+    }
+
+    /// Adds an entry; internal keys must be strictly increasing.
+    pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let (uk, seq) = key::split(ikey);
+        if self.smallest.is_none() {
+            self.smallest = Some(ikey.to_vec());
+        }
+        if self.entries == 0 || uk != self.last_user_key.as_slice() {
+            self.hashes.push(bloom::hash(uk));
+            self.last_user_key.clear();
+            self.last_user_key.extend_from_slice(uk);
+        }
+        self.max_seq = self.max_seq.max(seq);
+        self.entries += 1;
+        self.block.add(ikey, value);
+        if self.block.estimated_size() >= self.block_size {
+            self.finish_block()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far plus the open block.
+    pub(crate) fn estimated_size(&self) -> u64 {
+        self.offset + self.block.estimated_size() as u64
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    fn write_with_crc(&mut self, data: &[u8]) -> Result<(u64, u32)> {
+        let at = self.offset;
+        self.out
+            .write_all(data)
+            .and_then(|_| self.out.write_all(&crc32fast::hash(data).to_le_bytes()))
+            .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+        self.offset += data.len() as u64 + 4;
+        Ok((at, data.len() as u32))
+    }
+
+    fn finish_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let last = self.block.last_key().to_vec();
+        let data = self.block.finish();
+        let (off, len) = self.write_with_crc(&data)?;
+        self.index.push((last, off, len));
+        Ok(())
+    }
+
+    /// Writes filter, index and footer, syncs the file and returns its metadata.
+    pub(crate) fn finish(mut self) -> Result<TableMeta> {
+        self.finish_block()?;
+        let filter = bloom::build(&self.hashes, self.bits_per_key);
+        let (filter_off, filter_len) = self.write_with_crc(&filter)?;
+
+        let smallest = self.smallest.clone().unwrap_or_default();
+        let mut index = Vec::new();
+        index.extend_from_slice(&(self.index.len() as u32).to_le_bytes());
+        put_varint(&mut index, smallest.len() as u64);
+        index.extend_from_slice(&smallest);
+        for (k, off, len) in &self.index {
+            put_varint(&mut index, k.len() as u64);
+            index.extend_from_slice(k);
+            index.extend_from_slice(&off.to_le_bytes());
+            index.extend_from_slice(&len.to_le_bytes());
+        }
+        let (index_off, index_len) = self.write_with_crc(&index)?;
+
+        let mut footer = Vec::with_capacity(FOOTER_LEN);
+        footer.extend_from_slice(&index_off.to_le_bytes());
+        footer.extend_from_slice(&index_len.to_le_bytes());
+        footer.extend_from_slice(&filter_off.to_le_bytes());
+        footer.extend_from_slice(&filter_len.to_le_bytes());
+        footer.extend_from_slice(&self.entries.to_le_bytes());
+        footer.extend_from_slice(&self.max_seq.to_le_bytes());
+        footer.extend_from_slice(&VERSION.to_le_bytes());
+        footer.extend_from_slice(&crc32fast::hash(&footer).to_le_bytes());
+        footer.extend_from_slice(&MAGIC.to_le_bytes());
+        debug_assert_eq!(footer.len(), FOOTER_LEN);
+        let ctx = |e| Error::io(format!("finishing {}", self.path.display()), e);
+        self.out.write_all(&footer).map_err(ctx)?;
+        self.out.flush().map_err(ctx)?;
+        self.out.get_ref().sync_all().map_err(ctx)?;
+        let largest = self.index.last().map(|(k, _, _)| k.clone()).unwrap_or_default();
+        Ok(TableMeta {
+            size: self.offset + FOOTER_LEN as u64,
+            smallest,
+            largest,
+            max_seq: self.max_seq,
+        })
+    }
+}

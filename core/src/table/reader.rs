@@ -1,0 +1,273 @@
+//! An open table: memory-mapped data, index and filter held in memory.
+
+use super::block::DecodedBlock;
+use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
+use crate::coding::Reader;
+use crate::error::{Error, Result};
+use crate::key;
+use memmap2::Mmap;
+use std::cmp::Ordering;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+
+pub(crate) struct IndexEntry {
+    pub last_key: Box<[u8]>,
+    pub offset: u64,
+    pub len: u32,
+}
+
+pub(crate) struct Table {
+    id: u64,
+    path: PathBuf,
+    mmap: Mmap,
+    index: Vec<IndexEntry>,
+    smallest: Box<[u8]>,
+    filter: Vec<u8>,
+    max_seq: u64,
+    entries: u64,
+    /// Set when the table left the live set; the file is deleted when the last user drops it.
+    obsolete: AtomicBool,
+}
+
+impl Table {
+    /// Opens table `id` at `path`, checking footer, index and filter checksums.
+    pub(crate) fn open(path: &Path, id: u64) -> Result<Table> {
+        let file = File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
+            .len();
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(path, 0, "table shorter than its footer"));
+        }
+        // SAFETY: the file is opened read-only and sett never modifies a table
+        // after it is written; other processes are kept out by the directory lock.
+        let mmap = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
+        let fpos = mmap.len() - FOOTER_LEN;
+        let footer = &mmap[fpos..];
+        let corrupt = |off: usize, what: &str| Error::corruption(path, off as u64, what.to_string());
+        let mut r = Reader::new(footer);
+        let fields = (|| {
+            Some((r.u64()?, r.u32()?, r.u64()?, r.u32()?, r.u64()?, r.u64()?, r.u32()?, r.u32()?, r.u64()?))
+        })();
+        let Some((index_off, index_len, filter_off, filter_len, entries, max_seq, version, crc, magic)) = fields else {
+            return Err(corrupt(fpos, "unreadable footer"));
+        };
+        if magic != MAGIC {
+            return Err(corrupt(fpos + 48, "bad table magic"));
+        }
+        if crc != crc32fast::hash(&footer[..44]) {
+            return Err(corrupt(fpos + 40, "footer checksum mismatch"));
+        }
+        if version != VERSION {
+            return Err(Error::UnsupportedVersion {
+                file: path.to_path_buf(),
+                found: version,
+                supported: VERSION,
+            });
+        }
+        let filter = checked_slice(path, &mmap, filter_off, filter_len, fpos)?.to_vec();
+        let index_bytes = checked_slice(path, &mmap, index_off, index_len, fpos)?;
+        let (smallest, index) = parse_index(index_bytes, filter_off)
+            .ok_or_else(|| corrupt(index_off as usize, "malformed index block"))?;
+        Ok(Table {
+            id,
+            path: path.to_path_buf(),
+            mmap,
+            index,
+            smallest,
+            filter,
+            max_seq,
+            entries,
+            obsolete: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn size(&self) -> u64 {
+        self.mmap.len() as u64
+    }
+
+    pub(crate) fn max_seq(&self) -> u64 {
+        self.max_seq
+    }
+
+    pub(crate) fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    pub(crate) fn smallest(&self) -> &[u8] {
+        &self.smallest
+    }
+
+    pub(crate) fn largest(&self) -> &[u8] {
+        self.index.last().map(|e| &e.last_key[..]).unwrap_or(&[])
+    }
+
+    pub(crate) fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.mmap
+    }
+
+    /// Memory held by the index and the filter.
+    pub(crate) fn memory(&self) -> usize {
+        self.filter.len() + self.smallest.len() + self.index.iter().map(|e| e.last_key.len() + 40).sum::<usize>()
+    }
+
+    /// True if `user_key` lies within this table's key range.
+    pub(crate) fn covers(&self, user_key: &[u8]) -> bool {
+        key::user_key(&self.smallest) <= user_key && user_key <= key::user_key(self.largest())
+    }
+
+    /// Index of the first block whose last key is ≥ `target` (may be `index.len()`).
+    pub(crate) fn find_block(&self, target: &[u8]) -> usize {
+        self.index
+            .partition_point(|e| key::compare(&e.last_key, target) == Ordering::Less)
+    }
+
+    /// Decodes block `i`, checking its crc.
+    pub(crate) fn block(&self, i: usize) -> Result<(DecodedBlock, usize)> {
+        let e = &self.index[i];
+        let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+        let block = DecodedBlock::decode(data)
+            .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+        Ok((block, e.offset as usize))
+    }
+
+    /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
+    pub(crate) fn get(&self, user_key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        if !self.covers(user_key) || !bloom::may_contain(&self.filter, bloom::hash(user_key)) {
+            return Ok(None);
+        }
+        let target = key::encode(user_key, read_seq);
+        let mut b = self.find_block(&target);
+        while b < self.index.len() {
+            let (block, base) = self.block(b)?;
+            let i = block.lower_bound(&target);
+            if i < block.len() {
+                let (uk, seq) = key::split(block.key(i));
+                if uk != user_key {
+                    return Ok(None);
+                }
+                let r = block.value_range(i);
+                return Ok(Some((seq, self.mmap[base + r.start..base + r.end].to_vec())));
+            }
+            b += 1;
+        }
+        Ok(None)
+    }
+
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, AtomicOrdering::Release);
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if self.obsolete.load(AtomicOrdering::Acquire) {
+            // Best effort: an orphaned table is also removed at the next open.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The block at (offset, len) followed by its crc, checked, within `limit`.
+fn checked_slice<'a>(path: &Path, data: &'a [u8], off: u64, len: u32, limit: usize) -> Result<&'a [u8]> {
+    let start = usize::try_from(off).unwrap_or(usize::MAX);
+    let end = start.saturating_add(len as usize);
+    if end.saturating_add(4) > limit {
+        return Err(Error::corruption(path, off, "block handle points past the end of the table"));
+    }
+    let block = &data[start..end];
+    let crc = u32::from_le_bytes([data[end], data[end + 1], data[end + 2], data[end + 3]]);
+    if crc != crc32fast::hash(block) {
+        return Err(Error::corruption(path, off, "block checksum mismatch"));
+    }
+    Ok(block)
+}
+
+fn parse_index(data: &[u8], data_end: u64) -> Option<(Box<[u8]>, Vec<IndexEntry>)> {
+    let mut r = Reader::new(data);
+    let n = r.u32()? as usize;
+    let smallest: Box<[u8]> = r.len_prefixed()?.into();
+    let mut index = Vec::with_capacity(n.min(data.len()));
+    let mut prev_end = 0u64;
+    for _ in 0..n {
+        let last_key: Box<[u8]> = r.len_prefixed()?.into();
+        let offset = r.u64()?;
+        let len = r.u32()?;
+        let end = offset.checked_add(u64::from(len) + 4)?;
+        if last_key.len() < key::SUFFIX_LEN || offset != prev_end || end > data_end {
+            return None;
+        }
+        prev_end = end;
+        index.push(IndexEntry { last_key, offset, len });
+    }
+    let sorted = index
+        .windows(2)
+        .all(|w| key::compare(&w[0].last_key, &w[1].last_key) == Ordering::Less);
+    (r.remaining() == 0 && n > 0 && sorted && smallest.len() >= key::SUFFIX_LEN).then_some((smallest, index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::TableBuilder;
+    use super::*;
+
+    fn write_table(dir: &Path, n: u32) -> PathBuf {
+        let path = dir.join("000001.sst");
+        let mut b = TableBuilder::create(&path, 256, 10).unwrap();
+        for i in 0..n {
+            for seq in [3u64, 1] {
+                b.add(&key::encode(format!("k{i:05}").as_bytes(), seq), format!("v{i}@{seq}").as_bytes())
+                    .unwrap();
+            }
+        }
+        b.finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn get_finds_versions_across_many_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Table::open(&write_table(dir.path(), 500), 1).unwrap();
+        assert!(t.index().len() > 10);
+        assert_eq!(t.entries(), 1000);
+        assert_eq!(t.max_seq(), 3);
+        for i in [0u32, 1, 250, 499] {
+            let k = format!("k{i:05}");
+            assert_eq!(t.get(k.as_bytes(), 9).unwrap().unwrap(), (3, format!("v{i}@3").into_bytes()));
+            assert_eq!(t.get(k.as_bytes(), 2).unwrap().unwrap(), (1, format!("v{i}@1").into_bytes()));
+            assert_eq!(t.get(k.as_bytes(), 0).unwrap(), None);
+        }
+        assert_eq!(t.get(b"k00250x", 9).unwrap(), None);
+        assert_eq!(t.get(b"a", 9).unwrap(), None);
+    }
+
+    #[test]
+    fn flipped_byte_anywhere_is_an_error_or_absent_never_a_wrong_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_table(dir.path(), 60);
+        let good = std::fs::read(&path).unwrap();
+        for off in (0..good.len()).step_by(7) {
+            let mut bad = good.clone();
+            bad[off] ^= 0x5a;
+            std::fs::write(&path, &bad).unwrap();
+            let Ok(t) = Table::open(&path, 1) else { continue };
+            for i in 0..60u32 {
+                match t.get(format!("k{i:05}").as_bytes(), 9) {
+                    Ok(Some((_, v))) => assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}"),
+                    Ok(None) => panic!("offset {off}: existing key reported missing"),
+                    Err(e) => assert!(e.is_corruption(), "offset {off}: {e}"),
+                }
+            }
+        }
+    }
+}

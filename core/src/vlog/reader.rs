@@ -1,0 +1,191 @@
+//! Reads values back from value-log files.
+
+use super::{check_entry, ENTRY_HEADER_LEN, MAGIC, VERSION};
+use crate::error::{Error, Result};
+use crate::value::ValuePointer;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+/// Reads larger than this are not merged with their neighbours.
+const COALESCE_MAX: u64 = 1 << 20;
+/// Neighbouring entries closer than this are read with one call.
+const COALESCE_GAP: u64 = 16 << 10;
+
+/// One value-log file open for reading (positional reads, shareable across threads).
+pub(crate) struct VlogFile {
+    id: u32,
+    path: PathBuf,
+    file: File,
+}
+
+impl VlogFile {
+    /// Opens file `id` and checks its header.
+    pub(crate) fn open(path: &Path, id: u32) -> Result<VlogFile> {
+        let file = File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let mut header = [0u8; crate::wal::HEADER_LEN];
+        let n = read_up_to(&file, &mut header, 0)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        crate::wal::check_header(path, &header[..n], MAGIC, VERSION)?;
+        Ok(VlogFile {
+            id,
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Current length of the file in bytes.
+    pub(crate) fn len(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| Error::io(format!("stat {}", self.path.display()), e))
+    }
+
+    /// fsyncs the file (through this read handle: fsync acts on the file, not the handle).
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+    }
+
+    /// Reads and checks the entry at `ptr`, returning its value.
+    pub(crate) fn read(&self, ptr: ValuePointer) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; ptr.len as usize];
+        let n = read_up_to(&self.file, &mut buf, ptr.offset)
+            .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+        if n < buf.len() {
+            return Err(Error::corruption(
+                &self.path,
+                ptr.offset,
+                format!("value pointer runs past the end of the file ({n} of {} bytes)", ptr.len),
+            ));
+        }
+        let (klen, _) = check_entry(&buf).map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
+        buf.drain(..ENTRY_HEADER_LEN + klen);
+        Ok(buf)
+    }
+}
+
+/// Reads as many bytes as the file has at `offset`, up to `buf.len()`.
+fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// The live value-log files, by id.
+#[derive(Default)]
+pub(crate) struct VlogSet {
+    files: RwLock<BTreeMap<u32, Arc<VlogFile>>>,
+}
+
+impl VlogSet {
+    pub(crate) fn insert(&self, f: VlogFile) {
+        let mut files = self.files.write().unwrap_or_else(|p| p.into_inner());
+        files.insert(f.id(), Arc::new(f));
+    }
+
+    pub(crate) fn remove(&self, id: u32) {
+        let mut files = self.files.write().unwrap_or_else(|p| p.into_inner());
+        files.remove(&id);
+    }
+
+    pub(crate) fn get(&self, id: u32) -> Option<Arc<VlogFile>> {
+        let files = self.files.read().unwrap_or_else(|p| p.into_inner());
+        files.get(&id).cloned()
+    }
+
+    pub(crate) fn all(&self) -> Vec<Arc<VlogFile>> {
+        let files = self.files.read().unwrap_or_else(|p| p.into_inner());
+        files.values().cloned().collect()
+    }
+
+    fn file(&self, ptr: ValuePointer, dir_hint: &Path) -> Result<Arc<VlogFile>> {
+        self.get(ptr.file).ok_or_else(|| {
+            Error::corruption(
+                dir_hint.join(super::file_name(ptr.file)),
+                ptr.offset,
+                "value pointer names a value-log file that is not live",
+            )
+        })
+    }
+
+    /// Reads the value behind one pointer.
+    pub(crate) fn read(&self, ptr: ValuePointer, dir: &Path) -> Result<Vec<u8>> {
+        self.file(ptr, dir)?.read(ptr)
+    }
+
+    /// Reads the values behind many pointers, merging reads of entries that lie
+    /// close together in one file (a scan of values written in order costs a few
+    /// large reads instead of one read per value).
+    pub(crate) fn read_many(&self, ptrs: &[ValuePointer], dir: &Path) -> Result<Vec<Vec<u8>>> {
+        let mut order: Vec<usize> = (0..ptrs.len()).collect();
+        order.sort_by_key(|&i| (ptrs[i].file, ptrs[i].offset));
+        let mut out: Vec<Vec<u8>> = vec![Vec::new(); ptrs.len()];
+        let mut i = 0;
+        while i < order.len() {
+            let first = ptrs[order[i]];
+            let start = first.offset;
+            let mut end = start + u64::from(first.len);
+            let mut j = i + 1;
+            while j < order.len() {
+                let p = ptrs[order[j]];
+                let p_end = p.offset + u64::from(p.len);
+                if p.file != first.file || p.offset > end + COALESCE_GAP || p_end - start > COALESCE_MAX {
+                    break;
+                }
+                end = end.max(p_end);
+                j += 1;
+            }
+            let file = self.file(first, dir)?;
+            if j == i + 1 {
+                out[order[i]] = file.read(first)?;
+            } else {
+                let mut buf = vec![0u8; (end - start) as usize];
+                let n = read_up_to(&file.file, &mut buf, start)
+                    .map_err(|e| Error::io(format!("reading {}", file.path.display()), e))?;
+                for &k in &order[i..j] {
+                    let p = ptrs[k];
+                    let lo = (p.offset - start) as usize;
+                    let hi = lo + p.len as usize;
+                    if hi > n {
+                        return Err(Error::corruption(
+                            &file.path,
+                            p.offset,
+                            "value pointer runs past the end of the file",
+                        ));
+                    }
+                    let entry = &buf[lo..hi];
+                    let (klen, _) =
+                        check_entry(entry).map_err(|what| Error::corruption(&file.path, p.offset, what))?;
+                    out[k] = entry[ENTRY_HEADER_LEN + klen..].to_vec();
+                }
+            }
+            i = j;
+        }
+        Ok(out)
+    }
+
+    /// Total bytes of all live value-log files.
+    pub(crate) fn total_bytes(&self) -> u64 {
+        self.all().iter().filter_map(|f| f.len().ok()).sum()
+    }
+}

@@ -203,6 +203,10 @@ pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState
     }
     let data = wal::read_file(&path, MAGIC, VERSION)?;
     let scan = wal::scan(&path, &data)?;
+    // The first record is the snapshot written before the rename: it is never torn.
+    if scan.records.first().is_none_or(|(off, _)| *off != wal::HEADER_LEN as u64) {
+        return Err(Error::corruption(&path, wal::HEADER_LEN as u64, "damaged manifest snapshot record"));
+    }
     let mut state = ManifestState::new(num_levels);
     for (offset, range) in scan.records {
         let edits = decode_edits(&data[range])

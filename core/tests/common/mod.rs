@@ -1,0 +1,92 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use sett::Options;
+use std::path::Path;
+
+/// A small deterministic generator (SplitMix64), so that failures replay from a seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Options with tiny memtables, blocks and tables, so that a few thousand writes
+/// flush, compact through several levels and fill several value-log files.
+pub fn tiny_options(dir: &Path) -> Options {
+    let mut o = Options::new(dir);
+    o.value_threshold = 64;
+    o.memtable_size = 4096;
+    o.max_memtables = 3;
+    o.block_size = 256;
+    o.table_size = 4096;
+    o.level_base_size = 16 << 10;
+    o.level_multiplier = 4;
+    o.num_levels = 5;
+    o.l0_compaction_trigger = 2;
+    o.l0_slowdown_trigger = 4;
+    o.l0_stop_trigger = 8;
+    o.vlog_file_size = 32 << 10;
+    o
+}
+
+/// A deterministic value for (key, version): its length decides which side of the
+/// threshold it lands on, and its bytes let a reader check it is not torn.
+pub fn value_for(key: &[u8], version: u64, len: usize) -> Vec<u8> {
+    let mut v = format!("{}:{version}:", String::from_utf8_lossy(key)).into_bytes();
+    while v.len() < len {
+        v.push(b'a' + (v.len() % 26) as u8);
+    }
+    v.truncate(len.max(1));
+    v
+}
+
+/// Paths in `dir` whose names end with `ext`, sorted.
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Flips the bits of one byte of `path` at `offset`.
+pub fn flip_byte(path: &Path, offset: u64) {
+    let mut data = std::fs::read(path).unwrap();
+    data[offset as usize] ^= 0xff;
+    std::fs::write(path, data).unwrap();
+}
+
+/// Copies every file of `from` into a new temporary directory.
+pub fn copy_dir(from: &Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, to.path().join(p.file_name().unwrap())).unwrap();
+    }
+    to
+}

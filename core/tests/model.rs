@@ -1,0 +1,213 @@
+//! Model-based test: long random sequences of operations against a `BTreeMap`,
+//! with tiny memtables and tables so that flushes, compactions, trivial moves
+//! and several value-log files all happen, and values on both sides of the
+//! value threshold.
+
+mod common;
+
+use common::{tiny_options, Rng};
+use sett::{Db, IterOptions, WriteBatch};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn random_key(rng: &mut Rng) -> Vec<u8> {
+    // Keys of varied length, some prefixes of others ("k1" and "k12").
+    let n = rng.below(300);
+    let mut k = format!("k{n}").into_bytes();
+    if rng.chance(10) {
+        k.push(0xff);
+    }
+    k
+}
+
+fn random_value(rng: &mut Rng) -> Vec<u8> {
+    let len = match rng.below(3) {
+        0 => rng.below(8) as usize,
+        1 => 40 + rng.below(40) as usize, // around the threshold of 64
+        _ => 100 + rng.below(400) as usize,
+    };
+    rng.bytes(len)
+}
+
+fn expected_range(model: &Model, o: &IterOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let lo = o.start.clone().map_or(Bound::Unbounded, Bound::Included);
+    let hi = o.end.clone().map_or(Bound::Unbounded, Bound::Excluded);
+    if let (Bound::Included(l), Bound::Excluded(h)) = (&lo, &hi) {
+        if l >= h {
+            return Vec::new();
+        }
+    }
+    let mut items: Vec<(Vec<u8>, Vec<u8>)> = model
+        .range((lo, hi))
+        .filter(|(k, _)| o.prefix.as_ref().is_none_or(|p| k.starts_with(p)))
+        .map(|(k, v)| (k.clone(), if o.keys_only { Vec::new() } else { v.clone() }))
+        .collect();
+    if o.reverse {
+        items.reverse();
+    }
+    items
+}
+
+fn random_iter_options(rng: &mut Rng) -> IterOptions {
+    let mut o = IterOptions {
+        reverse: rng.chance(50),
+        keys_only: rng.chance(30),
+        prefetch: 1 + rng.below(100) as usize,
+        ..Default::default()
+    };
+    match rng.below(4) {
+        0 => o.prefix = Some(format!("k{}", rng.below(30)).into_bytes()),
+        1 => {
+            o.start = Some(random_key(rng));
+            o.end = Some(random_key(rng));
+        }
+        2 => o.start = Some(random_key(rng)),
+        _ => {}
+    }
+    o
+}
+
+fn check_iter(db: &Db, model: &Model, o: IterOptions, ctx: &str) {
+    let want = expected_range(model, &o);
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db
+        .iter(o.clone())
+        .unwrap()
+        .collect::<sett::Result<_>>()
+        .unwrap();
+    assert_eq!(got.len(), want.len(), "{ctx}: iterator length with {o:?}");
+    assert!(got == want, "{ctx}: iterator contents differ with {o:?}");
+}
+
+fn run(seed: u64, ops: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = tiny_options(dir.path());
+    let mut db = Db::open(opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut rng = Rng::new(seed);
+    for step in 0..ops {
+        let ctx = format!("seed {seed} step {step}");
+        match rng.below(100) {
+            0..=44 => {
+                let (k, v) = (random_key(&mut rng), random_value(&mut rng));
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            45..=54 => {
+                let k = random_key(&mut rng);
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            55..=64 => {
+                let mut b = WriteBatch::new();
+                for _ in 0..1 + rng.below(20) {
+                    let k = random_key(&mut rng);
+                    if rng.chance(80) {
+                        let v = random_value(&mut rng);
+                        b.put(k.clone(), v.clone());
+                        model.insert(k, v);
+                    } else {
+                        b.delete(k.clone());
+                        model.remove(&k);
+                    }
+                }
+                db.write(b).unwrap();
+            }
+            65..=89 => {
+                let k = random_key(&mut rng);
+                assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{ctx}: get {k:?}");
+            }
+            90..=97 => check_iter(&db, &model, random_iter_options(&mut rng), &ctx),
+            _ => {
+                db.close().unwrap();
+                drop(db);
+                db = Db::open(opts.clone()).unwrap();
+            }
+        }
+    }
+    check_iter(&db, &model, IterOptions::default(), "final forward");
+    check_iter(&db, &model, IterOptions { reverse: true, ..Default::default() }, "final reverse");
+    let s = db.stats();
+    assert!(s.levels.iter().skip(1).any(|(n, _)| *n > 0), "no compaction reached L1+: {s:?}");
+    assert!(s.vlog_files > 1, "value log never rotated: {s:?}");
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(opts).unwrap();
+    check_iter(&db, &model, IterOptions::default(), "after final reopen");
+}
+
+#[test]
+fn random_operations_match_a_btreemap_seed_1() {
+    run(1, 20_000);
+}
+
+#[test]
+fn random_operations_match_a_btreemap_seed_2() {
+    run(2, 20_000);
+}
+
+#[test]
+fn random_operations_match_a_btreemap_seed_3() {
+    run(3, 20_000);
+}
+
+#[test]
+fn iterator_seek_moves_within_bounds_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(tiny_options(dir.path())).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("key{i:04}").as_bytes(), &common::value_for(b"k", i.into(), (i % 150) as usize))
+            .unwrap();
+    }
+    let mut it = db
+        .iter(IterOptions {
+            start: Some(b"key0100".to_vec()),
+            end: Some(b"key0200".to_vec()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(it.key(), b"key0100");
+    it.seek(b"key0150x").unwrap();
+    assert_eq!(it.key(), b"key0151");
+    it.seek(b"key0000").unwrap();
+    assert_eq!(it.key(), b"key0100");
+    it.seek(b"key0300").unwrap();
+    assert!(!it.valid());
+
+    let mut rev = db
+        .iter(IterOptions {
+            start: Some(b"key0100".to_vec()),
+            end: Some(b"key0200".to_vec()),
+            reverse: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(rev.key(), b"key0199");
+    rev.seek(b"key0150x").unwrap();
+    assert_eq!(rev.key(), b"key0150");
+    rev.next().unwrap();
+    assert_eq!(rev.key(), b"key0149");
+    assert_eq!(rev.value(), common::value_for(b"k", 149, 149));
+    rev.seek(b"key0050").unwrap();
+    assert!(!rev.valid());
+}
+
+#[test]
+fn iterator_sees_a_snapshot_while_writes_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(tiny_options(dir.path())).unwrap();
+    for i in 0..300u32 {
+        db.put(format!("k{i:03}").as_bytes(), b"old-value-that-is-long-enough-to-be-separated-into-the-value-log")
+            .unwrap();
+    }
+    let it = db.iter(IterOptions { prefetch: 4, ..Default::default() }).unwrap();
+    for i in 0..300u32 {
+        db.put(format!("k{i:03}").as_bytes(), b"new").unwrap();
+        db.delete(format!("k{:03}", (i * 7) % 300).as_bytes()).unwrap();
+    }
+    db.put(b"k999", b"added later").unwrap();
+    let seen: Vec<(Vec<u8>, Vec<u8>)> = it.collect::<sett::Result<_>>().unwrap();
+    assert_eq!(seen.len(), 300);
+    assert!(seen.iter().all(|(_, v)| v.starts_with(b"old-value")));
+}

@@ -66,6 +66,9 @@ struct BgState {
     cursors: Vec<Vec<u8>>,
 }
 
+/// A batch's (key, value record) pairs, ready for the memtable.
+type EncodedBatch = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A writer waiting in the group-commit queue.
 struct Writer {
     batch: Mutex<Option<WriteBatch>>,
@@ -161,7 +164,8 @@ fn parse_name(name: &str) -> Option<FileKind> {
 }
 
 fn list_dir(dir: &Path) -> Result<Vec<FileKind>> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let rd =
+        std::fs::read_dir(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
     let mut out = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
@@ -177,7 +181,11 @@ fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
     let file = if shared {
         File::open(&path)
     } else {
-        File::options().create(true).truncate(false).write(true).open(&path)
+        File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
     }
     .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
     let res = if shared {
@@ -188,7 +196,9 @@ fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
     match res {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking {}", path.display()), e)),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::io(format!("locking {}", path.display()), e))
+        }
     }
 }
 
@@ -203,7 +213,11 @@ fn remove(path: &Path) -> Result<()> {
 fn missing_is_corruption(e: Error, what: &str) -> Error {
     match e {
         Error::Io { context, source } if source.kind() == std::io::ErrorKind::NotFound => {
-            Error::corruption(context.trim_start_matches("opening ").to_string(), 0, what.to_string())
+            Error::corruption(
+                context.trim_start_matches("opening ").to_string(),
+                0,
+                what.to_string(),
+            )
         }
         other => other,
     }
@@ -223,7 +237,8 @@ impl Db {
                 )));
             }
         } else {
-            std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         }
         let dir_lock = lock_dir(&dir, opts.read_only)?;
         let files = list_dir(&dir)?;
@@ -256,8 +271,9 @@ impl Db {
         let vlogs = VlogSet::default();
         for &id in &mstate.vlogs {
             let path = dir.join(vlog::file_name(id));
-            let f = VlogFile::open(&path, id)
-                .map_err(|e| missing_is_corruption(e, "value-log file listed in MANIFEST is missing"))?;
+            let f = VlogFile::open(&path, id).map_err(|e| {
+                missing_is_corruption(e, "value-log file listed in MANIFEST is missing")
+            })?;
             vlogs.insert(f);
         }
 
@@ -394,7 +410,8 @@ impl Drop for Db {
 /// Replays one WAL into `mem`. Returns false if the log was cut short (a torn
 /// tail, or a batch pointing at value-log bytes that did not survive).
 fn replay_wal(path: &Path, mem: &Memtable, vlogs: &VlogSet, last_seq: &mut u64) -> Result<bool> {
-    let data = std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let data =
+        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     if data.len() < wal::HEADER_LEN {
         return Ok(false); // torn while being created: holds nothing acknowledged
     }
@@ -405,8 +422,9 @@ fn replay_wal(path: &Path, mem: &Memtable, vlogs: &VlogSet, last_seq: &mut u64) 
         let rec = batch::decode_record(&data[range])
             .ok_or_else(|| Error::corruption(path, offset, "undecodable batch record"))?;
         for (_, v) in &rec.entries {
-            let decoded = value::decode(v)
-                .ok_or_else(|| Error::corruption(path, offset, "undecodable value record in batch"))?;
+            let decoded = value::decode(v).ok_or_else(|| {
+                Error::corruption(path, offset, "undecodable value record in batch")
+            })?;
             if let Stored::Pointer(p) = decoded.stored {
                 if vlogs.read(p, dir).is_err() {
                     // The WAL survived but the value it points to did not.
@@ -450,7 +468,11 @@ impl DbInner {
         mem: Arc<Memtable>,
         last_seq: u64,
     ) -> Result<()> {
-        let live_tables: HashSet<u64> = mstate.levels.iter().flat_map(|l| l.keys().copied()).collect();
+        let live_tables: HashSet<u64> = mstate
+            .levels
+            .iter()
+            .flat_map(|l| l.keys().copied())
+            .collect();
         let live_vlogs = mstate.vlogs.clone();
         let log_number = mstate.log_number;
         *lock(&self.manifest) = Some(Manifest::create(&self.dir, mstate)?);
@@ -458,9 +480,15 @@ impl DbInner {
         // value-log files never recorded, WALs already flushed or past a cut.
         for f in &files {
             let path = match f {
-                FileKind::Table(id) if !live_tables.contains(id) => self.dir.join(table::file_name(*id)),
-                FileKind::Vlog(id) if !live_vlogs.contains(id) => self.dir.join(vlog::file_name(*id)),
-                FileKind::Wal(id) if *id < log_number || (!replayed.contains(id)) => self.dir.join(wal_name(*id)),
+                FileKind::Table(id) if !live_tables.contains(id) => {
+                    self.dir.join(table::file_name(*id))
+                }
+                FileKind::Vlog(id) if !live_vlogs.contains(id) => {
+                    self.dir.join(vlog::file_name(*id))
+                }
+                FileKind::Wal(id) if *id < log_number || (!replayed.contains(id)) => {
+                    self.dir.join(wal_name(*id))
+                }
                 _ => continue,
             };
             remove(&path)?;
@@ -473,14 +501,22 @@ impl DbInner {
             let m = m.as_mut().ok_or(Error::Closed)?;
             (m.next_file_id(), m.next_file_id())
         };
-        let vlog_id = u32::try_from(vlog_id)
-            .map_err(|_| Error::InvalidArgument("file ids exhausted the value-log id space".into()))?;
+        let vlog_id = u32::try_from(vlog_id).map_err(|_| {
+            Error::InvalidArgument("file ids exhausted the value-log id space".into())
+        })?;
         let wal = LogWriter::create(&self.dir.join(wal_name(wal_id)), WAL_MAGIC, WAL_VERSION)?;
         let vlog = VlogWriter::create(&self.dir, vlog_id)?;
-        self.vlogs.insert(VlogFile::open(&self.dir.join(vlog::file_name(vlog_id)), vlog_id)?);
+        self.vlogs.insert(VlogFile::open(
+            &self.dir.join(vlog::file_name(vlog_id)),
+            vlog_id,
+        )?);
         sync_dir(&self.dir)?;
         // Value-log files holding nothing but a header can go.
-        let mut edits = vec![Edit::AddVlog(vlog_id), Edit::LogNumber(wal_id), Edit::LastSeq(last_seq)];
+        let mut edits = vec![
+            Edit::AddVlog(vlog_id),
+            Edit::LogNumber(wal_id),
+            Edit::LastSeq(last_seq),
+        ];
         let mut empty = Vec::new();
         for f in self.vlogs.all() {
             if f.id() != vlog_id && f.len()? <= wal::HEADER_LEN as u64 {
@@ -488,7 +524,10 @@ impl DbInner {
                 empty.push(f);
             }
         }
-        lock(&self.manifest).as_mut().ok_or(Error::Closed)?.log(&edits)?;
+        lock(&self.manifest)
+            .as_mut()
+            .ok_or(Error::Closed)?
+            .log(&edits)?;
         for f in empty {
             self.vlogs.remove(f.id());
             remove(f.path())?;
@@ -501,7 +540,11 @@ impl DbInner {
             imm: Vec::new(),
             version: st.version.clone(),
         });
-        *lock(&self.log) = Some(LogState { wal, vlog, last_seq });
+        *lock(&self.log) = Some(LogState {
+            wal,
+            vlog,
+            last_seq,
+        });
         Ok(())
     }
 
@@ -548,9 +591,16 @@ impl DbInner {
         if found.is_none() {
             found = st.version.get(key, seq)?;
         }
-        let Some((_, raw)) = found else { return Ok(None) };
-        let rec = value::decode(&raw)
-            .ok_or_else(|| Error::corruption(&self.dir, 0, format!("undecodable value record for key {key:?}")))?;
+        let Some((_, raw)) = found else {
+            return Ok(None);
+        };
+        let rec = value::decode(&raw).ok_or_else(|| {
+            Error::corruption(
+                &self.dir,
+                0,
+                format!("undecodable value record for key {key:?}"),
+            )
+        })?;
         match rec.stored {
             Stored::Delete => Ok(None),
             Stored::Inline(v) => Ok(Some(v.to_vec())),
@@ -569,7 +619,10 @@ impl DbInner {
         let mut s = lock(&self.snapshots);
         let seq = self.visible_seq.load(Ordering::Acquire);
         *s.entry(seq).or_insert(0) += 1;
-        SnapshotGuard { db: self.clone(), seq }
+        SnapshotGuard {
+            db: self.clone(),
+            seq,
+        }
     }
 
     /// The oldest sequence any reader may still read at.
@@ -611,7 +664,13 @@ impl DbInner {
             immutable_memtables: st.imm.len(),
             index_filter_bytes: st.version.levels.iter().flatten().map(|t| t.memory()).sum(),
             last_seq: self.visible_seq.load(Ordering::Acquire),
-            table_entries: st.version.levels.iter().flatten().map(|t| t.entries()).sum(),
+            table_entries: st
+                .version
+                .levels
+                .iter()
+                .flatten()
+                .map(|t| t.entries())
+                .sum(),
         }
     }
 
@@ -712,10 +771,12 @@ impl DbInner {
         let mem = self.read_state().mem.clone();
         let threshold = self.opts.value_threshold;
         let mut framed = Vec::with_capacity(group.iter().map(|w| w.bytes + 16).sum());
-        let mut applied: Vec<(u64, Vec<(Vec<u8>, Vec<u8>)>)> = Vec::with_capacity(group.len());
+        let mut applied: Vec<(u64, EncodedBatch)> = Vec::with_capacity(group.len());
         let mut seq = log.last_seq;
         for w in group {
-            let Some(batch) = lock(&w.batch).take() else { continue };
+            let Some(batch) = lock(&w.batch).take() else {
+                continue;
+            };
             seq += 1;
             let mut entries = Vec::with_capacity(batch.ops.len());
             for op in batch.ops {
@@ -770,10 +831,12 @@ impl DbInner {
         log.vlog.sync()?;
         let mut m = lock(&self.manifest);
         let m = m.as_mut().ok_or(Error::Closed)?;
-        let id = u32::try_from(m.next_file_id())
-            .map_err(|_| Error::InvalidArgument("file ids exhausted the value-log id space".into()))?;
+        let id = u32::try_from(m.next_file_id()).map_err(|_| {
+            Error::InvalidArgument("file ids exhausted the value-log id space".into())
+        })?;
         let vlog = VlogWriter::create(&self.dir, id)?;
-        self.vlogs.insert(VlogFile::open(&self.dir.join(vlog::file_name(id)), id)?);
+        self.vlogs
+            .insert(VlogFile::open(&self.dir.join(vlog::file_name(id)), id)?);
         sync_dir(&self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
         log.vlog = vlog;
@@ -828,7 +891,10 @@ impl DbInner {
 
     /// Turns the active memtable immutable and starts a new one with a new WAL.
     fn switch_memtable(&self, log: &mut LogState) -> Result<()> {
-        let id = lock(&self.manifest).as_mut().ok_or(Error::Closed)?.next_file_id();
+        let id = lock(&self.manifest)
+            .as_mut()
+            .ok_or(Error::Closed)?
+            .next_file_id();
         let wal = LogWriter::create(&self.dir.join(wal_name(id)), WAL_MAGIC, WAL_VERSION)
             .and_then(|w| sync_dir(&self.dir).map(|_| w))
             .inspect_err(|e| self.poison_with(e))?;
@@ -954,9 +1020,13 @@ impl DbInner {
         let mut edits = Vec::new();
         let mut added = Vec::new();
         if !mem.is_empty() {
-            let id = lock(&self.manifest).as_mut().ok_or(Error::Closed)?.next_file_id();
+            let id = lock(&self.manifest)
+                .as_mut()
+                .ok_or(Error::Closed)?
+                .next_file_id();
             let path = self.dir.join(table::file_name(id));
-            let mut b = TableBuilder::create(&path, self.opts.block_size, self.opts.bloom_bits_per_key)?;
+            let mut b =
+                TableBuilder::create(&path, self.opts.block_size, self.opts.bloom_bits_per_key)?;
             let built = mem.for_each(|k, v| b.add(k, v)).and_then(|_| b.finish());
             let meta = built.inspect_err(|_| {
                 let _ = std::fs::remove_file(&path);
@@ -982,7 +1052,12 @@ impl DbInner {
             m.as_mut().ok_or(Error::Closed)?.log(&edits)?;
             self.update_state(|st| ReadState {
                 mem: st.mem.clone(),
-                imm: st.imm.iter().filter(|m| !Arc::ptr_eq(m, mem)).cloned().collect(),
+                imm: st
+                    .imm
+                    .iter()
+                    .filter(|m| !Arc::ptr_eq(m, mem))
+                    .cloned()
+                    .collect(),
                 version: Arc::new(st.version.apply(&HashSet::new(), &added)),
             });
         }
@@ -1058,7 +1133,10 @@ impl DbInner {
         } else {
             let snapshot = self.smallest_snapshot();
             let outputs = compaction::run(c, &self.opts, &self.dir, snapshot, || {
-                lock(&self.manifest).as_mut().map(|m| m.next_file_id()).unwrap_or(u64::MAX)
+                lock(&self.manifest)
+                    .as_mut()
+                    .map(|m| m.next_file_id())
+                    .unwrap_or(u64::MAX)
             })?;
             sync_dir(&self.dir)?;
             for (id, meta) in outputs {

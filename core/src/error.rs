@@ -74,7 +74,11 @@ impl Error {
     }
 
     /// A corruption found in `file` at `offset`.
-    pub(crate) fn corruption(file: impl Into<PathBuf>, offset: u64, what: impl Into<String>) -> Error {
+    pub(crate) fn corruption(
+        file: impl Into<PathBuf>,
+        offset: u64,
+        what: impl Into<String>,
+    ) -> Error {
         Error::Corruption {
             file: file.into(),
             offset,
@@ -93,7 +97,11 @@ impl fmt::Display for Error {
         match self {
             Error::Io { context, source } => write!(f, "I/O error while {context}: {source}"),
             Error::Corruption { file, offset, what } => {
-                write!(f, "corruption in {} at offset {offset}: {what}", file.display())
+                write!(
+                    f,
+                    "corruption in {} at offset {offset}: {what}",
+                    file.display()
+                )
             }
             Error::UnsupportedVersion {
                 file,

@@ -38,8 +38,7 @@ pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
 /// Orders internal keys: user key ascending, then version descending.
 pub(crate) fn compare(a: &[u8], b: &[u8]) -> Ordering {
     let (ua, ub) = (user_key(a), user_key(b));
-    ua.cmp(ub)
-        .then_with(|| a[ua.len()..].cmp(&b[ub.len()..]))
+    ua.cmp(ub).then_with(|| a[ua.len()..].cmp(&b[ub.len()..]))
 }
 
 /// A borrowed internal key with the internal ordering; lets the memtable be
@@ -117,7 +116,10 @@ mod tests {
     fn prefix_user_keys_sort_before_longer_keys_whatever_the_version() {
         // Byte order alone would put "a"@1 (suffix 0xff..fe) after "ab".
         assert_eq!(compare(&encode(b"a", 1), &encode(b"ab", 7)), Ordering::Less);
-        assert_eq!(compare(&encode(b"ab", 1), &encode(b"a", 7)), Ordering::Greater);
+        assert_eq!(
+            compare(&encode(b"ab", 1), &encode(b"a", 7)),
+            Ordering::Greater
+        );
     }
 
     #[test]

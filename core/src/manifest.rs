@@ -36,8 +36,14 @@ pub(crate) struct TableRecord {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Edit {
-    AddTable { level: u8, table: TableRecord },
-    DeleteTable { level: u8, id: u64 },
+    AddTable {
+        level: u8,
+        table: TableRecord,
+    },
+    DeleteTable {
+        level: u8,
+        id: u64,
+    },
     NextFileId(u64),
     /// WAL files numbered below this are flushed and may be deleted.
     LogNumber(u64),
@@ -70,7 +76,10 @@ impl ManifestState {
         match e {
             Edit::AddTable { level, table } => {
                 let lvl = self.levels.get_mut(*level as usize).ok_or_else(|| {
-                    format!("table {} is at level {level}, beyond the configured levels", table.id)
+                    format!(
+                        "table {} is at level {level}, beyond the configured levels",
+                        table.id
+                    )
                 })?;
                 lvl.insert(table.id, table.clone());
                 self.next_file_id = self.next_file_id.max(table.id + 1);
@@ -81,7 +90,9 @@ impl ManifestState {
                     .get_mut(*level as usize)
                     .and_then(|l| l.remove(id));
                 if removed.is_none() {
-                    return Err(format!("deletes table {id} at level {level}, which is not there"));
+                    return Err(format!(
+                        "deletes table {id} at level {level}, which is not there"
+                    ));
                 }
             }
             Edit::NextFileId(n) => self.next_file_id = self.next_file_id.max(*n),
@@ -204,8 +215,16 @@ pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState
     let data = wal::read_file(&path, MAGIC, VERSION)?;
     let scan = wal::scan(&path, &data)?;
     // The first record is the snapshot written before the rename: it is never torn.
-    if scan.records.first().is_none_or(|(off, _)| *off != wal::HEADER_LEN as u64) {
-        return Err(Error::corruption(&path, wal::HEADER_LEN as u64, "damaged manifest snapshot record"));
+    if scan
+        .records
+        .first()
+        .is_none_or(|(off, _)| *off != wal::HEADER_LEN as u64)
+    {
+        return Err(Error::corruption(
+            &path,
+            wal::HEADER_LEN as u64,
+            "damaged manifest snapshot record",
+        ));
     }
     let mut state = ManifestState::new(num_levels);
     for (offset, range) in scan.records {
@@ -245,8 +264,12 @@ impl Manifest {
         writer.append(&framed)?;
         writer.sync()?;
         let path = dir.join(FILE_NAME);
-        std::fs::rename(&tmp, &path)
-            .map_err(|e| Error::io(format!("renaming {} to {}", tmp.display(), path.display()), e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| {
+            Error::io(
+                format!("renaming {} to {}", tmp.display(), path.display()),
+                e,
+            )
+        })?;
         sync_dir(dir)?;
         Ok(Manifest {
             dir: dir.to_path_buf(),
@@ -310,7 +333,10 @@ mod tests {
     #[test]
     fn every_edit_round_trips() {
         let edits = vec![
-            Edit::AddTable { level: 2, table: table(5) },
+            Edit::AddTable {
+                level: 2,
+                table: table(5),
+            },
             Edit::DeleteTable { level: 1, id: 9 },
             Edit::NextFileId(10),
             Edit::LogNumber(4),
@@ -330,9 +356,22 @@ mod tests {
     fn reopened_manifest_holds_logged_edits() {
         let dir = tempfile::tempdir().unwrap();
         let mut m = Manifest::create(dir.path(), ManifestState::new(3)).unwrap();
-        m.log(&[Edit::AddTable { level: 0, table: table(1) }, Edit::AddVlog(2)]).unwrap();
-        m.log(&[Edit::DeleteTable { level: 0, id: 1 }, Edit::AddTable { level: 1, table: table(3) }])
-            .unwrap();
+        m.log(&[
+            Edit::AddTable {
+                level: 0,
+                table: table(1),
+            },
+            Edit::AddVlog(2),
+        ])
+        .unwrap();
+        m.log(&[
+            Edit::DeleteTable { level: 0, id: 1 },
+            Edit::AddTable {
+                level: 1,
+                table: table(3),
+            },
+        ])
+        .unwrap();
         let s = load(dir.path(), 3).unwrap().unwrap();
         assert_eq!(&s, m.state());
         assert!(s.levels[0].is_empty());

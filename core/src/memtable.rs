@@ -74,7 +74,10 @@ impl Memtable {
     }
 
     /// Every entry in order, for a flush.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> crate::Result<()>) -> crate::Result<()> {
+    pub(crate) fn for_each(
+        &self,
+        mut f: impl FnMut(&[u8], &[u8]) -> crate::Result<()>,
+    ) -> crate::Result<()> {
         for e in self.map.iter() {
             f(&e.key().0, e.value())?;
         }

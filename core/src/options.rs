@@ -97,10 +97,16 @@ impl Options {
             );
         }
         if !(2..=64).contains(&self.max_memtables) {
-            return bad("max_memtables", format!("{} is outside 2..=64", self.max_memtables));
+            return bad(
+                "max_memtables",
+                format!("{} is outside 2..=64", self.max_memtables),
+            );
         }
         if !(256..=(1 << 20)).contains(&self.block_size) {
-            return bad("block_size", format!("{} is outside 256..=1048576", self.block_size));
+            return bad(
+                "block_size",
+                format!("{} is outside 256..=1048576", self.block_size),
+            );
         }
         if self.bloom_bits_per_key > 64 {
             return bad(
@@ -112,7 +118,10 @@ impl Options {
             return bad("table_size", format!("{} is below 4096", self.table_size));
         }
         if self.level_base_size < 4096 {
-            return bad("level_base_size", format!("{} is below 4096", self.level_base_size));
+            return bad(
+                "level_base_size",
+                format!("{} is below 4096", self.level_base_size),
+            );
         }
         if !(2..=100).contains(&self.level_multiplier) {
             return bad(
@@ -121,7 +130,10 @@ impl Options {
             );
         }
         if !(2..=16).contains(&self.num_levels) {
-            return bad("num_levels", format!("{} is outside 2..=16", self.num_levels));
+            return bad(
+                "num_levels",
+                format!("{} is outside 2..=16", self.num_levels),
+            );
         }
         if self.l0_compaction_trigger < 1 {
             return bad("l0_compaction_trigger", "must be at least 1".into());
@@ -157,7 +169,10 @@ impl Options {
             );
         }
         if self.max_key_size == 0 || self.max_key_size > (1 << 20) {
-            return bad("max_key_size", format!("{} is outside 1..=1048576", self.max_key_size));
+            return bad(
+                "max_key_size",
+                format!("{} is outside 1..=1048576", self.max_key_size),
+            );
         }
         if self.max_value_size > (2 << 30) {
             return bad(
@@ -183,7 +198,16 @@ mod tests {
         let mut o = Options::new("/tmp/x");
         o.l0_stop_trigger = o.l0_slowdown_trigger;
         let err = o.validate().unwrap_err();
-        assert!(matches!(err, Error::InvalidOption { name: "l0_stop_trigger", .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::InvalidOption {
+                    name: "l0_stop_trigger",
+                    ..
+                }
+            ),
+            "{err}"
+        );
         let mut o = Options::new("/tmp/x");
         o.block_size = 10;
         assert!(o.validate().unwrap_err().to_string().contains("block_size"));

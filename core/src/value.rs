@@ -87,7 +87,12 @@ mod tests {
             offset: 1 << 40,
             len: 99,
         };
-        for s in [Stored::Delete, Stored::Inline(b"hello"), Stored::Inline(b""), Stored::Pointer(p)] {
+        for s in [
+            Stored::Delete,
+            Stored::Inline(b"hello"),
+            Stored::Inline(b""),
+            Stored::Pointer(p),
+        ] {
             let mut buf = Vec::new();
             encode(&mut buf, &s, 3, 12345);
             let d = decode(&buf).unwrap();

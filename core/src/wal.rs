@@ -31,7 +31,11 @@ pub(crate) fn file_header(magic: &[u8; 8], version: u32) -> [u8; HEADER_LEN] {
 /// Checks a file header: magic, checksum, then version.
 pub(crate) fn check_header(path: &Path, bytes: &[u8], magic: &[u8; 8], version: u32) -> Result<()> {
     if bytes.len() < HEADER_LEN {
-        return Err(Error::corruption(path, 0, "file shorter than its 16-byte header"));
+        return Err(Error::corruption(
+            path,
+            0,
+            "file shorter than its 16-byte header",
+        ));
     }
     if &bytes[..8] != magic {
         return Err(Error::corruption(
@@ -121,7 +125,8 @@ pub(crate) fn scan(path: &Path, data: &[u8]) -> Result<Scan> {
 
 /// Reads a whole log file, checking its header.
 pub(crate) fn read_file(path: &Path, magic: &[u8; 8], version: u32) -> Result<Vec<u8>> {
-    let data = std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let data =
+        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     check_header(path, &data, magic, version)?;
     Ok(data)
 }
@@ -142,7 +147,8 @@ impl LogWriter {
             .create_new(true)
             .open(path)
             .map_err(|e| Error::io(ctx(), e))?;
-        file.write_all(&file_header(magic, version)).map_err(|e| Error::io(ctx(), e))?;
+        file.write_all(&file_header(magic, version))
+            .map_err(|e| Error::io(ctx(), e))?;
         file.sync_all().map_err(|e| Error::io(ctx(), e))?;
         Ok(LogWriter {
             file,
@@ -212,7 +218,10 @@ mod tests {
                 assert_eq!(file, Path::new("wal-file"));
                 assert_eq!(offset, second as u64);
             }
-            other => panic!("expected corruption, got {:?}", other.map(|s| s.records.len())),
+            other => panic!(
+                "expected corruption, got {:?}",
+                other.map(|s| s.records.len())
+            ),
         }
     }
 
@@ -234,9 +243,13 @@ mod tests {
             check_header(Path::new("t"), &h, b"TESTLOG\0", 2),
             Err(Error::UnsupportedVersion { found: 1, .. })
         ));
-        assert!(check_header(Path::new("t"), &h, b"OTHERLOG", 1).unwrap_err().is_corruption());
+        assert!(check_header(Path::new("t"), &h, b"OTHERLOG", 1)
+            .unwrap_err()
+            .is_corruption());
         let mut bad = h;
         bad[9] ^= 1;
-        assert!(check_header(Path::new("t"), &bad, b"TESTLOG\0", 1).unwrap_err().is_corruption());
+        assert!(check_header(Path::new("t"), &bad, b"TESTLOG\0", 1)
+            .unwrap_err()
+            .is_corruption());
     }
 }

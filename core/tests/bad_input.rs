@@ -11,14 +11,21 @@ use std::process::Command;
 fn db_with_data(dir: &Path) -> Db {
     let db = Db::open(tiny_options(dir)).unwrap();
     for i in 0..100u32 {
-        db.put(format!("key{i}").as_bytes(), &vec![i as u8; (i * 3) as usize]).unwrap();
+        db.put(
+            format!("key{i}").as_bytes(),
+            &vec![i as u8; (i * 3) as usize],
+        )
+        .unwrap();
     }
     db
 }
 
 fn assert_data_intact(db: &Db) {
     for i in 0..100u32 {
-        assert_eq!(db.get(format!("key{i}").as_bytes()).unwrap(), Some(vec![i as u8; (i * 3) as usize]));
+        assert_eq!(
+            db.get(format!("key{i}").as_bytes()).unwrap(),
+            Some(vec![i as u8; (i * 3) as usize])
+        );
     }
 }
 
@@ -28,13 +35,25 @@ fn oversized_key_is_refused_and_stored_data_survives() {
     let db = db_with_data(dir.path());
     let big = vec![b'k'; 65_001];
     match db.put(&big, b"v") {
-        Err(Error::TooBig { what: "key", len: 65_001, max: 65_000 }) => {}
+        Err(Error::TooBig {
+            what: "key",
+            len: 65_001,
+            max: 65_000,
+        }) => {}
         other => panic!("expected TooBig key, got {other:?}"),
     }
     let mut b = WriteBatch::new();
-    b.put(b"fine".to_vec(), b"v".to_vec()).put(big.clone(), b"v".to_vec());
-    assert!(matches!(db.write(b), Err(Error::TooBig { what: "key", .. })));
-    assert_eq!(db.get(b"fine").unwrap(), None, "a refused batch must apply nothing");
+    b.put(b"fine".to_vec(), b"v".to_vec())
+        .put(big.clone(), b"v".to_vec());
+    assert!(matches!(
+        db.write(b),
+        Err(Error::TooBig { what: "key", .. })
+    ));
+    assert_eq!(
+        db.get(b"fine").unwrap(),
+        None,
+        "a refused batch must apply nothing"
+    );
     assert!(matches!(db.get(&big), Err(Error::TooBig { .. })));
     assert_data_intact(&db);
 }
@@ -47,7 +66,11 @@ fn oversized_value_is_refused_and_stored_data_survives() {
     let db = Db::open(o).unwrap();
     db.put(b"a", &[1; 1000]).unwrap();
     let err = db.put(b"b", &[1; 1001]).unwrap_err();
-    assert!(err.to_string().contains("value of 1001 bytes exceeds the limit of 1000"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("value of 1001 bytes exceeds the limit of 1000"),
+        "{err}"
+    );
     assert_eq!(db.get(b"a").unwrap(), Some(vec![1; 1000]));
     assert_eq!(db.get(b"b").unwrap(), None);
 }
@@ -68,7 +91,10 @@ fn bad_option_is_reported_by_name_at_open() {
     let mut o = Options::new(dir.path());
     o.bloom_bits_per_key = 1000;
     match Db::open(o) {
-        Err(Error::InvalidOption { name: "bloom_bits_per_key", .. }) => {}
+        Err(Error::InvalidOption {
+            name: "bloom_bits_per_key",
+            ..
+        }) => {}
         other => panic!("expected an invalid option, got {:?}", other.err()),
     }
 }
@@ -77,10 +103,16 @@ fn bad_option_is_reported_by_name_at_open() {
 fn second_writer_in_the_same_process_is_locked_out() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_with_data(dir.path());
-    assert!(matches!(Db::open(tiny_options(dir.path())), Err(Error::Locked(_))));
+    assert!(matches!(
+        Db::open(tiny_options(dir.path())),
+        Err(Error::Locked(_))
+    ));
     let mut ro = tiny_options(dir.path());
     ro.read_only = true;
-    assert!(matches!(Db::open(ro), Err(Error::Locked(_))), "read-only must wait for the writer");
+    assert!(
+        matches!(Db::open(ro), Err(Error::Locked(_))),
+        "read-only must wait for the writer"
+    );
     assert_data_intact(&db);
 }
 
@@ -89,7 +121,9 @@ const LOCK_CHILD_ENV: &str = "SETT_LOCK_CHILD_DIR";
 #[test]
 fn lock_child_opener() {
     // Child entry: tries to open the directory and prints the outcome.
-    let Ok(dir) = std::env::var(LOCK_CHILD_ENV) else { return };
+    let Ok(dir) = std::env::var(LOCK_CHILD_ENV) else {
+        return;
+    };
     match Db::open(tiny_options(Path::new(&dir))) {
         Ok(_) => println!("CHILD: opened"),
         Err(e) => println!("CHILD: {e}"),
@@ -101,12 +135,21 @@ fn second_writer_process_gets_a_clear_lock_error() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_with_data(dir.path());
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "lock_child_opener", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "lock_child_opener",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(LOCK_CHILD_ENV, dir.path())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("CHILD: database directory") && stdout.contains("is locked by another process"), "{stdout}");
+    assert!(
+        stdout.contains("CHILD: database directory")
+            && stdout.contains("is locked by another process"),
+        "{stdout}"
+    );
     assert_data_intact(&db);
 }
 
@@ -121,7 +164,10 @@ fn read_only_opens_share_the_directory_and_refuse_writes() {
     assert_data_intact(&a);
     assert_data_intact(&b);
     assert!(matches!(a.put(b"x", b"y"), Err(Error::ReadOnly)));
-    assert!(matches!(Db::open(tiny_options(dir.path())), Err(Error::Locked(_))));
+    assert!(matches!(
+        Db::open(tiny_options(dir.path())),
+        Err(Error::Locked(_))
+    ));
 }
 
 #[test]
@@ -141,9 +187,15 @@ fn use_after_close_returns_closed_and_reopen_finds_everything() {
     db.close().unwrap(); // closing twice is a no-op
     assert!(matches!(db.put(b"k", b"v"), Err(Error::Closed)));
     assert!(matches!(db.get(b"key1"), Err(Error::Closed)));
-    assert!(matches!(db.iter(IterOptions::default()), Err(Error::Closed)));
+    assert!(matches!(
+        db.iter(IterOptions::default()),
+        Err(Error::Closed)
+    ));
     let rest: sett::Result<Vec<_>> = it.collect();
-    assert!(matches!(rest, Err(Error::Closed)), "an iterator outliving its Db reports Closed");
+    assert!(
+        matches!(rest, Err(Error::Closed)),
+        "an iterator outliving its Db reports Closed"
+    );
     drop(db);
     assert_data_intact(&Db::open(tiny_options(dir.path())).unwrap());
 }
@@ -155,12 +207,17 @@ fn full_disk_child_writer() {
     // Child entry: writes under a file-size limit until the value log hits it
     // (a real EFBIG from write(2)), then checks the Db is poisoned for writes
     // and still serves reads.
-    let Ok(dir) = std::env::var(FULL_CHILD_ENV) else { return };
+    let Ok(dir) = std::env::var(FULL_CHILD_ENV) else {
+        return;
+    };
     // SAFETY: plain libc calls on this single-threaded child before the Db starts
     // threads; ignoring SIGXFSZ turns the limit into an EFBIG error from write(2).
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-        let lim = libc::rlimit { rlim_cur: 300 << 10, rlim_max: 300 << 10 };
+        let lim = libc::rlimit {
+            rlim_cur: 300 << 10,
+            rlim_max: 300 << 10,
+        };
         assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
     }
     let mut o = tiny_options(Path::new(&dir));
@@ -180,7 +237,9 @@ fn full_disk_child_writer() {
         Err(Error::Poisoned(msg)) => println!("CHILD poisoned: {msg}"),
         other => println!("CHILD not poisoned: {other:?}"),
     }
-    let reads_ok = (0..acked).all(|i| db.get(format!("key{i:06}").as_bytes()).ok().flatten() == Some(vec![i as u8; 1000]));
+    let reads_ok = (0..acked).all(|i| {
+        db.get(format!("key{i:06}").as_bytes()).ok().flatten() == Some(vec![i as u8; 1000])
+    });
     println!("CHILD reads ok: {reads_ok}");
     std::process::exit(0);
 }
@@ -189,7 +248,12 @@ fn full_disk_child_writer() {
 fn io_error_on_the_write_path_poisons_writes_keeps_reads_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "full_disk_child_writer", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "full_disk_child_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(FULL_CHILD_ENV, dir.path())
         .output()
         .unwrap();
@@ -200,13 +264,20 @@ fn io_error_on_the_write_path_poisons_writes_keeps_reads_and_loses_nothing() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("child output: {stdout}"));
     assert!(acked > 10, "{stdout}");
-    assert!(stdout.contains("CHILD first error: I/O error while appending to"), "{stdout}");
+    assert!(
+        stdout.contains("CHILD first error: I/O error while appending to"),
+        "{stdout}"
+    );
     assert!(stdout.contains("CHILD poisoned:"), "{stdout}");
     assert!(stdout.contains("CHILD reads ok: true"), "{stdout}");
     // Space is back (no limit here): every acknowledged write is there.
     let db = Db::open(tiny_options(dir.path())).unwrap();
     for i in 0..acked {
-        assert_eq!(db.get(format!("key{i:06}").as_bytes()).unwrap(), Some(vec![i as u8; 1000]), "key {i}");
+        assert_eq!(
+            db.get(format!("key{i:06}").as_bytes()).unwrap(),
+            Some(vec![i as u8; 1000]),
+            "key {i}"
+        );
     }
     assert_eq!(db.get(format!("key{acked:06}").as_bytes()).unwrap(), None);
     db.put(b"after-reopen", b"works").unwrap();

@@ -33,7 +33,9 @@ fn wal_options(dir: &Path) -> Options {
 fn wal_child_writer() {
     // Child entry: writes BATCHES batches, then exits without closing, so the
     // data lives only in the WAL and the value log.
-    let Ok(dir) = std::env::var(CHILD_ENV) else { return };
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let db = Db::open(wal_options(Path::new(&dir))).unwrap();
     for i in 0..BATCHES {
         let mut b = WriteBatch::new();
@@ -49,7 +51,12 @@ fn wal_child_writer() {
 fn dir_with_unflushed_wal() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "wal_child_writer", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "wal_child_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir.path())
         .status()
         .unwrap();
@@ -66,9 +73,17 @@ fn count_prefix(db: &Db) -> u64 {
     for i in 0..BATCHES {
         let found: Vec<bool> = batch(i)
             .iter()
-            .map(|(k, v)| db.get(k).unwrap().inspect(|got| assert_eq!(got, v)).is_some())
+            .map(|(k, v)| {
+                db.get(k)
+                    .unwrap()
+                    .inspect(|got| assert_eq!(got, v))
+                    .is_some()
+            })
             .collect();
-        assert!(found.iter().all(|&f| f) || found.iter().all(|&f| !f), "batch {i} torn");
+        assert!(
+            found.iter().all(|&f| f) || found.iter().all(|&f| !f),
+            "batch {i} torn"
+        );
         if found[0] {
             assert!(!gap, "batch {i} present after a missing one");
             present = i + 1;
@@ -99,14 +114,23 @@ fn truncated_wal_at_any_length_reopens_with_a_prefix() {
     let wal = &files_with_ext(src.path(), "wal")[0];
     let len = std::fs::metadata(wal).unwrap().len();
     let mut seen = std::collections::BTreeSet::new();
-    for cut in (0..=len).step_by((len / 97).max(1) as usize).chain([len - 1, len]) {
+    for cut in (0..=len)
+        .step_by((len / 97).max(1) as usize)
+        .chain([len - 1, len])
+    {
         let d = copy_dir(src.path());
-        let f = std::fs::OpenOptions::new().write(true).open(d.path().join(wal.file_name().unwrap())).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(d.path().join(wal.file_name().unwrap()))
+            .unwrap();
         f.set_len(cut).unwrap();
         let db = Db::open(wal_options(d.path())).unwrap();
         seen.insert(count_prefix(&db));
     }
-    assert!(seen.contains(&0) && seen.contains(&BATCHES), "prefixes seen: {seen:?}");
+    assert!(
+        seen.contains(&0) && seen.contains(&BATCHES),
+        "prefixes seen: {seen:?}"
+    );
 }
 
 #[test]
@@ -115,14 +139,23 @@ fn truncated_value_log_at_any_length_reopens_with_a_prefix() {
     let vlog = files_with_ext(src.path(), "vlog").pop().unwrap();
     let len = std::fs::metadata(&vlog).unwrap().len();
     let mut seen = std::collections::BTreeSet::new();
-    for cut in (16..=len).step_by((len / 61).max(1) as usize).chain([len - 1, len]) {
+    for cut in (16..=len)
+        .step_by((len / 61).max(1) as usize)
+        .chain([len - 1, len])
+    {
         let d = copy_dir(src.path());
-        let f = std::fs::OpenOptions::new().write(true).open(d.path().join(vlog.file_name().unwrap())).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(d.path().join(vlog.file_name().unwrap()))
+            .unwrap();
         f.set_len(cut).unwrap();
         let db = Db::open(wal_options(d.path())).unwrap();
         seen.insert(count_prefix(&db));
     }
-    assert!(seen.len() > 5 && seen.contains(&BATCHES), "prefixes seen: {seen:?}");
+    assert!(
+        seen.len() > 5 && seen.contains(&BATCHES),
+        "prefixes seen: {seen:?}"
+    );
 }
 
 #[test]
@@ -131,7 +164,9 @@ fn flipped_byte_in_a_middle_wal_record_is_corruption_naming_the_wal() {
     let wal = files_with_ext(src.path(), "wal").pop().unwrap();
     let len = std::fs::metadata(&wal).unwrap().len();
     flip_byte(&wal, len / 2);
-    let err = Db::open(wal_options(src.path())).err().expect("open must fail");
+    let err = Db::open(wal_options(src.path()))
+        .err()
+        .expect("open must fail");
     let offset = expect_corruption_in(err, "wal");
     assert!(offset > 0 && offset <= len / 2, "offset {offset}");
 }
@@ -215,9 +250,15 @@ fn flipped_byte_in_the_manifest_is_corruption_and_deletes_nothing() {
     let manifest = dir.path().join("MANIFEST");
     let before = std::fs::read_dir(dir.path()).unwrap().count();
     flip_byte(&manifest, 30);
-    let err = Db::open(tiny_options(dir.path())).err().expect("open must fail");
+    let err = Db::open(tiny_options(dir.path()))
+        .err()
+        .expect("open must fail");
     expect_corruption_in(err, "MANIFEST");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before, "files were removed");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        before,
+        "files were removed"
+    );
     flip_byte(&manifest, 30); // repair: the data is all still there
     let db = Db::open(tiny_options(dir.path())).unwrap();
     assert_eq!(count_prefix(&db), BATCHES);
@@ -234,8 +275,15 @@ fn unknown_format_version_is_refused_and_the_data_survives() {
     bad[12..16].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&manifest, &bad).unwrap();
     match Db::open(tiny_options(dir.path())) {
-        Err(Error::UnsupportedVersion { found: 99, supported: 1, .. }) => {}
-        other => panic!("expected an unsupported version error, got {:?}", other.err()),
+        Err(Error::UnsupportedVersion {
+            found: 99,
+            supported: 1,
+            ..
+        }) => {}
+        other => panic!(
+            "expected an unsupported version error, got {:?}",
+            other.err()
+        ),
     }
     std::fs::write(&manifest, &good).unwrap();
     let db = Db::open(tiny_options(dir.path())).unwrap();
@@ -247,7 +295,9 @@ fn missing_table_file_is_corruption_naming_it() {
     let dir = flushed_db();
     let sst = files_with_ext(dir.path(), "sst").pop().unwrap();
     std::fs::remove_file(&sst).unwrap();
-    let err = Db::open(tiny_options(dir.path())).err().expect("open must fail");
+    let err = Db::open(tiny_options(dir.path()))
+        .err()
+        .expect("open must fail");
     match err {
         Error::Corruption { file, .. } => assert_eq!(file, sst),
         other => panic!("expected corruption, got {other}"),
@@ -260,7 +310,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

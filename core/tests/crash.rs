@@ -20,7 +20,7 @@ fn batch_keys(i: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
     (0..1 + i % 5)
         .map(|j| {
             let k = format!("b{i:08}:{j}").into_bytes();
-            let len = if (i + j) % 2 == 0 { 10 } else { 200 };
+            let len = if (i + j).is_multiple_of(2) { 10 } else { 200 };
             let v = value_for(&k, i, len);
             (k, v)
         })
@@ -43,14 +43,18 @@ fn child(dir: &Path, sync: bool, start: u64) {
             b.delete(format!("d{:08}", i - 1).into_bytes());
         }
         db.write(b).expect("child write");
-        writeln!(out, "ack {i}").and_then(|_| out.flush()).expect("child stdout");
+        writeln!(out, "ack {i}")
+            .and_then(|_| out.flush())
+            .expect("child stdout");
     }
 }
 
 #[test]
 fn crash_child_writer() {
     // Entry point of the child process; does nothing in a normal test run.
-    let Ok(dir) = std::env::var(CHILD_ENV) else { return };
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let sync = std::env::var("SETT_CRASH_SYNC").as_deref() == Ok("1");
     let start = std::env::var("SETT_CRASH_START")
         .ok()
@@ -61,7 +65,8 @@ fn crash_child_writer() {
 
 /// Checks the recovered Db; returns the number of batches present.
 fn verify(dir: &Path, acked: &[u64], sync: bool, cycle: usize) -> u64 {
-    let db = Db::open(tiny_options(dir)).unwrap_or_else(|e| panic!("cycle {cycle}: reopen failed: {e}"));
+    let db =
+        Db::open(tiny_options(dir)).unwrap_or_else(|e| panic!("cycle {cycle}: reopen failed: {e}"));
     let mut present = 0u64;
     let mut absent_seen = false;
     let max_ack = acked.iter().copied().max();
@@ -82,7 +87,10 @@ fn verify(dir: &Path, acked: &[u64], sync: bool, cycle: usize) -> u64 {
         let none = found.iter().all(|&f| !f);
         assert!(all || none, "cycle {cycle}: batch {i} is torn: {found:?}");
         if all {
-            assert!(!absent_seen, "cycle {cycle}: batch {i} survived after a missing batch");
+            assert!(
+                !absent_seen,
+                "cycle {cycle}: batch {i} survived after a missing batch"
+            );
             present = i + 1;
         } else {
             absent_seen = true;
@@ -90,15 +98,24 @@ fn verify(dir: &Path, acked: &[u64], sync: bool, cycle: usize) -> u64 {
     }
     if sync {
         if let Some(m) = max_ack {
-            assert!(present > m, "cycle {cycle}: acknowledged batch {m} lost with sync on (present {present})");
+            assert!(
+                present > m,
+                "cycle {cycle}: acknowledged batch {m} lost with sync on (present {present})"
+            );
         }
     }
     if present > 0 {
         let last = format!("d{:08}", present - 1);
-        assert!(db.get(last.as_bytes()).unwrap().is_some(), "cycle {cycle}: marker of last batch missing");
+        assert!(
+            db.get(last.as_bytes()).unwrap().is_some(),
+            "cycle {cycle}: marker of last batch missing"
+        );
         if present > 1 {
             let prev = format!("d{:08}", present - 2);
-            assert!(db.get(prev.as_bytes()).unwrap().is_none(), "cycle {cycle}: delete lost");
+            assert!(
+                db.get(prev.as_bytes()).unwrap().is_none(),
+                "cycle {cycle}: delete lost"
+            );
         }
     }
     db.close().unwrap();
@@ -113,7 +130,12 @@ fn crash_loop(sync: bool, cycles: usize, seed: u64) {
     let mut total_acked = 0usize;
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child_writer", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "crash_child_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, dir.path())
             .env("SETT_CRASH_SYNC", if sync { "1" } else { "0" })
             .env("SETT_CRASH_START", start.to_string())
@@ -126,7 +148,10 @@ fn crash_loop(sync: bool, cycles: usize, seed: u64) {
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Some(n) = line.strip_prefix("ack ").and_then(|n| n.parse::<u64>().ok()) {
+                if let Some(n) = line
+                    .strip_prefix("ack ")
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
                     let _ = tx.send(n);
                 }
             }
@@ -140,7 +165,10 @@ fn crash_loop(sync: bool, cycles: usize, seed: u64) {
         child.wait().unwrap();
         reader.join().unwrap();
         acked.extend(rx.try_iter());
-        assert!(!acked.is_empty(), "cycle {cycle}: child acknowledged nothing");
+        assert!(
+            !acked.is_empty(),
+            "cycle {cycle}: child acknowledged nothing"
+        );
         total_acked += acked.len();
         start = verify(dir.path(), &acked, sync, cycle);
     }

@@ -116,7 +116,11 @@ fn run(seed: u64, ops: usize) {
             }
             65..=89 => {
                 let k = random_key(&mut rng);
-                assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{ctx}: get {k:?}");
+                assert_eq!(
+                    db.get(&k).unwrap(),
+                    model.get(&k).cloned(),
+                    "{ctx}: get {k:?}"
+                );
             }
             90..=97 => check_iter(&db, &model, random_iter_options(&mut rng), &ctx),
             _ => {
@@ -127,9 +131,20 @@ fn run(seed: u64, ops: usize) {
         }
     }
     check_iter(&db, &model, IterOptions::default(), "final forward");
-    check_iter(&db, &model, IterOptions { reverse: true, ..Default::default() }, "final reverse");
+    check_iter(
+        &db,
+        &model,
+        IterOptions {
+            reverse: true,
+            ..Default::default()
+        },
+        "final reverse",
+    );
     let s = db.stats();
-    assert!(s.levels.iter().skip(1).any(|(n, _)| *n > 0), "no compaction reached L1+: {s:?}");
+    assert!(
+        s.levels.iter().skip(1).any(|(n, _)| *n > 0),
+        "no compaction reached L1+: {s:?}"
+    );
     assert!(s.vlog_files > 1, "value log never rotated: {s:?}");
     db.close().unwrap();
     drop(db);
@@ -157,8 +172,11 @@ fn iterator_seek_moves_within_bounds_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(tiny_options(dir.path())).unwrap();
     for i in 0..500u32 {
-        db.put(format!("key{i:04}").as_bytes(), &common::value_for(b"k", i.into(), (i % 150) as usize))
-            .unwrap();
+        db.put(
+            format!("key{i:04}").as_bytes(),
+            &common::value_for(b"k", i.into(), (i % 150) as usize),
+        )
+        .unwrap();
     }
     let mut it = db
         .iter(IterOptions {
@@ -186,7 +204,7 @@ fn iterator_seek_moves_within_bounds_both_ways() {
     assert_eq!(rev.key(), b"key0199");
     rev.seek(b"key0150x").unwrap();
     assert_eq!(rev.key(), b"key0150");
-    rev.next().unwrap();
+    rev.advance().unwrap();
     assert_eq!(rev.key(), b"key0149");
     assert_eq!(rev.value(), common::value_for(b"k", 149, 149));
     rev.seek(b"key0050").unwrap();
@@ -198,13 +216,22 @@ fn iterator_sees_a_snapshot_while_writes_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(tiny_options(dir.path())).unwrap();
     for i in 0..300u32 {
-        db.put(format!("k{i:03}").as_bytes(), b"old-value-that-is-long-enough-to-be-separated-into-the-value-log")
-            .unwrap();
+        db.put(
+            format!("k{i:03}").as_bytes(),
+            b"old-value-that-is-long-enough-to-be-separated-into-the-value-log",
+        )
+        .unwrap();
     }
-    let it = db.iter(IterOptions { prefetch: 4, ..Default::default() }).unwrap();
+    let it = db
+        .iter(IterOptions {
+            prefetch: 4,
+            ..Default::default()
+        })
+        .unwrap();
     for i in 0..300u32 {
         db.put(format!("k{i:03}").as_bytes(), b"new").unwrap();
-        db.delete(format!("k{:03}", (i * 7) % 300).as_bytes()).unwrap();
+        db.delete(format!("k{:03}", (i * 7) % 300).as_bytes())
+            .unwrap();
     }
     db.put(b"k999", b"added later").unwrap();
     let seen: Vec<(Vec<u8>, Vec<u8>)> = it.collect::<sett::Result<_>>().unwrap();

@@ -46,7 +46,7 @@ enum Pending {
 }
 
 /// A cursor over the Db at the moment it was created. Writes made after that
-/// are not seen. Use `valid`/`key`/`value`/`next`, or the `Iterator` impl.
+/// are not seen. Use `valid`/`key`/`value`/`advance`, or the `Iterator` impl.
 pub struct DbIterator {
     db: Arc<DbInner>,
     merge: MergeIter,
@@ -157,7 +157,7 @@ impl DbIterator {
     }
 
     /// Moves to the next entry.
-    pub fn next(&mut self) -> Result<()> {
+    pub fn advance(&mut self) -> Result<()> {
         self.buf.pop_front();
         if self.buf.is_empty() {
             self.fill()?;
@@ -212,7 +212,11 @@ impl DbIterator {
     fn decode_current(&self) -> Result<Option<Pending>> {
         let raw = self.merge.value();
         let rec = value::decode(raw).ok_or_else(|| {
-            Error::corruption(self.db.dir(), 0, "undecodable value record met while iterating")
+            Error::corruption(
+                self.db.dir(),
+                0,
+                "undecodable value record met while iterating",
+            )
         })?;
         Ok(match rec.stored {
             Stored::Delete => None,

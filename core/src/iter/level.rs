@@ -33,7 +33,11 @@ impl LevelIter {
                 self.cur = Some((t, it));
                 return Ok(());
             }
-            i = if self.reverse { t.checked_sub(1) } else { Some(t + 1) };
+            i = if self.reverse {
+                t.checked_sub(1)
+            } else {
+                Some(t + 1)
+            };
         }
         Ok(())
     }
@@ -62,7 +66,11 @@ impl Source for LevelIter {
             self.cur = Some((t, it));
             Ok(())
         } else {
-            self.open_at(if self.reverse { t.checked_sub(1) } else { Some(t + 1) })
+            self.open_at(if self.reverse {
+                t.checked_sub(1)
+            } else {
+                Some(t + 1)
+            })
         }
     }
 
@@ -82,7 +90,11 @@ impl Source for LevelIter {
         it.next()?;
         if !it.valid() {
             let t = *t;
-            self.open_at(if self.reverse { t.checked_sub(1) } else { Some(t + 1) })?;
+            self.open_at(if self.reverse {
+                t.checked_sub(1)
+            } else {
+                Some(t + 1)
+            })?;
         }
         Ok(())
     }

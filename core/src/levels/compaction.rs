@@ -50,8 +50,16 @@ fn target_bytes(opts: &Options, level: usize) -> u64 {
 }
 
 fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
-    let lo = tables.iter().map(|t| key::user_key(t.smallest())).min().unwrap_or(&[]);
-    let hi = tables.iter().map(|t| key::user_key(t.largest())).max().unwrap_or(&[]);
+    let lo = tables
+        .iter()
+        .map(|t| key::user_key(t.smallest()))
+        .min()
+        .unwrap_or(&[]);
+    let hi = tables
+        .iter()
+        .map(|t| key::user_key(t.largest()))
+        .max()
+        .unwrap_or(&[]);
     (lo.to_vec(), hi.to_vec())
 }
 
@@ -82,7 +90,8 @@ pub(crate) fn pick(
         } else {
             // Round robin: tables after the cursor first, then from the start.
             let tables = &v.levels[level];
-            let start = tables.partition_point(|t| key::user_key(t.smallest()) <= cursors[level].as_slice());
+            let start = tables
+                .partition_point(|t| key::user_key(t.smallest()) <= cursors[level].as_slice());
             tables[start..]
                 .iter()
                 .chain(tables[..start].iter())
@@ -99,7 +108,8 @@ pub(crate) fn pick(
                 continue;
             }
             let (lo2, hi2) = range_of(&[inputs.clone(), next.clone()].concat());
-            let bottom = (level + 2..v.levels.len()).all(|l| v.overlapping(l, &lo2, &hi2).is_empty());
+            let bottom =
+                (level + 2..v.levels.len()).all(|l| v.overlapping(l, &lo2, &hi2).is_empty());
             if level > 0 {
                 cursors[level] = hi.clone();
             }
@@ -173,7 +183,10 @@ pub(crate) fn run(
             if builder.is_none() {
                 let id = new_id();
                 let path = dir.join(table::file_name(id));
-                builder = Some((id, TableBuilder::create(&path, opts.block_size, opts.bloom_bits_per_key)?));
+                builder = Some((
+                    id,
+                    TableBuilder::create(&path, opts.block_size, opts.bloom_bits_per_key)?,
+                ));
             }
             if let Some((_, b)) = builder.as_mut() {
                 b.add(merge.key(), merge.value())?;

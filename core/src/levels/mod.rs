@@ -30,7 +30,12 @@ impl Version {
         let mut levels: Vec<Vec<Arc<Table>>> = self
             .levels
             .iter()
-            .map(|l| l.iter().filter(|t| !removed.contains(&t.id())).cloned().collect())
+            .map(|l| {
+                l.iter()
+                    .filter(|t| !removed.contains(&t.id()))
+                    .cloned()
+                    .collect()
+            })
             .collect();
         for (level, t) in added {
             levels[*level].push(t.clone());

@@ -36,7 +36,11 @@ impl BlockBuilder {
             self.since_restart = 0;
             0
         } else {
-            self.last_key.iter().zip(k).take_while(|(a, b)| a == b).count()
+            self.last_key
+                .iter()
+                .zip(k)
+                .take_while(|(a, b)| a == b)
+                .count()
         };
         put_varint(&mut self.buf, shared as u64);
         put_varint(&mut self.buf, (k.len() - shared) as u64);
@@ -110,7 +114,8 @@ impl DecodedBlock {
             }
             let start = d.keys.len();
             d.keys.extend_from_within(prev_start..prev_start + shared);
-            d.keys.extend_from_slice(data.get(pos..pos.checked_add(unshared)?)?);
+            d.keys
+                .extend_from_slice(data.get(pos..pos.checked_add(unshared)?)?);
             pos += unshared;
             if d.keys.len() - start < key::SUFFIX_LEN {
                 return None;
@@ -132,7 +137,11 @@ impl DecodedBlock {
     }
 
     pub(crate) fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.key_ends[i - 1] as usize };
+        let start = if i == 0 {
+            0
+        } else {
+            self.key_ends[i - 1] as usize
+        };
         &self.keys[start..self.key_ends[i] as usize]
     }
 

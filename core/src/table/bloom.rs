@@ -74,14 +74,18 @@ mod tests {
 
     #[test]
     fn every_added_key_matches() {
-        let keys: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("key{i}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| format!("key{i}").into_bytes())
+            .collect();
         let f = build(&keys.iter().map(|k| hash(k)).collect::<Vec<_>>(), 10);
         assert!(keys.iter().all(|k| may_contain(&f, hash(k))));
     }
 
     #[test]
     fn false_positive_rate_is_about_one_percent_at_ten_bits() {
-        let hashes: Vec<u64> = (0..10_000u32).map(|i| hash(format!("in{i}").as_bytes())).collect();
+        let hashes: Vec<u64> = (0..10_000u32)
+            .map(|i| hash(format!("in{i}").as_bytes()))
+            .collect();
         let f = build(&hashes, 10);
         let fp = (0..10_000u32)
             .filter(|i| may_contain(&f, hash(format!("out{i}").as_bytes())))

@@ -35,7 +35,11 @@ pub(crate) struct TableBuilder {
 }
 
 impl TableBuilder {
-    pub(crate) fn create(path: &Path, block_size: usize, bits_per_key: usize) -> Result<TableBuilder> {
+    pub(crate) fn create(
+        path: &Path,
+        block_size: usize,
+        bits_per_key: usize,
+    ) -> Result<TableBuilder> {
         let file = File::options()
             .write(true)
             .create_new(true)
@@ -141,7 +145,11 @@ impl TableBuilder {
         self.out.write_all(&footer).map_err(ctx)?;
         self.out.flush().map_err(ctx)?;
         self.out.get_ref().sync_all().map_err(ctx)?;
-        let largest = self.index.last().map(|(k, _, _)| k.clone()).unwrap_or_default();
+        let largest = self
+            .index
+            .last()
+            .map(|(k, _, _)| k.clone())
+            .unwrap_or_default();
         Ok(TableMeta {
             size: self.offset + FOOTER_LEN as u64,
             smallest,

@@ -33,7 +33,8 @@ pub(crate) struct Table {
 impl Table {
     /// Opens table `id` at `path`, checking footer, index and filter checksums.
     pub(crate) fn open(path: &Path, id: u64) -> Result<Table> {
-        let file = File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let file =
+            File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let len = file
             .metadata()
             .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
@@ -43,15 +44,38 @@ impl Table {
         }
         // SAFETY: the file is opened read-only and sett never modifies a table
         // after it is written; other processes are kept out by the directory lock.
-        let mmap = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
+        let mmap = unsafe { Mmap::map(&file) }
+            .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
         let fpos = mmap.len() - FOOTER_LEN;
         let footer = &mmap[fpos..];
-        let corrupt = |off: usize, what: &str| Error::corruption(path, off as u64, what.to_string());
+        let corrupt =
+            |off: usize, what: &str| Error::corruption(path, off as u64, what.to_string());
         let mut r = Reader::new(footer);
         let fields = (|| {
-            Some((r.u64()?, r.u32()?, r.u64()?, r.u32()?, r.u64()?, r.u64()?, r.u32()?, r.u32()?, r.u64()?))
+            Some((
+                r.u64()?,
+                r.u32()?,
+                r.u64()?,
+                r.u32()?,
+                r.u64()?,
+                r.u64()?,
+                r.u32()?,
+                r.u32()?,
+                r.u64()?,
+            ))
         })();
-        let Some((index_off, index_len, filter_off, filter_len, entries, max_seq, version, crc, magic)) = fields else {
+        let Some((
+            index_off,
+            index_len,
+            filter_off,
+            filter_len,
+            entries,
+            max_seq,
+            version,
+            crc,
+            magic,
+        )) = fields
+        else {
             return Err(corrupt(fpos, "unreadable footer"));
         };
         if magic != MAGIC {
@@ -118,7 +142,13 @@ impl Table {
 
     /// Memory held by the index and the filter.
     pub(crate) fn memory(&self) -> usize {
-        self.filter.len() + self.smallest.len() + self.index.iter().map(|e| e.last_key.len() + 40).sum::<usize>()
+        self.filter.len()
+            + self.smallest.len()
+            + self
+                .index
+                .iter()
+                .map(|e| e.last_key.len() + 40)
+                .sum::<usize>()
     }
 
     /// True if `user_key` lies within this table's key range.
@@ -157,7 +187,10 @@ impl Table {
                     return Ok(None);
                 }
                 let r = block.value_range(i);
-                return Ok(Some((seq, self.mmap[base + r.start..base + r.end].to_vec())));
+                return Ok(Some((
+                    seq,
+                    self.mmap[base + r.start..base + r.end].to_vec(),
+                )));
             }
             b += 1;
         }
@@ -179,11 +212,21 @@ impl Drop for Table {
 }
 
 /// The block at (offset, len) followed by its crc, checked, within `limit`.
-fn checked_slice<'a>(path: &Path, data: &'a [u8], off: u64, len: u32, limit: usize) -> Result<&'a [u8]> {
+fn checked_slice<'a>(
+    path: &Path,
+    data: &'a [u8],
+    off: u64,
+    len: u32,
+    limit: usize,
+) -> Result<&'a [u8]> {
     let start = usize::try_from(off).unwrap_or(usize::MAX);
     let end = start.saturating_add(len as usize);
     if end.saturating_add(4) > limit {
-        return Err(Error::corruption(path, off, "block handle points past the end of the table"));
+        return Err(Error::corruption(
+            path,
+            off,
+            "block handle points past the end of the table",
+        ));
     }
     let block = &data[start..end];
     let crc = u32::from_le_bytes([data[end], data[end + 1], data[end + 2], data[end + 3]]);
@@ -208,12 +251,17 @@ fn parse_index(data: &[u8], data_end: u64) -> Option<(Box<[u8]>, Vec<IndexEntry>
             return None;
         }
         prev_end = end;
-        index.push(IndexEntry { last_key, offset, len });
+        index.push(IndexEntry {
+            last_key,
+            offset,
+            len,
+        });
     }
     let sorted = index
         .windows(2)
         .all(|w| key::compare(&w[0].last_key, &w[1].last_key) == Ordering::Less);
-    (r.remaining() == 0 && n > 0 && sorted && smallest.len() >= key::SUFFIX_LEN).then_some((smallest, index))
+    (r.remaining() == 0 && n > 0 && sorted && smallest.len() >= key::SUFFIX_LEN)
+        .then_some((smallest, index))
 }
 
 #[cfg(test)]
@@ -226,8 +274,11 @@ mod tests {
         let mut b = TableBuilder::create(&path, 256, 10).unwrap();
         for i in 0..n {
             for seq in [3u64, 1] {
-                b.add(&key::encode(format!("k{i:05}").as_bytes(), seq), format!("v{i}@{seq}").as_bytes())
-                    .unwrap();
+                b.add(
+                    &key::encode(format!("k{i:05}").as_bytes(), seq),
+                    format!("v{i}@{seq}").as_bytes(),
+                )
+                .unwrap();
             }
         }
         b.finish().unwrap();
@@ -243,8 +294,14 @@ mod tests {
         assert_eq!(t.max_seq(), 3);
         for i in [0u32, 1, 250, 499] {
             let k = format!("k{i:05}");
-            assert_eq!(t.get(k.as_bytes(), 9).unwrap().unwrap(), (3, format!("v{i}@3").into_bytes()));
-            assert_eq!(t.get(k.as_bytes(), 2).unwrap().unwrap(), (1, format!("v{i}@1").into_bytes()));
+            assert_eq!(
+                t.get(k.as_bytes(), 9).unwrap().unwrap(),
+                (3, format!("v{i}@3").into_bytes())
+            );
+            assert_eq!(
+                t.get(k.as_bytes(), 2).unwrap().unwrap(),
+                (1, format!("v{i}@1").into_bytes())
+            );
             assert_eq!(t.get(k.as_bytes(), 0).unwrap(), None);
         }
         assert_eq!(t.get(b"k00250x", 9).unwrap(), None);
@@ -260,10 +317,14 @@ mod tests {
             let mut bad = good.clone();
             bad[off] ^= 0x5a;
             std::fs::write(&path, &bad).unwrap();
-            let Ok(t) = Table::open(&path, 1) else { continue };
+            let Ok(t) = Table::open(&path, 1) else {
+                continue;
+            };
             for i in 0..60u32 {
                 match t.get(format!("k{i:05}").as_bytes(), 9) {
-                    Ok(Some((_, v))) => assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}"),
+                    Ok(Some((_, v))) => {
+                        assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}")
+                    }
                     Ok(None) => panic!("offset {off}: existing key reported missing"),
                     Err(e) => assert!(e.is_corruption(), "offset {off}: {e}"),
                 }

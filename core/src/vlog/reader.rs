@@ -24,7 +24,8 @@ pub(crate) struct VlogFile {
 impl VlogFile {
     /// Opens file `id` and checks its header.
     pub(crate) fn open(path: &Path, id: u32) -> Result<VlogFile> {
-        let file = File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let file =
+            File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let mut header = [0u8; crate::wal::HEADER_LEN];
         let n = read_up_to(&file, &mut header, 0)
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
@@ -68,10 +69,14 @@ impl VlogFile {
             return Err(Error::corruption(
                 &self.path,
                 ptr.offset,
-                format!("value pointer runs past the end of the file ({n} of {} bytes)", ptr.len),
+                format!(
+                    "value pointer runs past the end of the file ({n} of {} bytes)",
+                    ptr.len
+                ),
             ));
         }
-        let (klen, _) = check_entry(&buf).map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
+        let (klen, _) =
+            check_entry(&buf).map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
         buf.drain(..ENTRY_HEADER_LEN + klen);
         Ok(buf)
     }
@@ -149,7 +154,10 @@ impl VlogSet {
             while j < order.len() {
                 let p = ptrs[order[j]];
                 let p_end = p.offset + u64::from(p.len);
-                if p.file != first.file || p.offset > end + COALESCE_GAP || p_end - start > COALESCE_MAX {
+                if p.file != first.file
+                    || p.offset > end + COALESCE_GAP
+                    || p_end - start > COALESCE_MAX
+                {
                     break;
                 }
                 end = end.max(p_end);
@@ -174,8 +182,8 @@ impl VlogSet {
                         ));
                     }
                     let entry = &buf[lo..hi];
-                    let (klen, _) =
-                        check_entry(entry).map_err(|what| Error::corruption(&file.path, p.offset, what))?;
+                    let (klen, _) = check_entry(entry)
+                        .map_err(|what| Error::corruption(&file.path, p.offset, what))?;
                     out[k] = entry[ENTRY_HEADER_LEN + klen..].to_vec();
                 }
             }

@@ -29,6 +29,38 @@ fn list<T: std::str::FromStr>(flag: &str, s: &str) -> Result<Vec<T>, String> {
 }
 
 impl Config {
+    /// Arguments for a child run of one value size.
+    fn child_args(&self, valsz: usize, keys: u64) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "bench".into(),
+            "--valsz".into(),
+            valsz.to_string(),
+            "--keys".into(),
+            keys.to_string(),
+            "--writers".into(),
+            self.writers.to_string(),
+            "--batch".into(),
+            self.batch.to_string(),
+            "--reads".into(),
+            self.reads.to_string(),
+            "--readers".into(),
+            self.readers.to_string(),
+        ];
+        if let Some(d) = &self.dir {
+            a.extend(["--dir".into(), d.display().to_string()]);
+        }
+        if let Some(t) = self.value_threshold {
+            a.extend(["--value-threshold".into(), t.to_string()]);
+        }
+        if self.sync {
+            a.push("--sync".into());
+        }
+        if self.keep {
+            a.push("--keep".into());
+        }
+        a
+    }
+
     pub fn parse(args: &[String]) -> Result<Config, String> {
         let mut c = Config {
             dir: None,
@@ -132,11 +164,27 @@ fn mib(b: u64) -> f64 {
     b as f64 / (1 << 20) as f64
 }
 
+/// Env var through which a child run hands its table row back to the parent.
+const ROW_FILE_ENV: &str = "SETT_BENCH_ROW_FILE";
+
+const TABLE_HEADER: &str = "| value size | keys written | populate keys/s | populate MB/s | random get ns/op (hit rate) | iterate keys-only keys/s | iterate with values keys/s | disk after close (apparent / allocated MiB) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+
 pub fn run(c: &Config) -> Result<(), String> {
     println!(
         "sett bench: {} writers x {}-entry batches, {} readers, sync={}",
         c.writers, c.batch, c.readers, c.sync
     );
+    if c.valsz.len() == 1 {
+        let row = run_size(c, c.valsz[0], c.keys[0])?;
+        if let Ok(path) = std::env::var(ROW_FILE_ENV) {
+            std::fs::write(&path, &row).map_err(|e| format!("writing {path}: {e}"))?;
+        } else {
+            println!("\n{TABLE_HEADER}\n{row}");
+        }
+        return Ok(());
+    }
+    // One process per value size, so that each peak RSS is its own.
+    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
     let mut rows = Vec::new();
     for (i, &valsz) in c.valsz.iter().enumerate() {
         let keys = if c.keys.len() == 1 {
@@ -144,29 +192,39 @@ pub fn run(c: &Config) -> Result<(), String> {
         } else {
             c.keys[i]
         };
-        let tmp;
-        let dir = match &c.dir {
-            Some(d) => d.join(format!("vsz{valsz}")),
-            None => {
-                tmp =
-                    std::env::temp_dir().join(format!("sett-bench-{}-{valsz}", std::process::id()));
-                tmp
-            }
-        };
-        let _ = std::fs::remove_dir_all(&dir);
-        let row = run_one(c, &dir, valsz, keys).map_err(|e| format!("value size {valsz}: {e}"))?;
-        if !c.keep {
-            let _ = std::fs::remove_dir_all(&dir);
+        let row_file =
+            std::env::temp_dir().join(format!("sett-bench-row-{}-{valsz}", std::process::id()));
+        let status = std::process::Command::new(&exe)
+            .args(c.child_args(valsz, keys))
+            .env(ROW_FILE_ENV, &row_file)
+            .status()
+            .map_err(|e| format!("starting the run for value size {valsz}: {e}"))?;
+        if !status.success() {
+            return Err(format!("the run for value size {valsz} failed ({status})"));
         }
+        let row = std::fs::read_to_string(&row_file)
+            .map_err(|e| format!("reading {}: {e}", row_file.display()))?;
+        let _ = std::fs::remove_file(&row_file);
         rows.push(row);
     }
-    println!();
-    println!("| value size | keys written | populate keys/s | populate MB/s | random get ns/op (hit rate) | iterate keys-only keys/s | iterate with values keys/s | disk after close (apparent / allocated MiB) | peak RSS MiB |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("\n{TABLE_HEADER}");
     for r in rows {
         println!("{r}");
     }
     Ok(())
+}
+
+fn run_size(c: &Config, valsz: usize, keys: u64) -> Result<String, String> {
+    let dir = match &c.dir {
+        Some(d) => d.join(format!("vsz{valsz}")),
+        None => std::env::temp_dir().join(format!("sett-bench-{}-{valsz}", std::process::id())),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let row = run_one(c, &dir, valsz, keys).map_err(|e| format!("value size {valsz}: {e}"));
+    if !c.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    row
 }
 
 fn run_one(

@@ -95,6 +95,12 @@ pub struct Stats {
     pub last_seq: u64,
     /// Entries (all versions, tombstones included) held in tables.
     pub table_entries: u64,
+    /// Batches written since open.
+    pub batches_written: u64,
+    /// Write groups committed since open (each one WAL append).
+    pub write_groups: u64,
+    /// fsyncs of the WAL since open (at most one per group, only with `sync_writes`).
+    pub wal_syncs: u64,
 }
 
 pub(crate) struct DbInner {
@@ -117,6 +123,14 @@ pub(crate) struct DbInner {
     closed: AtomicBool,
     snapshots: Mutex<BTreeMap<u64, usize>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    counters: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    groups: AtomicU64,
+    wal_syncs: AtomicU64,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.
@@ -337,6 +351,7 @@ impl Db {
             closed: AtomicBool::new(false),
             snapshots: Mutex::new(BTreeMap::new()),
             threads: Mutex::new(Vec::new()),
+            counters: Counters::default(),
             opts,
         });
         if inner.opts.read_only {
@@ -671,6 +686,9 @@ impl DbInner {
                 .flatten()
                 .map(|t| t.entries())
                 .sum(),
+            batches_written: self.counters.batches.load(Ordering::Relaxed),
+            write_groups: self.counters.groups.load(Ordering::Relaxed),
+            wal_syncs: self.counters.wal_syncs.load(Ordering::Relaxed),
         }
     }
 
@@ -804,6 +822,7 @@ impl DbInner {
             log.wal.append(&framed)?;
             if sync {
                 log.wal.sync()?;
+                self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
             }
             Ok(())
         })();
@@ -818,6 +837,10 @@ impl DbInner {
         }
         log.last_seq = seq;
         self.visible_seq.store(seq, Ordering::Release);
+        self.counters.groups.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .batches
+            .fetch_add(applied.len() as u64, Ordering::Relaxed);
         if log.vlog.len() >= self.opts.vlog_file_size {
             if let Err(e) = self.rotate_vlog(log) {
                 self.poison_with(&e);

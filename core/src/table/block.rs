@@ -164,6 +164,74 @@ impl DecodedBlock {
     }
 }
 
+/// Decodes the entry at `pos` into `key` (which holds the previous key);
+/// returns the value range and the offset of the next entry.
+fn decode_entry(
+    data: &[u8],
+    entries_end: usize,
+    pos: usize,
+    key: &mut Vec<u8>,
+) -> Option<(Range<usize>, usize)> {
+    let mut p = pos;
+    let (shared, a) = get_varint(data.get(p..entries_end)?)?;
+    p += a;
+    let (unshared, b) = get_varint(data.get(p..entries_end)?)?;
+    p += b;
+    let (vlen, c) = get_varint(data.get(p..entries_end)?)?;
+    p += c;
+    let (shared, unshared, vlen) = (shared as usize, unshared as usize, vlen as usize);
+    if shared > key.len() {
+        return None;
+    }
+    key.truncate(shared);
+    key.extend_from_slice(data.get(p..p.checked_add(unshared)?)?);
+    p += unshared;
+    let vend = p.checked_add(vlen)?;
+    if vend > entries_end || key.len() < key::SUFFIX_LEN {
+        return None;
+    }
+    Some((p..vend, vend))
+}
+
+/// Point lookup without decoding the whole block: binary search over the restart
+/// points, then a short scan. Returns the first entry with key ≥ `target` as
+/// (key, value range), `Some(None)` if every key is smaller, `None` if the block
+/// is malformed.
+pub(crate) fn seek(data: &[u8], target: &[u8]) -> Option<Option<(Vec<u8>, Range<usize>)>> {
+    let n = u32_at(data, data.len().checked_sub(4)?)? as usize;
+    let restarts_at = data.len().checked_sub(4 + n.checked_mul(4)?)?;
+    if n == 0 {
+        return None;
+    }
+    let restart = |i: usize| -> Option<usize> {
+        let off = u32_at(data, restarts_at + 4 * i)? as usize;
+        (off < restarts_at).then_some(off)
+    };
+    let mut key = Vec::with_capacity(target.len() + 16);
+    // Last restart point whose key is < target.
+    let (mut lo, mut hi) = (0usize, n - 1);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        key.clear();
+        decode_entry(data, restarts_at, restart(mid)?, &mut key)?;
+        if key::compare(&key, target) == Ordering::Less {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    key.clear();
+    let mut pos = restart(lo)?;
+    while pos < restarts_at {
+        let (value, next) = decode_entry(data, restarts_at, pos, &mut key)?;
+        if key::compare(&key, target) != Ordering::Less {
+            return Some(Some((key, value)));
+        }
+        pos = next;
+    }
+    Some(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +259,17 @@ mod tests {
         assert_eq!(d.lower_bound(&keys[37]), 37);
         assert_eq!(d.lower_bound(&key::encode(b"key00037x", 1)), 38);
         assert_eq!(d.lower_bound(&key::encode(b"zzz", 1)), 100);
+        for (i, k) in keys.iter().enumerate() {
+            let (got, v) = seek(&data, k).unwrap().unwrap();
+            assert_eq!((&got, &data[v]), (k, format!("v{i}").as_bytes()));
+        }
+        let (got, _) = seek(&data, &key::encode(b"key00037x", 1)).unwrap().unwrap();
+        assert_eq!(got, keys[38]);
+        assert_eq!(
+            seek(&data, &key::encode(b"a", 1)).unwrap().unwrap().0,
+            keys[0]
+        );
+        assert!(seek(&data, &key::encode(b"zzz", 1)).unwrap().is_none());
     }
 
     #[test]
@@ -203,6 +282,7 @@ mod tests {
             let mut bad = data.clone();
             bad[i] ^= 0xff;
             let _ = DecodedBlock::decode(&bad);
+            let _ = seek(&bad, &key::encode(b"key00020", 1));
         }
         assert!(DecodedBlock::decode(&[]).is_none());
         assert!(DecodedBlock::decode(&[0, 0, 0, 0]).is_none());

@@ -179,18 +179,16 @@ impl Table {
         let target = key::encode(user_key, read_seq);
         let mut b = self.find_block(&target);
         while b < self.index.len() {
-            let (block, base) = self.block(b)?;
-            let i = block.lower_bound(&target);
-            if i < block.len() {
-                let (uk, seq) = key::split(block.key(i));
+            let e = &self.index[b];
+            let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+            let found = super::block::seek(data, &target)
+                .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+            if let Some((k, v)) = found {
+                let (uk, seq) = key::split(&k);
                 if uk != user_key {
                     return Ok(None);
                 }
-                let r = block.value_range(i);
-                return Ok(Some((
-                    seq,
-                    self.mmap[base + r.start..base + r.end].to_vec(),
-                )));
+                return Ok(Some((seq, data[v].to_vec())));
             }
             b += 1;
         }

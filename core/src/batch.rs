@@ -1,6 +1,17 @@
 //! `WriteBatch`: an atomic group of puts and deletes, and its WAL encoding.
 
 use crate::coding::{put_varint, Reader};
+use std::time::Duration;
+
+/// Per-entry settings of a put: a user-meta byte returned with the value, and a
+/// time to live after which the entry reads as absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PutOptions {
+    /// Stored with the value and returned in [`crate::Item::user_meta`].
+    pub user_meta: u8,
+    /// The entry expires this long after it is written (by the Db's clock).
+    pub ttl: Option<Duration>,
+}
 
 /// One operation of a batch.
 #[derive(Debug, Clone)]
@@ -8,6 +19,11 @@ pub(crate) struct BatchOp {
     pub key: Vec<u8>,
     /// `None` for a delete.
     pub value: Option<Vec<u8>>,
+    pub user_meta: u8,
+    pub ttl: Option<Duration>,
+    /// Absolute expiry (unix seconds), used instead of `ttl` when non-zero
+    /// (restores keep the original expiry).
+    pub expires_at: u64,
 }
 
 /// Puts and deletes applied atomically by [`crate::Db::write`]: after a crash,
@@ -26,20 +42,57 @@ impl WriteBatch {
 
     /// Adds a put of `key` → `value`.
     pub fn put(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> &mut Self {
+        self.put_with(key, value, PutOptions::default())
+    }
+
+    /// Adds a put with user meta and/or a time to live.
+    pub fn put_with(
+        &mut self,
+        key: impl Into<Vec<u8>>,
+        value: impl Into<Vec<u8>>,
+        opts: PutOptions,
+    ) -> &mut Self {
         let (key, value) = (key.into(), value.into());
         self.bytes += key.len() + value.len();
         self.ops.push(BatchOp {
             key,
             value: Some(value),
+            user_meta: opts.user_meta,
+            ttl: opts.ttl,
+            expires_at: 0,
         });
         self
+    }
+
+    /// Adds a put that expires at an absolute time (unix seconds; 0 = never).
+    pub(crate) fn put_raw(
+        &mut self,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+        user_meta: u8,
+        expires_at: u64,
+    ) {
+        self.bytes += key.len() + value.as_ref().map_or(0, Vec::len);
+        self.ops.push(BatchOp {
+            key,
+            value,
+            user_meta,
+            ttl: None,
+            expires_at,
+        });
     }
 
     /// Adds a delete of `key`.
     pub fn delete(&mut self, key: impl Into<Vec<u8>>) -> &mut Self {
         let key = key.into();
         self.bytes += key.len();
-        self.ops.push(BatchOp { key, value: None });
+        self.ops.push(BatchOp {
+            key,
+            value: None,
+            user_meta: 0,
+            ttl: None,
+            expires_at: 0,
+        });
         self
     }
 

@@ -59,6 +59,9 @@ pub enum Error {
     Closed,
     /// An earlier write-path I/O error left the Db in an unknown state; writes are refused.
     Poisoned(String),
+    /// A transaction read a key that another transaction wrote and committed
+    /// after it started; retry it.
+    Conflict,
 }
 
 /// The result type of sett.
@@ -124,6 +127,10 @@ impl fmt::Display for Error {
             ),
             Error::ReadOnly => write!(f, "database is open read-only"),
             Error::Closed => write!(f, "database is closed"),
+            Error::Conflict => write!(
+                f,
+                "transaction conflict: a key it read was written by a transaction that committed after it started; retry"
+            ),
             Error::Poisoned(cause) => write!(
                 f,
                 "database refuses writes after an earlier write error: {cause}"

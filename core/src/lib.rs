@@ -36,7 +36,9 @@
 //!
 //! The on-disk format is described byte by byte in `core/FORMAT.md`.
 
+mod backup;
 mod batch;
+mod bulk;
 mod coding;
 mod db;
 mod error;
@@ -46,13 +48,18 @@ mod levels;
 mod manifest;
 mod memtable;
 mod options;
+mod sequence;
 mod table;
+mod txn;
 mod value;
 mod vlog;
 mod wal;
 
-pub use batch::WriteBatch;
-pub use db::{Db, Stats};
+pub use batch::{PutOptions, WriteBatch};
+pub use bulk::BulkLoader;
+pub use db::{Db, GcOutcome, Item, Stats};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, IterOptions};
-pub use options::Options;
+pub use options::{Clock, Options};
+pub use sequence::Sequence;
+pub use txn::{Txn, UPDATE_RETRIES};

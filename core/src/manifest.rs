@@ -23,6 +23,7 @@ const TAG_LOG_NUMBER: u8 = 4;
 const TAG_LAST_SEQ: u8 = 5;
 const TAG_ADD_VLOG: u8 = 6;
 const TAG_DELETE_VLOG: u8 = 7;
+const TAG_VLOG_DISCARD: u8 = 8;
 
 /// What the manifest knows about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,11 @@ pub(crate) enum Edit {
     LastSeq(u64),
     AddVlog(u32),
     DeleteVlog(u32),
+    /// Bytes of a value-log file found to be garbage by a compaction (added up).
+    VlogDiscard {
+        id: u32,
+        bytes: u64,
+    },
 }
 
 /// The state the edits build up.
@@ -60,6 +66,8 @@ pub(crate) struct ManifestState {
     pub log_number: u64,
     pub last_seq: u64,
     pub vlogs: BTreeSet<u32>,
+    /// Garbage bytes per live value-log file.
+    pub discard: BTreeMap<u32, u64>,
 }
 
 impl ManifestState {
@@ -104,6 +112,12 @@ impl ManifestState {
             }
             Edit::DeleteVlog(id) => {
                 self.vlogs.remove(id);
+                self.discard.remove(id);
+            }
+            Edit::VlogDiscard { id, bytes } => {
+                if self.vlogs.contains(id) {
+                    *self.discard.entry(*id).or_insert(0) += bytes;
+                }
             }
         }
         Ok(())
@@ -125,6 +139,11 @@ impl ManifestState {
             }
         }
         edits.extend(self.vlogs.iter().map(|&id| Edit::AddVlog(id)));
+        edits.extend(
+            self.discard
+                .iter()
+                .map(|(&id, &bytes)| Edit::VlogDiscard { id, bytes }),
+        );
         edits
     }
 }
@@ -169,6 +188,11 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
                 b.push(TAG_DELETE_VLOG);
                 b.extend_from_slice(&id.to_le_bytes());
             }
+            Edit::VlogDiscard { id, bytes } => {
+                b.push(TAG_VLOG_DISCARD);
+                b.extend_from_slice(&id.to_le_bytes());
+                b.extend_from_slice(&bytes.to_le_bytes());
+            }
         }
     }
     b
@@ -198,6 +222,10 @@ pub(crate) fn decode_edits(payload: &[u8]) -> Option<Vec<Edit>> {
             TAG_LAST_SEQ => Edit::LastSeq(r.u64()?),
             TAG_ADD_VLOG => Edit::AddVlog(r.u32()?),
             TAG_DELETE_VLOG => Edit::DeleteVlog(r.u32()?),
+            TAG_VLOG_DISCARD => Edit::VlogDiscard {
+                id: r.u32()?,
+                bytes: r.u64()?,
+            },
             _ => return None,
         };
         edits.push(e);
@@ -278,7 +306,6 @@ impl Manifest {
         })
     }
 
-    #[cfg(test)]
     pub(crate) fn state(&self) -> &ManifestState {
         &self.state
     }
@@ -343,6 +370,10 @@ mod tests {
             Edit::LastSeq(99),
             Edit::AddVlog(3),
             Edit::DeleteVlog(2),
+            Edit::VlogDiscard {
+                id: 3,
+                bytes: 1 << 33,
+            },
         ];
         assert_eq!(decode_edits(&encode_edits(&edits)).unwrap(), edits);
         let enc = encode_edits(&edits);

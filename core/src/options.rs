@@ -2,6 +2,40 @@
 
 use crate::error::{Error, Result};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Where sett reads the time for TTLs: unix seconds. The system clock by
+/// default; tests drive a manual one.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Clock {
+    /// The system clock.
+    pub fn system() -> Clock {
+        Clock(Arc::new(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        }))
+    }
+
+    /// A clock that reads `now` (unix seconds), for tests that move time by hand.
+    pub fn manual(now: Arc<AtomicU64>) -> Clock {
+        Clock(Arc::new(move || now.load(Ordering::SeqCst)))
+    }
+
+    /// The current time in unix seconds.
+    pub fn now(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock(now={})", self.now())
+    }
+}
 
 /// How a Db is opened and tuned. Every field has a documented default
 /// (`Options::new(dir)`), and `validate` names the first field out of range.
@@ -48,6 +82,11 @@ pub struct Options {
     /// Open without writing anything; several read-only opens may share a directory
     /// while no writer has it. Default false.
     pub read_only: bool,
+    /// Largest transaction accepted, in bytes of keys and values written. Default
+    /// 15% of `memtable_size` (as Badger). `WriteBatch` has no such limit.
+    pub max_txn_size: usize,
+    /// The clock TTLs are measured against. Default: the system clock.
+    pub clock: Clock,
 }
 
 impl Options {
@@ -73,6 +112,8 @@ impl Options {
             max_key_size: 65_000,
             max_value_size: 1 << 30,
             read_only: false,
+            max_txn_size: (64 << 20) * 15 / 100,
+            clock: Clock::system(),
         }
     }
 
@@ -172,6 +213,12 @@ impl Options {
             return bad(
                 "max_key_size",
                 format!("{} is outside 1..=1048576", self.max_key_size),
+            );
+        }
+        if self.max_txn_size < 1024 || self.max_txn_size > (2 << 30) {
+            return bad(
+                "max_txn_size",
+                format!("{} is outside 1 KiB..=2 GiB", self.max_txn_size),
             );
         }
         if self.max_value_size > (2 << 30) {

@@ -2,12 +2,14 @@
 //! direction, keys-only mode and value prefetch.
 
 use super::{MergeIter, Source};
-use crate::db::{DbInner, SnapshotGuard};
+use crate::db::{lock, DbInner, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::key;
+use crate::table::bloom;
 use crate::value::{self, Stored, ValuePointer};
-use std::collections::VecDeque;
-use std::sync::Arc;
+use crate::vlog::VlogSet;
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 
 /// What to walk and how.
 #[derive(Debug, Clone)]
@@ -49,6 +51,11 @@ enum Pending {
 /// are not seen. Use `valid`/`key`/`value`/`advance`, or the `Iterator` impl.
 pub struct DbIterator {
     db: Arc<DbInner>,
+    vlogs: Arc<VlogSet>,
+    /// A read-write transaction's read set: keys this iterator yields go in it.
+    reads: Option<Arc<Mutex<HashSet<u64>>>>,
+    /// Entries that expire at or before this (unix seconds) read as absent.
+    now: u64,
     merge: MergeIter,
     read_seq: u64,
     _snapshot: SnapshotGuard,
@@ -68,11 +75,14 @@ pub struct DbIterator {
 impl DbIterator {
     pub(crate) fn new(
         db: Arc<DbInner>,
+        vlogs: Arc<VlogSet>,
         merge: MergeIter,
-        read_seq: u64,
         snapshot: SnapshotGuard,
+        reads: Option<Arc<Mutex<HashSet<u64>>>>,
         opts: IterOptions,
     ) -> Result<DbIterator> {
+        let read_seq = snapshot.seq();
+        let now = db.now();
         let mut lower = opts.start;
         let mut upper = opts.end;
         if let Some(p) = &opts.prefix {
@@ -87,6 +97,9 @@ impl DbIterator {
         }
         let mut it = DbIterator {
             db,
+            vlogs,
+            reads,
+            now,
             merge,
             read_seq,
             _snapshot: snapshot,
@@ -194,7 +207,9 @@ impl DbIterator {
                 if k != uk.as_slice() {
                     break;
                 }
-                if seq <= self.read_seq && (self.reverse || chosen.is_none()) {
+                // MAX_SEQ marks a transaction's own pending write: always visible.
+                let visible = seq <= self.read_seq || seq == key::MAX_SEQ;
+                if visible && (self.reverse || chosen.is_none()) {
                     chosen = Some(self.decode_current()?);
                 }
                 self.merge.next()?;
@@ -218,6 +233,9 @@ impl DbIterator {
                 "undecodable value record met while iterating",
             )
         })?;
+        if rec.expires_at != 0 && rec.expires_at <= self.now {
+            return Ok(None);
+        }
         Ok(match rec.stored {
             Stored::Delete => None,
             _ if self.keys_only => Some(Pending::Ready(Vec::new())),
@@ -248,7 +266,18 @@ impl DbIterator {
                 Pending::Ready(_) => None,
             })
             .collect();
-        let mut values = self.db.read_values(&ptrs)?.into_iter();
+        let mut values = if ptrs.is_empty() {
+            Vec::new()
+        } else {
+            self.vlogs.read_many(&ptrs, self.db.dir())?
+        }
+        .into_iter();
+        if let Some(reads) = &self.reads {
+            let mut reads = lock(reads);
+            for (k, _) in &pending {
+                reads.insert(bloom::hash(k));
+            }
+        }
         for (k, p) in pending {
             let v = match p {
                 Pending::Ready(v) => v,

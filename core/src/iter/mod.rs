@@ -4,11 +4,13 @@ mod db_iter;
 mod level;
 mod mem;
 mod merge;
+mod pending;
 
 pub use db_iter::{DbIterator, IterOptions};
 pub(crate) use level::LevelIter;
 pub(crate) use mem::MemIter;
 pub(crate) use merge::MergeIter;
+pub(crate) use pending::PendingIter;
 
 use crate::error::Result;
 

@@ -13,22 +13,35 @@ use crate::key;
 use crate::options::Options;
 use crate::table::{self, Table, TableBuilder, TableIter, TableMeta};
 use crate::value::{self, Stored};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
 pub(crate) struct Compaction {
     pub level: usize,
     pub inputs: Vec<Arc<Table>>,
-    /// Overlapping tables of `level + 1`.
+    /// Overlapping tables of the output level.
     pub next: Vec<Arc<Table>>,
+    /// Where the output goes: `level + 1`, or `level` itself when a table is
+    /// rewritten in place (DropPrefix).
+    pub out_level: usize,
     /// No deeper level holds any key of the range: tombstones can go.
     pub bottom: bool,
+    /// Keys with this prefix are dropped (DropPrefix).
+    pub drop_prefix: Option<Vec<u8>>,
+}
+
+/// What a compaction wrote and what it found to be garbage.
+pub(crate) struct Output {
+    /// (id, metadata) per new table, each file synced.
+    pub tables: Vec<(u64, TableMeta)>,
+    /// Bytes of value-log entries whose pointers were dropped, per file.
+    pub discard: HashMap<u32, u64>,
 }
 
 impl Compaction {
     pub(crate) fn out_level(&self) -> usize {
-        self.level + 1
+        self.out_level
     }
 
     pub(crate) fn all_tables(&self) -> impl Iterator<Item = &Arc<Table>> {
@@ -37,7 +50,10 @@ impl Compaction {
 
     /// One input table and nothing to merge with: move it down without rewriting.
     pub(crate) fn is_trivial_move(&self) -> bool {
-        self.inputs.len() == 1 && self.next.is_empty()
+        self.inputs.len() == 1
+            && self.next.is_empty()
+            && self.drop_prefix.is_none()
+            && self.out_level != self.level
     }
 }
 
@@ -49,7 +65,7 @@ fn target_bytes(opts: &Options, level: usize) -> u64 {
     t
 }
 
-fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
     let lo = tables
         .iter()
         .map(|t| key::user_key(t.smallest()))
@@ -117,7 +133,9 @@ pub(crate) fn pick(
                 level,
                 inputs,
                 next,
+                out_level: level + 1,
                 bottom,
+                drop_prefix: None,
             });
         }
     }
@@ -125,15 +143,16 @@ pub(crate) fn pick(
 }
 
 /// Merges the compaction's tables into new tables of the output level.
-/// `smallest_snapshot` is the oldest sequence any reader may still read at.
-/// Returns (id, metadata) per output table, each file synced.
+/// `smallest_snapshot` is the oldest sequence any reader may still read at;
+/// `now` (unix seconds) decides which entries have expired.
 pub(crate) fn run(
     c: &Compaction,
     opts: &Options,
     dir: &Path,
     smallest_snapshot: u64,
+    now: u64,
     mut new_id: impl FnMut() -> u64,
-) -> Result<Vec<(u64, TableMeta)>> {
+) -> Result<Output> {
     // Newest first: L0 inputs are already newest first, and every input is newer than `next`.
     let sources: Vec<Box<dyn Source>> = c
         .all_tables()
@@ -143,6 +162,7 @@ pub(crate) fn run(
     merge.rewind()?;
 
     let mut outputs = Vec::new();
+    let mut discard: HashMap<u32, u64> = HashMap::new();
     let mut builder: Option<(u64, TableBuilder)> = None;
     let mut cur_user_key: Vec<u8> = Vec::new();
     let mut have_key = false;
@@ -166,19 +186,22 @@ pub(crate) fn run(
                 have_key = true;
                 shadowed = false;
             }
-            if shadowed {
+            let rec = value::decode(merge.value()).ok_or_else(|| {
+                Error::corruption(dir, 0, "undecodable value record met during compaction")
+            })?;
+            let dropped_by_prefix = c.drop_prefix.as_ref().is_some_and(|p| uk.starts_with(p));
+            let mut drop = shadowed || dropped_by_prefix;
+            if !drop && seq <= smallest_snapshot {
+                shadowed = true;
+                let expired = rec.expires_at != 0 && rec.expires_at <= now;
+                drop = c.bottom && (rec.stored == Stored::Delete || expired);
+            }
+            if drop {
+                if let Stored::Pointer(p) = rec.stored {
+                    *discard.entry(p.file).or_insert(0) += u64::from(p.len);
+                }
                 merge.next()?;
                 continue;
-            }
-            if seq <= smallest_snapshot {
-                shadowed = true;
-                let rec = value::decode(merge.value()).ok_or_else(|| {
-                    Error::corruption(dir, 0, "undecodable value record met during compaction")
-                })?;
-                if c.bottom && rec.stored == Stored::Delete {
-                    merge.next()?;
-                    continue;
-                }
             }
             if builder.is_none() {
                 let id = new_id();
@@ -209,5 +232,8 @@ pub(crate) fn run(
         }
         return Err(e);
     }
-    Ok(outputs)
+    Ok(Output {
+        tables: outputs,
+        discard,
+    })
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// Reads larger than this are not merged with their neighbours.
 const COALESCE_MAX: u64 = 1 << 20;
@@ -82,6 +82,55 @@ impl VlogFile {
     }
 }
 
+impl VlogFile {
+    /// Calls `f(pointer, key, value)` for each entry in file order, stopping at
+    /// the end or at the first entry that does not check (a torn tail: bytes of a
+    /// batch that never reached the WAL).
+    pub(crate) fn for_each_entry(
+        &self,
+        mut f: impl FnMut(ValuePointer, &[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let len = self.len()?;
+        let mut offset = crate::wal::HEADER_LEN as u64;
+        let mut header = [0u8; ENTRY_HEADER_LEN];
+        let mut buf = Vec::new();
+        while offset + ENTRY_HEADER_LEN as u64 <= len {
+            let n = read_up_to(&self.file, &mut header, offset)
+                .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+            if n < ENTRY_HEADER_LEN {
+                break;
+            }
+            let klen = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as u64;
+            let vlen = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as u64;
+            let total = ENTRY_HEADER_LEN as u64 + klen + vlen;
+            if offset + total > len || total > u64::from(u32::MAX) {
+                break;
+            }
+            buf.resize(total as usize, 0);
+            let n = read_up_to(&self.file, &mut buf, offset)
+                .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+            if n < buf.len() {
+                break;
+            }
+            let Ok((klen, _)) = check_entry(&buf) else {
+                break;
+            };
+            let ptr = ValuePointer {
+                file: self.id,
+                offset,
+                len: total as u32,
+            };
+            f(
+                ptr,
+                &buf[ENTRY_HEADER_LEN..ENTRY_HEADER_LEN + klen],
+                &buf[ENTRY_HEADER_LEN + klen..],
+            )?;
+            offset += total;
+        }
+        Ok(())
+    }
+}
+
 /// Reads as many bytes as the file has at `offset`, up to `buf.len()`.
 fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     let mut done = 0;
@@ -96,31 +145,35 @@ fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize
     Ok(done)
 }
 
-/// The live value-log files, by id.
-#[derive(Default)]
+/// The live value-log files, by id. Immutable: a change makes a new set, and
+/// readers keep the set they started with, so a file removed by garbage
+/// collection stays readable (its descriptor open) until the last of them is done.
+#[derive(Default, Clone)]
 pub(crate) struct VlogSet {
-    files: RwLock<BTreeMap<u32, Arc<VlogFile>>>,
+    files: BTreeMap<u32, Arc<VlogFile>>,
 }
 
 impl VlogSet {
-    pub(crate) fn insert(&self, f: VlogFile) {
-        let mut files = self.files.write().unwrap_or_else(|p| p.into_inner());
-        files.insert(f.id(), Arc::new(f));
+    /// This set plus `f`.
+    pub(crate) fn with(&self, f: Arc<VlogFile>) -> VlogSet {
+        let mut files = self.files.clone();
+        files.insert(f.id(), f);
+        VlogSet { files }
     }
 
-    pub(crate) fn remove(&self, id: u32) {
-        let mut files = self.files.write().unwrap_or_else(|p| p.into_inner());
+    /// This set without file `id`.
+    pub(crate) fn without(&self, id: u32) -> VlogSet {
+        let mut files = self.files.clone();
         files.remove(&id);
+        VlogSet { files }
     }
 
     pub(crate) fn get(&self, id: u32) -> Option<Arc<VlogFile>> {
-        let files = self.files.read().unwrap_or_else(|p| p.into_inner());
-        files.get(&id).cloned()
+        self.files.get(&id).cloned()
     }
 
-    pub(crate) fn all(&self) -> Vec<Arc<VlogFile>> {
-        let files = self.files.read().unwrap_or_else(|p| p.into_inner());
-        files.values().cloned().collect()
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<VlogFile>> {
+        self.files.values()
     }
 
     fn file(&self, ptr: ValuePointer, dir_hint: &Path) -> Result<Arc<VlogFile>> {
@@ -194,6 +247,10 @@ impl VlogSet {
 
     /// Total bytes of all live value-log files.
     pub(crate) fn total_bytes(&self) -> u64 {
-        self.all().iter().filter_map(|f| f.len().ok()).sum()
+        self.all().filter_map(|f| f.len().ok()).sum()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
     }
 }

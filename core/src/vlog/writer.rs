@@ -41,6 +41,10 @@ impl VlogWriter {
         })
     }
 
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
     pub(crate) fn len(&self) -> u64 {
         self.len
     }

@@ -1,0 +1,184 @@
+//! Bulk load of sorted data (what Badger's StreamWriter does): keys given in
+//! increasing order go straight into tables of the last level, and large values
+//! into a value-log file of their own, with no WAL, memtable or compaction.
+//! The Db must be empty; writes wait until the load finishes.
+
+use crate::db::{lock, DbInner, LogState, ReadState};
+use crate::error::{Error, Result};
+use crate::key;
+use crate::manifest::{sync_dir, Edit, TableRecord};
+use crate::table::{self, Table, TableBuilder};
+use crate::value::{self, Stored};
+use crate::vlog::{self, VlogFile, VlogWriter};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+
+/// Loads sorted entries into an empty Db; see the module docs.
+pub struct BulkLoader<'a> {
+    db: &'a Arc<DbInner>,
+    _writes_paused: MutexGuard<'a, Option<LogState>>,
+    seq: u64,
+    vlog: VlogWriter,
+    builder: Option<(u64, TableBuilder)>,
+    tables: Vec<(u64, table::TableMeta)>,
+    last_key: Option<Vec<u8>>,
+    count: u64,
+    finished: bool,
+}
+
+impl DbInner {
+    pub(crate) fn bulk_load(self: &Arc<Self>) -> Result<BulkLoader<'_>> {
+        self.check_writable()?;
+        if !self.is_empty()? {
+            return Err(Error::InvalidArgument(
+                "bulk load needs an empty database (drop_all first)".into(),
+            ));
+        }
+        let guard = lock(&self.log);
+        let seq = {
+            let mut q = lock(&self.queue);
+            let s = q.next_seq;
+            q.next_seq += 1;
+            s
+        };
+        let id = lock(&self.manifest)
+            .as_mut()
+            .ok_or(Error::Closed)?
+            .next_file_id();
+        let vid = u32::try_from(id).map_err(|_| {
+            Error::InvalidArgument("file ids exhausted the value-log id space".into())
+        })?;
+        let vlog = VlogWriter::create(&self.dir, vid)?;
+        Ok(BulkLoader {
+            db: self,
+            _writes_paused: guard,
+            seq,
+            vlog,
+            builder: None,
+            tables: Vec::new(),
+            last_key: None,
+            count: 0,
+            finished: false,
+        })
+    }
+}
+
+impl BulkLoader<'_> {
+    /// Adds the next entry; keys must be strictly increasing.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let db = self.db;
+        db.check_key(key)?;
+        if value.len() > db.opts.max_value_size {
+            return Err(Error::TooBig {
+                what: "value",
+                len: value.len(),
+                max: db.opts.max_value_size,
+            });
+        }
+        if self.last_key.as_deref().is_some_and(|last| key <= last) {
+            return Err(Error::InvalidArgument(
+                "bulk load keys must be strictly increasing".into(),
+            ));
+        }
+        let mut rec = Vec::with_capacity(value.len().min(db.opts.value_threshold) + 20);
+        if value.len() >= db.opts.value_threshold {
+            let p = self.vlog.append(key, value);
+            value::encode(&mut rec, &Stored::Pointer(p), 0, 0);
+            if self.count.is_multiple_of(256) {
+                self.vlog.flush()?;
+            }
+        } else {
+            value::encode(&mut rec, &Stored::Inline(value), 0, 0);
+        }
+        if let Some((_, b)) = &self.builder {
+            if b.estimated_size() >= db.opts.table_size {
+                if let Some((id, b)) = self.builder.take() {
+                    self.tables.push((id, b.finish()?));
+                }
+            }
+        }
+        if self.builder.is_none() {
+            let id = lock(&db.manifest)
+                .as_mut()
+                .ok_or(Error::Closed)?
+                .next_file_id();
+            let path = db.dir.join(table::file_name(id));
+            self.builder = Some((
+                id,
+                TableBuilder::create(&path, db.opts.block_size, db.opts.bloom_bits_per_key)?,
+            ));
+        }
+        if let Some((_, b)) = self.builder.as_mut() {
+            b.add(&key::encode(key, self.seq), &rec)?;
+        }
+        self.last_key = Some(key.to_vec());
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Makes everything durable and visible; returns the number of entries loaded.
+    pub fn finish(mut self) -> Result<u64> {
+        let db = self.db;
+        if let Some((id, b)) = self.builder.take() {
+            self.tables.push((id, b.finish()?));
+        }
+        self.vlog.sync()?;
+        sync_dir(&db.dir)?;
+        let vid = self.vlog.id();
+        let vfile = Arc::new(VlogFile::open(&db.dir.join(vlog::file_name(vid)), vid)?);
+        let last = (db.opts.num_levels - 1) as u8;
+        let mut edits = vec![Edit::AddVlog(vid), Edit::LastSeq(self.seq)];
+        let mut added = Vec::new();
+        for (id, meta) in &self.tables {
+            added.push((
+                last as usize,
+                Arc::new(Table::open(&db.dir.join(table::file_name(*id)), *id)?),
+            ));
+            edits.push(Edit::AddTable {
+                level: last,
+                table: TableRecord {
+                    id: *id,
+                    size: meta.size,
+                    max_seq: meta.max_seq,
+                    smallest: meta.smallest.clone(),
+                    largest: meta.largest.clone(),
+                },
+            });
+        }
+        lock(&db.manifest)
+            .as_mut()
+            .ok_or(Error::Closed)?
+            .log(&edits)?;
+        db.update_state(|st| ReadState {
+            mem: st.mem.clone(),
+            imm: st.imm.clone(),
+            version: Arc::new(st.version.apply(&HashSet::new(), &added)),
+            vlogs: Arc::new(st.vlogs.with(vfile)),
+        });
+        db.visible_seq.fetch_max(self.seq, Ordering::AcqRel);
+        self.finished = true;
+        let _q = lock(&db.queue);
+        db.queue_cv.notify_all();
+        Ok(self.count)
+    }
+}
+
+impl Drop for BulkLoader<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // The reserved sequence carries nothing; let readers waiting for it go on.
+            self.db.visible_seq.fetch_max(self.seq, Ordering::AcqRel);
+            let _q = lock(&self.db.queue);
+            self.db.queue_cv.notify_all();
+            // Abandoned: its files were never recorded; remove them now (open would too).
+            let _ = std::fs::remove_file(self.db.dir.join(vlog::file_name(self.vlog.id())));
+            for (id, _) in &self.tables {
+                let _ = std::fs::remove_file(self.db.dir.join(table::file_name(*id)));
+            }
+            if let Some((id, _)) = &self.builder {
+                let _ = std::fs::remove_file(self.db.dir.join(table::file_name(*id)));
+            }
+        }
+    }
+}

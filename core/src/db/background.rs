@@ -1,0 +1,374 @@
+//! Background work: flushing memtables and running compactions.
+
+use super::recovery::remove;
+use super::*;
+use crate::levels::compaction::{self, range_of, Compaction};
+use crate::manifest::{sync_dir, Edit, TableRecord};
+use crate::table::{self, Table, TableBuilder};
+
+impl DbInner {
+    pub(crate) fn flush_loop(self: Arc<Self>) {
+        loop {
+            let mem = {
+                let mut bg = lock(&self.bg);
+                loop {
+                    let oldest = self.read_state().imm.last().cloned();
+                    if let Some(m) = oldest {
+                        if self.poisoned().is_none() {
+                            break Some(m);
+                        }
+                    }
+                    if bg.shutdown {
+                        break None;
+                    }
+                    bg = self.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let Some(mem) = mem else { return };
+            if let Err(e) = self.flush_memtable(&mem) {
+                self.poison_with(&e);
+            }
+            let _bg = lock(&self.bg);
+            self.bg_cv.notify_all();
+            self.room_cv.notify_all();
+        }
+    }
+
+    /// Writes `mem` to an L0 table, records it, and drops its WAL.
+    pub(crate) fn flush_memtable(&self, mem: &Arc<Memtable>) -> Result<()> {
+        // Values the table will point to must be durable before the WAL goes.
+        for f in self.read_state().vlogs.all() {
+            f.sync()?;
+        }
+        let mut edits = Vec::new();
+        let mut added = Vec::new();
+        if !mem.is_empty() {
+            let id = lock(&self.manifest)
+                .as_mut()
+                .ok_or(Error::Closed)?
+                .next_file_id();
+            let path = self.dir.join(table::file_name(id));
+            let mut b =
+                TableBuilder::create(&path, self.opts.block_size, self.opts.bloom_bits_per_key)?;
+            let built = mem.for_each(|k, v| b.add(k, v)).and_then(|_| b.finish());
+            let meta = built.inspect_err(|_| {
+                let _ = std::fs::remove_file(&path);
+            })?;
+            sync_dir(&self.dir)?;
+            let t = Arc::new(Table::open(&path, id)?);
+            edits.push(Edit::AddTable {
+                level: 0,
+                table: TableRecord {
+                    id,
+                    size: meta.size,
+                    max_seq: meta.max_seq,
+                    smallest: meta.smallest,
+                    largest: meta.largest,
+                },
+            });
+            added.push((0, t));
+        }
+        edits.push(Edit::LogNumber(mem.wal_id() + 1));
+        edits.push(Edit::LastSeq(mem.max_seq()));
+        {
+            let mut m = lock(&self.manifest);
+            m.as_mut().ok_or(Error::Closed)?.log(&edits)?;
+            self.update_state(|st| ReadState {
+                mem: st.mem.clone(),
+                imm: st
+                    .imm
+                    .iter()
+                    .filter(|m| !Arc::ptr_eq(m, mem))
+                    .cloned()
+                    .collect(),
+                version: Arc::new(st.version.apply(&HashSet::new(), &added)),
+                vlogs: st.vlogs.clone(),
+            });
+        }
+        remove(&self.dir.join(wal_name(mem.wal_id())))
+    }
+
+    pub(crate) fn compaction_loop(self: Arc<Self>) {
+        loop {
+            let c = {
+                let mut bg = lock(&self.bg);
+                loop {
+                    if bg.shutdown || self.poisoned().is_some() {
+                        return;
+                    }
+                    let version = self.read_state().version.clone();
+                    let BgState {
+                        busy,
+                        cursors,
+                        manual,
+                        ..
+                    } = &mut *bg;
+                    let picked = if *manual {
+                        None
+                    } else {
+                        compaction::pick(&version, &self.opts, busy, cursors)
+                    };
+                    if let Some(c) = picked {
+                        for t in c.all_tables() {
+                            busy.insert(t.id());
+                        }
+                        break c;
+                    }
+                    bg = self.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let res = self.run_compaction(&c);
+            let mut bg = lock(&self.bg);
+            for t in c.all_tables() {
+                bg.busy.remove(&t.id());
+            }
+            drop(bg);
+            if let Err(e) = res {
+                self.poison_with(&e);
+            }
+            let _bg = lock(&self.bg);
+            self.bg_cv.notify_all();
+            self.room_cv.notify_all();
+        }
+    }
+
+    pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
+        let out = c.out_level();
+        let mut edits = Vec::new();
+        let mut removed = HashSet::new();
+        for t in &c.inputs {
+            edits.push(Edit::DeleteTable {
+                level: c.level as u8,
+                id: t.id(),
+            });
+            removed.insert(t.id());
+        }
+        for t in &c.next {
+            edits.push(Edit::DeleteTable {
+                level: out as u8,
+                id: t.id(),
+            });
+            removed.insert(t.id());
+        }
+        let mut added = Vec::new();
+        if c.is_trivial_move() {
+            let t = &c.inputs[0];
+            edits.push(Edit::AddTable {
+                level: out as u8,
+                table: TableRecord {
+                    id: t.id(),
+                    size: t.size(),
+                    max_seq: t.max_seq(),
+                    smallest: t.smallest().to_vec(),
+                    largest: t.largest().to_vec(),
+                },
+            });
+            added.push((out, t.clone()));
+        } else {
+            let snapshot = self.smallest_snapshot();
+            let result = compaction::run(c, &self.opts, &self.dir, snapshot, self.now(), || {
+                lock(&self.manifest)
+                    .as_mut()
+                    .map(|m| m.next_file_id())
+                    .unwrap_or(u64::MAX)
+            })?;
+            sync_dir(&self.dir)?;
+            for (&id, &bytes) in &result.discard {
+                edits.push(Edit::VlogDiscard { id, bytes });
+            }
+            for (id, meta) in result.tables {
+                let t = Table::open(&self.dir.join(table::file_name(id)), id)?;
+                edits.push(Edit::AddTable {
+                    level: out as u8,
+                    table: TableRecord {
+                        id,
+                        size: meta.size,
+                        max_seq: meta.max_seq,
+                        smallest: meta.smallest,
+                        largest: meta.largest,
+                    },
+                });
+                added.push((out, Arc::new(t)));
+            }
+        }
+        let mut m = lock(&self.manifest);
+        m.as_mut().ok_or(Error::Closed)?.log(&edits)?;
+        self.update_state(|st| ReadState {
+            mem: st.mem.clone(),
+            imm: st.imm.clone(),
+            version: Arc::new(st.version.apply(&removed, &added)),
+            vlogs: st.vlogs.clone(),
+        });
+        drop(m);
+        if !c.is_trivial_move() {
+            for t in c.all_tables() {
+                t.mark_obsolete();
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops automatic compactions and waits for running ones to finish; they
+    /// resume when the guard drops.
+    fn pause_compactions(&self) -> ManualGuard<'_> {
+        let mut bg = lock(&self.bg);
+        while bg.manual {
+            bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+        }
+        bg.manual = true;
+        while !bg.busy.is_empty() {
+            bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+        }
+        ManualGuard { db: self }
+    }
+
+    /// Flushes the memtables and compacts every level into the last one.
+    pub(crate) fn flatten(&self) -> Result<()> {
+        self.flush()?;
+        let _manual = self.pause_compactions();
+        let last = self.opts.num_levels - 1;
+        for level in 0..last {
+            self.check_writable()?;
+            let v = self.read_state().version.clone();
+            if v.levels[level].is_empty() {
+                continue;
+            }
+            let inputs = v.levels[level].clone();
+            let (lo, hi) = range_of(&inputs);
+            let next = v.overlapping(level + 1, &lo, &hi);
+            let bottom = (level + 2..=last).all(|l| v.overlapping(l, &lo, &hi).is_empty());
+            self.run_compaction(&Compaction {
+                level,
+                inputs,
+                next,
+                out_level: level + 1,
+                bottom,
+                drop_prefix: None,
+            })
+            .inspect_err(|e| self.poison_with(e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes every key: tables and value-log files are deleted, not rewritten.
+    /// Writes wait while it runs.
+    pub(crate) fn drop_all(&self) -> Result<()> {
+        self.check_writable()?;
+        let mut guard = lock(&self.log);
+        let log = guard.as_mut().ok_or(Error::Closed)?;
+        if !self.read_state().mem.is_empty() {
+            self.switch_memtable(log)?;
+        }
+        self.wait_flushed()?;
+        let _manual = self.pause_compactions();
+        self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
+        let head = log.vlog.id();
+        let st = self.read_state();
+        let mut edits = Vec::new();
+        for (level, tables) in st.version.levels.iter().enumerate() {
+            for t in tables {
+                edits.push(Edit::DeleteTable {
+                    level: level as u8,
+                    id: t.id(),
+                });
+            }
+        }
+        let old_vlogs: Vec<_> = st.vlogs.all().filter(|f| f.id() != head).cloned().collect();
+        edits.extend(old_vlogs.iter().map(|f| Edit::DeleteVlog(f.id())));
+        lock(&self.manifest)
+            .as_mut()
+            .ok_or(Error::Closed)?
+            .log(&edits)
+            .inspect_err(|e| self.poison_with(e))?;
+        let mut vlogs = (*st.vlogs).clone();
+        for f in &old_vlogs {
+            vlogs = vlogs.without(f.id());
+        }
+        self.update_state(|s| ReadState {
+            mem: s.mem.clone(),
+            imm: s.imm.clone(),
+            version: Arc::new(Version::new(self.opts.num_levels)),
+            vlogs: Arc::new(vlogs),
+        });
+        for t in st.version.levels.iter().flatten() {
+            t.mark_obsolete();
+        }
+        for f in old_vlogs {
+            remove(f.path())?;
+        }
+        Ok(())
+    }
+
+    /// Removes every key that starts with `prefix`, rewriting the tables that
+    /// hold such keys. Writes wait while it runs.
+    pub(crate) fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
+        if prefix.is_empty() {
+            return self.drop_all();
+        }
+        self.check_writable()?;
+        let mut guard = lock(&self.log);
+        let log = guard.as_mut().ok_or(Error::Closed)?;
+        if !self.read_state().mem.is_empty() {
+            self.switch_memtable(log)?;
+        }
+        self.wait_flushed()?;
+        let _manual = self.pause_compactions();
+        let end = crate::key::prefix_successor(prefix);
+        let touches = |t: &Table| {
+            let (lo, hi) = (
+                crate::key::user_key(t.smallest()),
+                crate::key::user_key(t.largest()),
+            );
+            hi >= prefix && end.as_ref().is_none_or(|e| lo < e.as_slice())
+        };
+        let v = self.read_state().version.clone();
+        let mut jobs = Vec::new();
+        // L0 goes down whole (rewriting one L0 table would change its age order).
+        if v.levels[0].iter().any(|t| touches(t)) {
+            let inputs = v.levels[0].clone();
+            let (lo, hi) = range_of(&inputs);
+            jobs.push(Compaction {
+                level: 0,
+                next: v.overlapping(1, &lo, &hi),
+                inputs,
+                out_level: 1,
+                bottom: false,
+                drop_prefix: Some(prefix.to_vec()),
+            });
+        }
+        for (level, tables) in v.levels.iter().enumerate().skip(1) {
+            for t in tables.iter().filter(|t| touches(t)) {
+                if jobs.iter().any(|j| j.next.iter().any(|n| n.id() == t.id())) {
+                    continue; // rewritten by the L0 job already
+                }
+                jobs.push(Compaction {
+                    level,
+                    inputs: vec![t.clone()],
+                    next: Vec::new(),
+                    out_level: level,
+                    bottom: false,
+                    drop_prefix: Some(prefix.to_vec()),
+                });
+            }
+        }
+        for job in &jobs {
+            self.run_compaction(job)
+                .inspect_err(|e| self.poison_with(e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Held by a manual operation; lets automatic compactions resume when dropped.
+struct ManualGuard<'a> {
+    db: &'a DbInner,
+}
+
+impl Drop for ManualGuard<'_> {
+    fn drop(&mut self) {
+        let mut bg = lock(&self.db.bg);
+        bg.manual = false;
+        self.db.bg_cv.notify_all();
+        self.db.room_cv.notify_all();
+    }
+}

@@ -1,0 +1,559 @@
+//! `Db`: the handle, what readers see, and point reads.
+//!
+//! The rest of the Db lives in submodules by concern: `recovery` (open),
+//! `write` (the group-commit pipeline and close), `background` (flush and
+//! compaction threads, flatten, drops), `gc` (value-log garbage collection).
+//!
+//! Lock order, outermost first: `gc_lock` → `queue` → `log` → `manifest` →
+//! `state`; `bg` is never held while taking `state` for writing, and `state`
+//! guards are never held while taking another lock.
+
+mod background;
+mod gc;
+mod recovery;
+mod write;
+
+pub use gc::GcOutcome;
+
+use crate::bulk::BulkLoader;
+use crate::error::{Error, Result};
+use crate::iter::{DbIterator, IterOptions, MemIter, MergeIter, PendingIter, Source};
+use crate::levels::Version;
+use crate::manifest::Manifest;
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::sequence::Sequence;
+use crate::txn::Oracle;
+use crate::txn::Txn;
+use crate::value::{self, Stored};
+use crate::vlog::{VlogSet, VlogWriter};
+use crate::wal::LogWriter;
+use crate::{PutOptions, WriteBatch};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+
+pub(crate) use write::{Move, TxnCheck, WriterKind};
+
+fn wal_name(id: u64) -> String {
+    format!("{id:06}.wal")
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic on another thread must not make the Db unusable; the state it guards
+    // is only changed in steps that leave it consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What readers see: memtables, live tables and live value-log files, swapped
+/// as a whole. A reader that holds one keeps every file in it readable.
+pub(crate) struct ReadState {
+    pub(crate) mem: Arc<Memtable>,
+    /// Immutable memtables waiting for flush, newest first.
+    pub(crate) imm: Vec<Arc<Memtable>>,
+    pub(crate) version: Arc<Version>,
+    pub(crate) vlogs: Arc<VlogSet>,
+}
+
+impl ReadState {
+    /// The newest version of `key` at or below `read_seq`: (seq, value record).
+    pub(crate) fn lookup(&self, key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        if let Some(found) = self.mem.get(key, read_seq) {
+            return Ok(Some(found));
+        }
+        for m in &self.imm {
+            if let Some(found) = m.get(key, read_seq) {
+                return Ok(Some(found));
+            }
+        }
+        self.version.get(key, read_seq)
+    }
+
+    /// Merge sources over everything, newest first.
+    pub(crate) fn sources(&self, reverse: bool) -> Vec<Box<dyn Source>> {
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        sources.push(Box::new(MemIter::new(self.mem.clone(), reverse)));
+        for m in &self.imm {
+            sources.push(Box::new(MemIter::new(m.clone(), reverse)));
+        }
+        self.version.sources(reverse, &mut sources);
+        sources
+    }
+}
+
+/// Owned by the write leader.
+pub(crate) struct LogState {
+    pub(crate) wal: LogWriter,
+    pub(crate) vlog: VlogWriter,
+}
+
+#[derive(Default)]
+pub(crate) struct BgState {
+    pub(crate) shutdown: bool,
+    /// Tables taken by a running compaction.
+    pub(crate) busy: HashSet<u64>,
+    pub(crate) cursors: Vec<Vec<u8>>,
+    /// A manual operation (flatten, drop) owns the levels: no automatic compaction starts.
+    pub(crate) manual: bool,
+}
+
+/// The group-commit queue and the sequence numbers it hands out.
+pub(crate) struct Queue {
+    pub(crate) writers: VecDeque<Arc<write::Writer>>,
+    /// The sequence the next batch gets.
+    pub(crate) next_seq: u64,
+    pub(crate) oracle: Oracle,
+}
+
+/// Counts and sizes of what the Db holds.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Per level, L0 first: (tables, bytes).
+    pub levels: Vec<(usize, u64)>,
+    /// Live value-log files.
+    pub vlog_files: usize,
+    /// Bytes of all live value-log files.
+    pub vlog_bytes: u64,
+    /// Estimated bytes held by the active and immutable memtables.
+    pub memtable_bytes: usize,
+    /// Immutable memtables waiting to be flushed.
+    pub immutable_memtables: usize,
+    /// Bytes held in memory by table indexes and bloom filters.
+    pub index_filter_bytes: usize,
+    /// Sequence number of the last write.
+    pub last_seq: u64,
+    /// Entries (all versions, tombstones included) held in tables.
+    pub table_entries: u64,
+    /// Batches written since open.
+    pub batches_written: u64,
+    /// Write groups committed since open (each one WAL append).
+    pub write_groups: u64,
+    /// fsyncs of the WAL since open (at most one per group, only with `sync_writes`).
+    pub wal_syncs: u64,
+    /// Garbage bytes per value-log file, as counted by compactions: (file id, bytes).
+    pub vlog_discard: Vec<(u32, u64)>,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) batches: AtomicU64,
+    pub(crate) groups: AtomicU64,
+    pub(crate) wal_syncs: AtomicU64,
+}
+
+/// A value with what was stored beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The value.
+    pub value: Vec<u8>,
+    /// The user-meta byte given at put time.
+    pub user_meta: u8,
+    /// When the entry expires, in unix seconds; 0 = never.
+    pub expires_at: u64,
+    /// The version (sequence number of the write).
+    pub version: u64,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) opts: Options,
+    pub(crate) dir: PathBuf,
+    _lock: File,
+    state: RwLock<Arc<ReadState>>,
+    pub(crate) visible_seq: AtomicU64,
+    pub(crate) queue: Mutex<Queue>,
+    pub(crate) queue_cv: Condvar,
+    pub(crate) log: Mutex<Option<LogState>>,
+    pub(crate) manifest: Mutex<Option<Manifest>>,
+    pub(crate) bg: Mutex<BgState>,
+    /// Wakes flush and compaction threads.
+    pub(crate) bg_cv: Condvar,
+    /// Wakes writers waiting for memtable or L0 room, and manual operations.
+    pub(crate) room_cv: Condvar,
+    poison: Mutex<Option<Error>>,
+    closed: AtomicBool,
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) counters: Counters,
+    /// One value-log GC at a time.
+    pub(crate) gc_lock: Mutex<()>,
+}
+
+/// Keeps versions at `seq` from being dropped by compaction while it lives.
+pub(crate) struct SnapshotGuard {
+    db: Arc<DbInner>,
+    seq: u64,
+}
+
+impl SnapshotGuard {
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Drop for SnapshotGuard {
+    fn drop(&mut self) {
+        let mut s = lock(&self.db.snapshots);
+        if let Some(n) = s.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                s.remove(&self.seq);
+            }
+        }
+    }
+}
+
+/// An open database. Cheap to share between threads (`&Db` is enough for every
+/// operation). Dropping it closes it.
+pub struct Db {
+    pub(crate) inner: Arc<DbInner>,
+}
+
+impl Db {
+    /// Opens (or creates) the database described by `opts`, recovering from the
+    /// manifest and the WALs. See the crate docs for what recovery guarantees.
+    pub fn open(opts: Options) -> Result<Db> {
+        Ok(Db {
+            inner: recovery::open(opts)?,
+        })
+    }
+
+    /// The value of `key`, or `None` if it has none (or it expired).
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.inner.get_entry(key)?.map(|i| i.value))
+    }
+
+    /// The value of `key` with its user meta, expiry and version.
+    pub fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
+        self.inner.get_entry(key)
+    }
+
+    /// Stores `key` → `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(b)
+    }
+
+    /// Stores `key` → `value` with user meta and/or a time to live.
+    pub fn put_with(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_with(key, value, opts);
+        self.write(b)
+    }
+
+    /// Removes `key` (a no-op if it is absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(b)
+    }
+
+    /// Applies a batch atomically. Concurrent callers are grouped into one WAL
+    /// append and, with `sync_writes`, one fsync.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.inner.write(WriterKind::Batch(batch), None)
+    }
+
+    /// Reads the values of many keys at one consistent point.
+    pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.inner.check_open()?;
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        let st = self.inner.read_state();
+        keys.iter()
+            .map(|k| Ok(self.inner.get_in(&st, k, seq)?.map(|i| i.value)))
+            .collect()
+    }
+
+    /// An iterator over a snapshot of the Db taken now.
+    pub fn iter(&self, opts: IterOptions) -> Result<DbIterator> {
+        self.inner.iter(opts, None, None)
+    }
+
+    /// Makes the active memtable immutable and waits until every memtable is
+    /// flushed to a table.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Starts a transaction: read-write if `update`, else read-only.
+    pub fn begin(&self, update: bool) -> Result<Txn> {
+        self.inner.begin(update)
+    }
+
+    /// Runs `f` in a read-write transaction and commits it, running `f` again
+    /// (up to [`UPDATE_RETRIES`](crate::txn::UPDATE_RETRIES) times) when the commit
+    /// conflicts. An error from `f` discards the transaction and is returned.
+    pub fn update<T>(&self, mut f: impl FnMut(&mut Txn) -> Result<T>) -> Result<T> {
+        for _ in 0..crate::txn::UPDATE_RETRIES {
+            let mut txn = self.begin(true)?;
+            let out = f(&mut txn)?;
+            match txn.commit() {
+                Ok(()) => return Ok(out),
+                Err(Error::Conflict) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Conflict)
+    }
+
+    /// Runs `f` in a read-only transaction: a stable snapshot while writes go on.
+    pub fn view<T>(&self, f: impl FnOnce(&Txn) -> Result<T>) -> Result<T> {
+        let txn = self.begin(false)?;
+        f(&txn)
+    }
+
+    /// Rewrites the value-log file with the largest share of garbage if that
+    /// share is at least `discard_ratio` (in (0, 1)), and deletes it. Run it in a
+    /// loop until it returns [`GcOutcome::NothingToCollect`].
+    pub fn run_value_log_gc(&self, discard_ratio: f64) -> Result<GcOutcome> {
+        self.inner.run_value_log_gc(discard_ratio)
+    }
+
+    /// Flushes the memtables and compacts every level into the last one.
+    pub fn flatten(&self) -> Result<()> {
+        self.inner.flatten()
+    }
+
+    /// Deletes every key (tables and value-log files go, nothing is rewritten).
+    pub fn drop_all(&self) -> Result<()> {
+        self.inner.drop_all()
+    }
+
+    /// Deletes every key starting with `prefix`.
+    pub fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
+        self.inner.drop_prefix(prefix)
+    }
+
+    /// A persisted sequence of integers under `key`, leased `bandwidth` at a time.
+    pub fn sequence(&self, key: &[u8], bandwidth: u64) -> Result<Sequence> {
+        Sequence::new(self.inner.clone(), key, bandwidth)
+    }
+
+    /// Streams a backup to `w`: live entries if `since == 0`, else every version
+    /// written after `since`. Returns the `since` for the next incremental backup.
+    pub fn backup(&self, w: &mut dyn std::io::Write, since: u64) -> Result<u64> {
+        self.inner.backup(w, since)
+    }
+
+    /// Restores a backup stream (a full one into an empty Db). Returns the number
+    /// of entries applied.
+    pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
+        self.inner.load(r)
+    }
+
+    /// Loads sorted data straight into bottom-level tables; the Db must be empty.
+    pub fn bulk_load(&self) -> Result<BulkLoader<'_>> {
+        self.inner.bulk_load()
+    }
+
+    /// Counts and sizes of levels, value log, memtables and in-memory indexes.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// The directory of this Db.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options this Db was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// Flushes memtables, waits for background work and releases the directory.
+    /// Later calls on this Db return [`Error::Closed`]; closing twice is a no-op.
+    /// Returns the error that poisoned the Db, if one did.
+    pub fn close(&self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.inner.close();
+    }
+}
+
+impl DbInner {
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn read_state(&self) -> Arc<ReadState> {
+        self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn update_state(&self, f: impl FnOnce(&ReadState) -> ReadState) {
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        *st = Arc::new(f(&st));
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.opts.clock.now()
+    }
+
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.is_empty() {
+            return Err(Error::InvalidArgument("empty key".into()));
+        }
+        if key.len() > self.opts.max_key_size {
+            return Err(Error::TooBig {
+                what: "key",
+                len: key.len(),
+                max: self.opts.max_key_size,
+            });
+        }
+        Ok(())
+    }
+
+    fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
+        self.check_open()?;
+        let seq = self.visible_seq.load(Ordering::Acquire);
+        let st = self.read_state();
+        self.get_in(&st, key, seq)
+    }
+
+    /// Reads `key` at `read_seq` from `st`; tombstones and expired entries read as absent.
+    pub(crate) fn get_in(&self, st: &ReadState, key: &[u8], read_seq: u64) -> Result<Option<Item>> {
+        self.check_key(key)?;
+        let Some((version, raw)) = st.lookup(key, read_seq)? else {
+            return Ok(None);
+        };
+        let rec = value::decode(&raw).ok_or_else(|| {
+            Error::corruption(
+                &self.dir,
+                0,
+                format!("undecodable value record for key {key:?}"),
+            )
+        })?;
+        if rec.expires_at != 0 && rec.expires_at <= self.now() {
+            return Ok(None);
+        }
+        let value = match rec.stored {
+            Stored::Delete => return Ok(None),
+            Stored::Inline(v) => v.to_vec(),
+            Stored::Pointer(p) => st.vlogs.read(p, &self.dir)?,
+        };
+        Ok(Some(Item {
+            value,
+            user_meta: rec.user_meta,
+            expires_at: rec.expires_at,
+            version,
+        }))
+    }
+
+    /// Registers a reader at `seq` so that compaction keeps what it may read.
+    pub(crate) fn snapshot_at(self: &Arc<Self>, seq: u64) -> SnapshotGuard {
+        let mut s = lock(&self.snapshots);
+        *s.entry(seq).or_insert(0) += 1;
+        SnapshotGuard {
+            db: self.clone(),
+            seq,
+        }
+    }
+
+    /// The oldest sequence any reader may still read at.
+    pub(crate) fn smallest_snapshot(&self) -> u64 {
+        let s = lock(&self.snapshots);
+        let now = self.visible_seq.load(Ordering::Acquire);
+        s.keys().next().copied().unwrap_or(now).min(now)
+    }
+
+    /// An iterator at `read_seq` (default: now) over `state` (default: the
+    /// current one), with a transaction's pending writes merged in.
+    pub(crate) fn iter(
+        self: &Arc<Self>,
+        opts: IterOptions,
+        at: Option<(u64, Arc<ReadState>)>,
+        txn: Option<crate::txn::TxnView>,
+    ) -> Result<DbIterator> {
+        self.check_open()?;
+        let (seq, st) = match at {
+            Some(x) => x,
+            None => (self.visible_seq.load(Ordering::Acquire), self.read_state()),
+        };
+        let snap = self.snapshot_at(seq);
+        let mut sources = Vec::new();
+        let mut reads = None;
+        if let Some(view) = txn {
+            sources.push(Box::new(PendingIter::new(view.pending, opts.reverse)) as Box<dyn Source>);
+            reads = view.reads;
+        }
+        sources.extend(st.sources(opts.reverse));
+        let merge = MergeIter::new(sources, opts.reverse);
+        DbIterator::new(self.clone(), st.vlogs.clone(), merge, snap, reads, opts)
+    }
+
+    fn stats(&self) -> Stats {
+        let st = self.read_state();
+        let discard = lock(&self.manifest)
+            .as_ref()
+            .map(|m| m.state().discard.iter().map(|(&id, &b)| (id, b)).collect())
+            .unwrap_or_default();
+        Stats {
+            levels: st
+                .version
+                .levels
+                .iter()
+                .map(|l| (l.len(), l.iter().map(|t| t.size()).sum()))
+                .collect(),
+            vlog_files: st.vlogs.len(),
+            vlog_bytes: st.vlogs.total_bytes(),
+            memtable_bytes: st.mem.size() + st.imm.iter().map(|m| m.size()).sum::<usize>(),
+            immutable_memtables: st.imm.len(),
+            index_filter_bytes: st.version.levels.iter().flatten().map(|t| t.memory()).sum(),
+            last_seq: self.visible_seq.load(Ordering::Acquire),
+            table_entries: st
+                .version
+                .levels
+                .iter()
+                .flatten()
+                .map(|t| t.entries())
+                .sum(),
+            batches_written: self.counters.batches.load(Ordering::Relaxed),
+            write_groups: self.counters.groups.load(Ordering::Relaxed),
+            wal_syncs: self.counters.wal_syncs.load(Ordering::Relaxed),
+            vlog_discard: discard,
+        }
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.opts.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.check_open()?;
+        if let Some(e) = lock(&self.poison).as_ref() {
+            return Err(Error::Poisoned(e.to_string()));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn poisoned(&self) -> Option<Error> {
+        lock(&self.poison).clone()
+    }
+
+    pub(crate) fn poison_with(&self, e: &Error) {
+        let mut p = lock(&self.poison);
+        if p.is_none() {
+            *p = Some(e.clone());
+        }
+        drop(p);
+        let _bg = lock(&self.bg);
+        self.room_cv.notify_all();
+    }
+}

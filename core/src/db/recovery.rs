@@ -1,0 +1,359 @@
+//! Open and recovery: the directory lock, the manifest, WAL replay, orphan cleanup.
+
+use super::*;
+use crate::batch;
+use crate::levels::Version;
+use crate::manifest::{self, sync_dir, Edit, ManifestState};
+use crate::table::{self, Table};
+use crate::vlog::{self, VlogFile};
+use crate::wal;
+
+pub(crate) const WAL_MAGIC: &[u8; 8] = b"SETTWAL\0";
+pub(crate) const WAL_VERSION: u32 = 1;
+const LOCK_FILE: &str = "LOCK";
+
+/// The kinds of file sett keeps in its directory, by name.
+enum FileKind {
+    Table(u64),
+    Wal(u64),
+    Vlog(u32),
+}
+
+fn parse_name(name: &str) -> Option<FileKind> {
+    let (stem, ext) = name.split_once('.')?;
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    match ext {
+        "sst" => stem.parse().ok().map(FileKind::Table),
+        "wal" => stem.parse().ok().map(FileKind::Wal),
+        "vlog" => stem.parse().ok().map(FileKind::Vlog),
+        _ => None,
+    }
+}
+
+fn list_dir(dir: &Path) -> Result<Vec<FileKind>> {
+    let rd =
+        std::fs::read_dir(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+        if let Some(k) = entry.file_name().to_str().and_then(parse_name) {
+            out.push(k);
+        }
+    }
+    Ok(out)
+}
+
+fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = if shared {
+        File::open(&path)
+    } else {
+        File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+    }
+    .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let res = if shared {
+        file.try_lock_shared()
+    } else {
+        file.try_lock()
+    };
+    match res {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::io(format!("locking {}", path.display()), e))
+        }
+    }
+}
+
+/// Removes a file; a file already gone is fine.
+pub(crate) fn remove(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("removing {}", path.display()), e)),
+    }
+}
+
+fn missing_is_corruption(e: Error, what: &str) -> Error {
+    match e {
+        Error::Io { context, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::corruption(
+                context.trim_start_matches("opening ").to_string(),
+                0,
+                what.to_string(),
+            )
+        }
+        other => other,
+    }
+}
+
+/// Opens the Db of `opts`: lock, manifest, tables, value-log files, WAL replay;
+/// then, unless read-only, flushes what was replayed and starts the threads.
+pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
+    opts.validate()?;
+    let dir = opts.dir.clone();
+    if opts.read_only {
+        if !dir.join(manifest::FILE_NAME).exists() {
+            return Err(Error::InvalidArgument(format!(
+                "no database in {} to open read-only",
+                dir.display()
+            )));
+        }
+    } else {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    }
+    let dir_lock = lock_dir(&dir, opts.read_only)?;
+    let files = list_dir(&dir)?;
+    let mut mstate = match manifest::load(&dir, opts.num_levels)? {
+        Some(s) => s,
+        None => {
+            if !files.is_empty() {
+                return Err(Error::corruption(
+                    dir.join(manifest::FILE_NAME),
+                    0,
+                    "MANIFEST is missing but the directory holds data files",
+                ));
+            }
+            ManifestState::new(opts.num_levels)
+        }
+    };
+
+    // Tables and value-log files named by the manifest must all be there.
+    let mut added = Vec::new();
+    for (level, tables) in mstate.levels.iter().enumerate() {
+        for rec in tables.values() {
+            let path = dir.join(table::file_name(rec.id));
+            let t = Table::open(&path, rec.id)
+                .map_err(|e| missing_is_corruption(e, "table listed in MANIFEST is missing"))?;
+            added.push((level, Arc::new(t)));
+        }
+    }
+    let version = Version::new(opts.num_levels).apply(&HashSet::new(), &added);
+    let mut vlogs = VlogSet::default();
+    for &id in &mstate.vlogs {
+        let path = dir.join(vlog::file_name(id));
+        let f = VlogFile::open(&path, id).map_err(|e| {
+            missing_is_corruption(e, "value-log file listed in MANIFEST is missing")
+        })?;
+        vlogs = vlogs.with(Arc::new(f));
+    }
+
+    // Replay the WALs not yet flushed, in order, into one memtable.
+    let mut wal_ids: Vec<u64> = files
+        .iter()
+        .filter_map(|f| match f {
+            FileKind::Wal(id) if *id >= mstate.log_number => Some(*id),
+            _ => None,
+        })
+        .collect();
+    wal_ids.sort_unstable();
+    let mut last_seq = mstate.last_seq;
+    for t in version.levels.iter().flatten() {
+        last_seq = last_seq.max(t.max_seq());
+    }
+    let mem = Arc::new(Memtable::new(wal_ids.last().copied().unwrap_or(0)));
+    let mut replayed = Vec::new();
+    for &id in &wal_ids {
+        replayed.push(id);
+        let complete = replay_wal(&dir.join(wal_name(id)), &mem, &vlogs, &mut last_seq)?;
+        if !complete {
+            // Everything after a cut is dropped too: what survives is a prefix.
+            break;
+        }
+    }
+
+    let max_file_id = files
+        .iter()
+        .map(|f| match f {
+            FileKind::Table(id) | FileKind::Wal(id) => *id,
+            FileKind::Vlog(id) => u64::from(*id),
+        })
+        .max()
+        .unwrap_or(0);
+    mstate.next_file_id = mstate.next_file_id.max(max_file_id + 1);
+
+    let inner = Arc::new(DbInner {
+        dir: dir.clone(),
+        _lock: dir_lock,
+        state: RwLock::new(Arc::new(ReadState {
+            mem: mem.clone(),
+            imm: Vec::new(),
+            version: Arc::new(version),
+            vlogs: Arc::new(vlogs),
+        })),
+        visible_seq: AtomicU64::new(last_seq),
+        queue: Mutex::new(Queue {
+            writers: VecDeque::new(),
+            next_seq: last_seq + 1,
+            oracle: Oracle::default(),
+        }),
+        queue_cv: Condvar::new(),
+        log: Mutex::new(None),
+        manifest: Mutex::new(None),
+        bg: Mutex::new(BgState {
+            cursors: vec![Vec::new(); opts.num_levels],
+            ..Default::default()
+        }),
+        bg_cv: Condvar::new(),
+        room_cv: Condvar::new(),
+        poison: Mutex::new(None),
+        closed: AtomicBool::new(false),
+        snapshots: Mutex::new(BTreeMap::new()),
+        threads: Mutex::new(Vec::new()),
+        counters: Counters::default(),
+        gc_lock: Mutex::new(()),
+        opts,
+    });
+    if inner.opts.read_only {
+        return Ok(inner);
+    }
+    inner.finish_recovery(mstate, files, &replayed, mem, last_seq)?;
+    inner.start_threads();
+    Ok(inner)
+}
+
+/// Replays one WAL into `mem`. Returns false if the log was cut short (a torn
+/// tail, or a batch pointing at value-log bytes that did not survive).
+fn replay_wal(path: &Path, mem: &Memtable, vlogs: &VlogSet, last_seq: &mut u64) -> Result<bool> {
+    let data =
+        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    if data.len() < wal::HEADER_LEN {
+        return Ok(false); // torn while being created: holds nothing acknowledged
+    }
+    wal::check_header(path, &data, WAL_MAGIC, WAL_VERSION)?;
+    let scan = wal::scan(path, &data)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for (offset, range) in scan.records {
+        let rec = batch::decode_record(&data[range])
+            .ok_or_else(|| Error::corruption(path, offset, "undecodable batch record"))?;
+        for (_, v) in &rec.entries {
+            let decoded = value::decode(v).ok_or_else(|| {
+                Error::corruption(path, offset, "undecodable value record in batch")
+            })?;
+            if let Stored::Pointer(p) = decoded.stored {
+                if vlogs.read(p, dir).is_err() {
+                    // The WAL survived but the value it points to did not.
+                    return Ok(false);
+                }
+            }
+        }
+        for (k, v) in &rec.entries {
+            mem.insert(k, rec.seq, v);
+        }
+        *last_seq = (*last_seq).max(rec.seq);
+    }
+    Ok(scan.valid_len == data.len() as u64)
+}
+
+impl DbInner {
+    /// Flushes the replayed memtable, starts a fresh WAL and value-log file, and
+    /// removes files that no live state refers to.
+    fn finish_recovery(
+        &self,
+        mstate: ManifestState,
+        files: Vec<FileKind>,
+        replayed: &[u64],
+        mem: Arc<Memtable>,
+        last_seq: u64,
+    ) -> Result<()> {
+        let live_tables: HashSet<u64> = mstate
+            .levels
+            .iter()
+            .flat_map(|l| l.keys().copied())
+            .collect();
+        let live_vlogs = mstate.vlogs.clone();
+        let log_number = mstate.log_number;
+        *lock(&self.manifest) = Some(Manifest::create(&self.dir, mstate)?);
+        // Orphans: tables of a compaction or flush that never reached the manifest,
+        // value-log files never recorded, WALs already flushed or past a cut.
+        for f in &files {
+            let path = match f {
+                FileKind::Table(id) if !live_tables.contains(id) => {
+                    self.dir.join(table::file_name(*id))
+                }
+                FileKind::Vlog(id) if !live_vlogs.contains(id) => {
+                    self.dir.join(vlog::file_name(*id))
+                }
+                FileKind::Wal(id) if *id < log_number || !replayed.contains(id) => {
+                    self.dir.join(wal_name(*id))
+                }
+                _ => continue,
+            };
+            remove(&path)?;
+        }
+        if !mem.is_empty() {
+            self.flush_memtable(&mem)?;
+        }
+        let (wal_id, vlog_id) = {
+            let mut m = lock(&self.manifest);
+            let m = m.as_mut().ok_or(Error::Closed)?;
+            (m.next_file_id(), m.next_file_id())
+        };
+        let vlog_id = u32::try_from(vlog_id).map_err(|_| {
+            Error::InvalidArgument("file ids exhausted the value-log id space".into())
+        })?;
+        let wal = LogWriter::create(&self.dir.join(wal_name(wal_id)), WAL_MAGIC, WAL_VERSION)?;
+        let vlog = VlogWriter::create(&self.dir, vlog_id)?;
+        let head = Arc::new(VlogFile::open(
+            &self.dir.join(vlog::file_name(vlog_id)),
+            vlog_id,
+        )?);
+        sync_dir(&self.dir)?;
+        // Value-log files holding nothing but a header can go.
+        let mut edits = vec![
+            Edit::AddVlog(vlog_id),
+            Edit::LogNumber(wal_id),
+            Edit::LastSeq(last_seq),
+        ];
+        let st = self.read_state();
+        let mut vlogs = (*st.vlogs).clone();
+        let mut empty = Vec::new();
+        for f in st.vlogs.all() {
+            if f.len()? <= wal::HEADER_LEN as u64 {
+                edits.push(Edit::DeleteVlog(f.id()));
+                empty.push(f.path().to_path_buf());
+                vlogs = vlogs.without(f.id());
+            }
+        }
+        lock(&self.manifest)
+            .as_mut()
+            .ok_or(Error::Closed)?
+            .log(&edits)?;
+        for path in empty {
+            remove(&path)?;
+        }
+        for id in replayed {
+            remove(&self.dir.join(wal_name(*id)))?;
+        }
+        let vlogs = Arc::new(vlogs.with(head));
+        self.update_state(|st| ReadState {
+            mem: Arc::new(Memtable::new(wal_id)),
+            imm: Vec::new(),
+            version: st.version.clone(),
+            vlogs,
+        });
+        *lock(&self.log) = Some(LogState { wal, vlog });
+        Ok(())
+    }
+
+    fn start_threads(self: &Arc<Self>) {
+        let mut threads = lock(&self.threads);
+        let me = self.clone();
+        threads.push(std::thread::spawn(move || me.flush_loop()));
+        for _ in 0..self.opts.compaction_threads {
+            let me = self.clone();
+            threads.push(std::thread::spawn(move || me.compaction_loop()));
+        }
+    }
+
+    pub(crate) fn take_threads(&self) -> Vec<JoinHandle<()>> {
+        std::mem::take(&mut *lock(&self.threads))
+    }
+}

@@ -1,0 +1,466 @@
+//! The write pipeline: group commit, memtable switches, write stalls, close.
+//!
+//! Writers queue up; the one at the front leads: it takes the batches queued
+//! behind it (up to `MAX_GROUP_BYTES`), appends their separated values to the
+//! value log and one framed record per batch to the WAL in one write, fsyncs once
+//! if `sync_writes`, inserts into the memtable, then makes the group visible.
+//! Sequence numbers are handed out in queue order when a writer joins, under
+//! the queue lock, which is also where transactions check for conflicts.
+
+use super::recovery::{WAL_MAGIC, WAL_VERSION};
+use super::*;
+use crate::batch;
+use crate::manifest::{sync_dir, Edit};
+use crate::table::bloom;
+use crate::value::ValuePointer;
+use crate::vlog::{self, VlogFile};
+use crate::wal;
+use std::time::Duration;
+
+/// A write group stops taking batches past this many bytes.
+const MAX_GROUP_BYTES: usize = 4 << 20;
+/// Per-op bytes added to a batch's size when checking it fits one WAL record.
+const OP_OVERHEAD: usize = 64;
+
+/// A batch's (key, value record) pairs, ready for the memtable.
+type EncodedBatch = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A live value moved by value-log GC: rewritten at its own version with a new
+/// pointer, if it is still the newest version of its key when its turn comes.
+pub(crate) struct Move {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub version: u64,
+    pub user_meta: u8,
+    pub expires_at: u64,
+    pub old: ValuePointer,
+}
+
+pub(crate) enum WriterKind {
+    Batch(WriteBatch),
+    Moves(Vec<Move>),
+}
+
+/// A writer waiting in the queue.
+pub(crate) struct Writer {
+    kind: Mutex<Option<WriterKind>>,
+    is_moves: bool,
+    bytes: usize,
+    seq: u64,
+    result: Mutex<Option<Result<()>>>,
+}
+
+/// What a committing transaction asks the oracle to check.
+pub(crate) struct TxnCheck {
+    pub read_ts: u64,
+    pub reads: HashSet<u64>,
+}
+
+impl DbInner {
+    fn validate(&self, batch: &WriteBatch) -> Result<usize> {
+        for op in &batch.ops {
+            self.check_key(&op.key)?;
+            if let Some(v) = &op.value {
+                if v.len() > self.opts.max_value_size {
+                    return Err(Error::TooBig {
+                        what: "value",
+                        len: v.len(),
+                        max: self.opts.max_value_size,
+                    });
+                }
+            }
+        }
+        let bytes = batch.size_bytes() + OP_OVERHEAD * batch.len();
+        if bytes > wal::MAX_RECORD_LEN {
+            return Err(Error::TooBig {
+                what: "batch",
+                len: bytes,
+                max: wal::MAX_RECORD_LEN,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Queues a write and waits until a leader (maybe this caller) commits it.
+    pub(crate) fn write(&self, kind: WriterKind, txn: Option<TxnCheck>) -> Result<()> {
+        self.check_writable()?;
+        let (bytes, is_moves) = match &kind {
+            WriterKind::Batch(b) if b.is_empty() => return Ok(()),
+            WriterKind::Batch(b) => (self.validate(b)?, false),
+            WriterKind::Moves(m) if m.is_empty() => return Ok(()),
+            WriterKind::Moves(m) => (
+                m.iter()
+                    .map(|m| m.key.len() + m.value.len() + OP_OVERHEAD)
+                    .sum(),
+                true,
+            ),
+        };
+        let mut q = lock(&self.queue);
+        let seq = match &kind {
+            WriterKind::Batch(b) => {
+                if let Some(t) = &txn {
+                    if q.oracle.conflicts(t.read_ts, &t.reads) {
+                        return Err(Error::Conflict);
+                    }
+                }
+                let seq = q.next_seq;
+                q.next_seq += 1;
+                if q.oracle.tracking() {
+                    q.oracle
+                        .record(seq, b.ops.iter().map(|op| bloom::hash(&op.key)).collect());
+                }
+                seq
+            }
+            WriterKind::Moves(_) => 0,
+        };
+        let me = Arc::new(Writer {
+            kind: Mutex::new(Some(kind)),
+            is_moves,
+            bytes,
+            seq,
+            result: Mutex::new(None),
+        });
+        q.writers.push_back(me.clone());
+        loop {
+            if let Some(r) = lock(&me.result).take() {
+                return r;
+            }
+            if q.writers.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+                break;
+            }
+            q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+        // This writer leads: it commits itself and the batches queued behind it.
+        // Value-log moves go alone, so that their liveness check sees every write before them.
+        let mut group = vec![me.clone()];
+        let mut group_bytes = me.bytes;
+        if !me.is_moves {
+            for w in q.writers.iter().skip(1) {
+                if w.is_moves || group_bytes + w.bytes > MAX_GROUP_BYTES {
+                    break;
+                }
+                group_bytes += w.bytes;
+                group.push(w.clone());
+            }
+        }
+        drop(q);
+        let res = if me.is_moves {
+            self.write_moves(&me)
+        } else {
+            self.write_group(&group)
+        };
+        // Even a failed group's sequences are done with: nothing is left to wait for.
+        if let Some(last) = group.last().filter(|w| !w.is_moves) {
+            self.visible_seq.fetch_max(last.seq, Ordering::AcqRel);
+        }
+        let mut q = lock(&self.queue);
+        for w in &group {
+            q.writers.pop_front();
+            if !Arc::ptr_eq(w, &me) {
+                *lock(&w.result) = Some(res.clone());
+            }
+        }
+        self.queue_cv.notify_all();
+        res
+    }
+
+    fn write_group(&self, group: &[Arc<Writer>]) -> Result<()> {
+        let mut guard = lock(&self.log);
+        let log = guard.as_mut().ok_or(Error::Closed)?;
+        self.check_writable()?;
+        self.make_room(log)?;
+        let mem = self.read_state().mem.clone();
+        let threshold = self.opts.value_threshold;
+        let now = self.now();
+        let mut framed = Vec::with_capacity(group.iter().map(|w| w.bytes + 16).sum());
+        let mut applied: Vec<(u64, EncodedBatch)> = Vec::with_capacity(group.len());
+        let mut last = 0;
+        for w in group {
+            let Some(WriterKind::Batch(batch)) = lock(&w.kind).take() else {
+                continue;
+            };
+            let mut entries = Vec::with_capacity(batch.ops.len());
+            for op in batch.ops {
+                let expires = if op.expires_at != 0 {
+                    op.expires_at
+                } else {
+                    op.ttl
+                        .map_or(0, |t| now + t.as_secs() + u64::from(t.subsec_nanos() > 0))
+                };
+                let mut rec = Vec::new();
+                match &op.value {
+                    None => value::encode(&mut rec, &Stored::Delete, 0, 0),
+                    Some(v) if v.len() >= threshold => {
+                        let p = log.vlog.append(&op.key, v);
+                        value::encode(&mut rec, &Stored::Pointer(p), op.user_meta, expires);
+                    }
+                    Some(v) => value::encode(&mut rec, &Stored::Inline(v), op.user_meta, expires),
+                }
+                entries.push((op.key, rec));
+            }
+            let refs: Vec<(&[u8], &[u8])> = entries.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+            wal::frame(&mut framed, &batch::encode_record(w.seq, &refs));
+            applied.push((w.seq, entries));
+            last = w.seq;
+        }
+        self.append_logs(log, &framed, self.opts.sync_writes)?;
+        for (seq, entries) in &applied {
+            for (k, v) in entries {
+                mem.insert(k, *seq, v);
+            }
+        }
+        self.visible_seq.fetch_max(last, Ordering::AcqRel);
+        self.counters.groups.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .batches
+            .fetch_add(applied.len() as u64, Ordering::Relaxed);
+        self.after_append(log);
+        Ok(())
+    }
+
+    /// Writes the value log's buffered entries and then the WAL bytes; syncs both
+    /// if asked. An error poisons the Db.
+    fn append_logs(&self, log: &mut LogState, framed: &[u8], sync: bool) -> Result<()> {
+        let io = (|| {
+            log.vlog.flush()?;
+            if sync {
+                log.vlog.sync()?;
+            }
+            log.wal.append(framed)?;
+            if sync {
+                log.wal.sync()?;
+                self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        })();
+        io.inspect_err(|e| self.poison_with(e))
+    }
+
+    fn after_append(&self, log: &mut LogState) {
+        if log.vlog.len() >= self.opts.vlog_file_size {
+            if let Err(e) = self.rotate_vlog(log) {
+                self.poison_with(&e);
+            }
+        }
+    }
+
+    /// Applies value-log moves that are still live: each becomes a one-entry WAL
+    /// record at the entry's own version, pointing at its new place.
+    fn write_moves(&self, w: &Writer) -> Result<()> {
+        let mut guard = lock(&self.log);
+        let log = guard.as_mut().ok_or(Error::Closed)?;
+        self.check_writable()?;
+        self.make_room(log)?;
+        let Some(WriterKind::Moves(moves)) = lock(&w.kind).take() else {
+            return Ok(());
+        };
+        let st = self.read_state();
+        let mut framed = Vec::new();
+        let mut applied = Vec::new();
+        for m in moves {
+            let live = match st.lookup(&m.key, key_max())? {
+                Some((seq, raw)) if seq == m.version => {
+                    value::decode(&raw).is_some_and(|r| r.stored == Stored::Pointer(m.old))
+                }
+                _ => false,
+            };
+            if !live {
+                continue;
+            }
+            let p = log.vlog.append(&m.key, &m.value);
+            let mut rec = Vec::new();
+            value::encode(&mut rec, &Stored::Pointer(p), m.user_meta, m.expires_at);
+            wal::frame(
+                &mut framed,
+                &batch::encode_record(m.version, &[(&m.key, &rec)]),
+            );
+            applied.push((m.key, m.version, rec));
+        }
+        self.append_logs(log, &framed, false)?;
+        for (k, version, rec) in &applied {
+            st.mem.insert(k, *version, rec);
+        }
+        self.after_append(log);
+        Ok(())
+    }
+
+    /// fsyncs the head value-log file and the WAL.
+    pub(crate) fn sync_logs(&self) -> Result<()> {
+        let mut guard = lock(&self.log);
+        let log = guard.as_mut().ok_or(Error::Closed)?;
+        log.vlog
+            .sync()
+            .and_then(|_| log.wal.sync())
+            .inspect_err(|e| self.poison_with(e))
+    }
+
+    /// The id of the value-log file being appended to.
+    pub(crate) fn head_vlog_id(&self) -> Option<u32> {
+        lock(&self.log).as_ref().map(|l| l.vlog.id())
+    }
+
+    /// Starts a new head value-log file.
+    pub(crate) fn rotate_vlog(&self, log: &mut LogState) -> Result<()> {
+        log.vlog.sync()?;
+        let mut m = lock(&self.manifest);
+        let m = m.as_mut().ok_or(Error::Closed)?;
+        let id = u32::try_from(m.next_file_id()).map_err(|_| {
+            Error::InvalidArgument("file ids exhausted the value-log id space".into())
+        })?;
+        let vlog = VlogWriter::create(&self.dir, id)?;
+        let file = Arc::new(VlogFile::open(&self.dir.join(vlog::file_name(id)), id)?);
+        sync_dir(&self.dir)?;
+        m.log(&[Edit::AddVlog(id)])?;
+        self.update_state(|st| ReadState {
+            mem: st.mem.clone(),
+            imm: st.imm.clone(),
+            version: st.version.clone(),
+            vlogs: Arc::new(st.vlogs.with(file)),
+        });
+        log.vlog = vlog;
+        Ok(())
+    }
+
+    /// Waits, if needed, until the memtable has room and L0 is below its limits:
+    /// a short delay past the slowdown trigger (longer the closer L0 is to the stop
+    /// trigger), a full stop at the stop trigger. Waits end as soon as a flush or
+    /// compaction finishes.
+    fn make_room(&self, log: &mut LogState) -> Result<()> {
+        let mut delayed = false;
+        loop {
+            let st = self.read_state();
+            let l0 = st.version.levels[0].len();
+            let full = st.mem.size() >= self.opts.memtable_size;
+            if l0 < self.opts.l0_slowdown_trigger && !full {
+                return Ok(());
+            }
+            let mut bg = lock(&self.bg);
+            if let Some(e) = self.poisoned() {
+                return Err(Error::Poisoned(e.to_string()));
+            }
+            let st = self.read_state();
+            let l0 = st.version.levels[0].len();
+            if l0 >= self.opts.l0_stop_trigger && !bg.manual {
+                self.bg_cv.notify_all();
+                bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+                drop(bg);
+                continue;
+            }
+            if l0 >= self.opts.l0_slowdown_trigger && !delayed && !bg.manual {
+                delayed = true;
+                let over = (l0 + 1 - self.opts.l0_slowdown_trigger) as u64;
+                let span = (self.opts.l0_stop_trigger - self.opts.l0_slowdown_trigger) as u64;
+                let delay = Duration::from_micros(1000 * over * over / span.max(1));
+                let _ = self.room_cv.wait_timeout(bg, delay);
+                continue;
+            }
+            if st.mem.size() < self.opts.memtable_size {
+                return Ok(());
+            }
+            if st.imm.len() + 1 >= self.opts.max_memtables {
+                bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+                drop(bg);
+                continue;
+            }
+            drop(bg);
+            return self.switch_memtable(log);
+        }
+    }
+
+    /// Turns the active memtable immutable and starts a new one with a new WAL.
+    pub(crate) fn switch_memtable(&self, log: &mut LogState) -> Result<()> {
+        let id = lock(&self.manifest)
+            .as_mut()
+            .ok_or(Error::Closed)?
+            .next_file_id();
+        let wal = LogWriter::create(&self.dir.join(wal_name(id)), WAL_MAGIC, WAL_VERSION)
+            .and_then(|w| sync_dir(&self.dir).map(|_| w))
+            .inspect_err(|e| self.poison_with(e))?;
+        log.wal = wal;
+        self.update_state(|st| {
+            let mut imm = Vec::with_capacity(st.imm.len() + 1);
+            imm.push(st.mem.clone());
+            imm.extend(st.imm.iter().cloned());
+            ReadState {
+                mem: Arc::new(Memtable::new(id)),
+                imm,
+                version: st.version.clone(),
+                vlogs: st.vlogs.clone(),
+            }
+        });
+        let _bg = lock(&self.bg);
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.check_writable()?;
+        {
+            let mut guard = lock(&self.log);
+            let log = guard.as_mut().ok_or(Error::Closed)?;
+            if !self.read_state().mem.is_empty() {
+                self.switch_memtable(log)?;
+            }
+        }
+        self.wait_flushed()
+    }
+
+    /// Waits until no immutable memtable is left (or the Db is poisoned).
+    pub(crate) fn wait_flushed(&self) -> Result<()> {
+        let mut bg = lock(&self.bg);
+        loop {
+            if let Some(e) = self.poisoned() {
+                return Err(e);
+            }
+            if self.read_state().imm.is_empty() {
+                return Ok(());
+            }
+            self.bg_cv.notify_all();
+            bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    pub(crate) fn close(&self) -> Result<()> {
+        let mut guard = lock(&self.log);
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let Some(mut log) = guard.take() else {
+            return Ok(()); // read-only
+        };
+        let mut result = match self.poisoned() {
+            Some(e) => Err(e),
+            None => {
+                let switched = if self.read_state().mem.is_empty() {
+                    Ok(())
+                } else {
+                    self.switch_memtable(&mut log)
+                };
+                switched.and_then(|_| self.wait_flushed())
+            }
+        };
+        drop(guard);
+        {
+            let mut bg = lock(&self.bg);
+            bg.shutdown = true;
+            self.bg_cv.notify_all();
+            self.room_cv.notify_all();
+        }
+        for t in self.take_threads() {
+            if t.join().is_err() && result.is_ok() {
+                result = Err(Error::Poisoned("a background thread panicked".into()));
+            }
+        }
+        if let Err(e) = log.vlog.sync().and_then(|_| log.wal.sync()) {
+            if result.is_ok() {
+                result = Err(e);
+            }
+        }
+        result
+    }
+}
+
+/// Reads at this sequence see every applied write.
+fn key_max() -> u64 {
+    crate::key::MAX_SEQ
+}

@@ -1,0 +1,258 @@
+//! Transactions: MVCC snapshots and optimistic serializable snapshot isolation.
+//!
+//! A transaction reads at `read_ts`: every write committed at or before it, and
+//! none after (it holds the read state of that moment, so nothing it may read
+//! goes away under it). Its own writes are buffered and seen by its reads and
+//! iterators. At commit, a read-write transaction fails with
+//! [`Error::Conflict`](crate::Error::Conflict) if a write committed after
+//! `read_ts` touched a key it read; otherwise its writes are applied atomically
+//! as one batch.
+
+mod oracle;
+
+pub(crate) use oracle::Oracle;
+
+use crate::db::{lock, DbInner, Item, ReadState, SnapshotGuard};
+use crate::error::{Error, Result};
+use crate::iter::{DbIterator, IterOptions};
+use crate::table::bloom;
+use crate::value::{self, Stored};
+use crate::{PutOptions, WriteBatch};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// How many times [`crate::Db::update`] runs its closure before giving up on conflicts.
+pub const UPDATE_RETRIES: usize = 64;
+
+struct PendingWrite {
+    value: Option<Vec<u8>>,
+    opts: PutOptions,
+}
+
+/// What a transaction's iterator needs: its pending writes (as internal key,
+/// value record, sorted) and the read set to record keys in.
+pub(crate) struct TxnView {
+    pub pending: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
+    pub reads: Option<Arc<Mutex<HashSet<u64>>>>,
+}
+
+/// A transaction. Read-only ones come from [`crate::Db::view`] or
+/// `begin(false)`; read-write ones from [`crate::Db::update`] or `begin(true)`.
+/// Dropping it without `commit` discards it.
+pub struct Txn {
+    db: Arc<DbInner>,
+    read_ts: u64,
+    state: Arc<ReadState>,
+    update: bool,
+    writes: BTreeMap<Vec<u8>, PendingWrite>,
+    reads: Arc<Mutex<HashSet<u64>>>,
+    size: usize,
+    _snapshot: SnapshotGuard,
+    ended: bool,
+}
+
+impl DbInner {
+    pub(crate) fn begin(self: &Arc<Self>, update: bool) -> Result<Txn> {
+        if update {
+            self.check_writable()?;
+        } else {
+            self.check_open()?;
+        }
+        let mut q = lock(&self.queue);
+        let read_ts = q.next_seq - 1;
+        if update {
+            q.oracle.begin(read_ts);
+        }
+        // Every sequence up to read_ts is handed out; wait until they are applied.
+        while self.visible_seq.load(Ordering::Acquire) < read_ts {
+            if self.is_closed() {
+                if update {
+                    q.oracle.end(read_ts);
+                }
+                return Err(Error::Closed);
+            }
+            if let Some(e) = self.poisoned() {
+                if update {
+                    q.oracle.end(read_ts);
+                }
+                return Err(Error::Poisoned(e.to_string()));
+            }
+            q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(q);
+        Ok(Txn {
+            db: self.clone(),
+            read_ts,
+            state: self.read_state(),
+            update,
+            writes: BTreeMap::new(),
+            reads: Arc::new(Mutex::new(HashSet::new())),
+            size: 0,
+            _snapshot: self.snapshot_at(read_ts),
+            ended: false,
+        })
+    }
+}
+
+impl Txn {
+    /// The snapshot this transaction reads at.
+    pub fn read_ts(&self) -> u64 {
+        self.read_ts
+    }
+
+    /// True for a read-write transaction.
+    pub fn is_update(&self) -> bool {
+        self.update
+    }
+
+    /// The value of `key` as this transaction sees it.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_entry(key)?.map(|i| i.value))
+    }
+
+    /// The value of `key` with its metadata (version 0 for this transaction's own
+    /// pending write).
+    pub fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
+        self.check_usable()?;
+        self.db.check_key(key)?;
+        if let Some(w) = self.writes.get(key) {
+            return Ok(w.value.as_ref().map(|v| Item {
+                value: v.clone(),
+                user_meta: w.opts.user_meta,
+                expires_at: 0,
+                version: 0,
+            }));
+        }
+        if self.update {
+            lock(&self.reads).insert(bloom::hash(key));
+        }
+        self.db.get_in(&self.state, key, self.read_ts)
+    }
+
+    /// Buffers a put; applied at commit.
+    pub fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.set_with(key, value, PutOptions::default())
+    }
+
+    /// Buffers a put with user meta and/or a time to live.
+    pub fn set_with(&mut self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
+        self.write(key, Some(value), opts)
+    }
+
+    /// Buffers a delete.
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.write(key, None, PutOptions::default())
+    }
+
+    fn write(&mut self, key: &[u8], value: Option<&[u8]>, opts: PutOptions) -> Result<()> {
+        self.check_usable()?;
+        if !self.update {
+            return Err(Error::InvalidArgument(
+                "write in a read-only transaction".into(),
+            ));
+        }
+        self.db.check_key(key)?;
+        let vlen = value.map_or(0, <[u8]>::len);
+        if vlen > self.db.opts.max_value_size {
+            return Err(Error::TooBig {
+                what: "value",
+                len: vlen,
+                max: self.db.opts.max_value_size,
+            });
+        }
+        let size = self.size + key.len() + vlen;
+        if size > self.db.opts.max_txn_size {
+            return Err(Error::TooBig {
+                what: "transaction",
+                len: size,
+                max: self.db.opts.max_txn_size,
+            });
+        }
+        self.size = size;
+        self.writes.insert(
+            key.to_vec(),
+            PendingWrite {
+                value: value.map(<[u8]>::to_vec),
+                opts,
+            },
+        );
+        Ok(())
+    }
+
+    /// An iterator over this transaction's view: the snapshot plus its own writes.
+    pub fn iter(&self, opts: IterOptions) -> Result<DbIterator> {
+        self.check_usable()?;
+        let mut pending = Vec::with_capacity(self.writes.len());
+        for (k, w) in &self.writes {
+            let mut rec = Vec::new();
+            match &w.value {
+                Some(v) => value::encode(&mut rec, &Stored::Inline(v), w.opts.user_meta, 0),
+                None => value::encode(&mut rec, &Stored::Delete, 0, 0),
+            }
+            pending.push((crate::key::encode(k, crate::key::MAX_SEQ), rec));
+        }
+        let view = TxnView {
+            pending: Arc::new(pending),
+            reads: self.update.then(|| self.reads.clone()),
+        };
+        self.db
+            .iter(opts, Some((self.read_ts, self.state.clone())), Some(view))
+    }
+
+    /// Applies the writes atomically, or fails with `Error::Conflict` if a write
+    /// committed since `read_ts` touched a key this transaction read.
+    pub fn commit(mut self) -> Result<()> {
+        self.check_usable()?;
+        let result = if self.writes.is_empty() {
+            Ok(())
+        } else {
+            let mut batch = WriteBatch::new();
+            for (k, w) in std::mem::take(&mut self.writes) {
+                match w.value {
+                    Some(v) => batch.put_with(k, v, w.opts),
+                    None => batch.delete(k),
+                };
+            }
+            let reads = std::mem::take(&mut *lock(&self.reads));
+            self.db.write(
+                crate::db::WriterKind::Batch(batch),
+                Some(crate::db::TxnCheck {
+                    read_ts: self.read_ts,
+                    reads,
+                }),
+            )
+        };
+        self.end();
+        result
+    }
+
+    /// Drops the buffered writes.
+    pub fn discard(mut self) {
+        self.end();
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.ended {
+            return Err(Error::InvalidArgument(
+                "transaction already committed or discarded".into(),
+            ));
+        }
+        self.db.check_open()
+    }
+
+    fn end(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            if self.update {
+                lock(&self.db.queue).oracle.end(self.read_ts);
+            }
+        }
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        self.end();
+    }
+}

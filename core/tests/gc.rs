@@ -1,0 +1,220 @@
+//! Value-log garbage collection: space comes back, readers and writers carry
+//! on, and a crash at any point of it loses nothing.
+
+mod common;
+
+use common::{tiny_options, value_for, Rng};
+use sett::{Db, GcOutcome, IterOptions, Options};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const KEYS: u64 = 100;
+const VALUE_LEN: usize = 1000;
+
+fn gc_options(dir: &Path) -> Options {
+    let mut o = tiny_options(dir);
+    o.memtable_size = 64 << 10;
+    o.vlog_file_size = 64 << 10;
+    o
+}
+
+fn overwrite(db: &Db, rounds: std::ops::Range<u64>) {
+    for round in rounds {
+        for k in 0..KEYS {
+            let key = format!("key{k:03}");
+            db.put(key.as_bytes(), &value_for(key.as_bytes(), round, VALUE_LEN))
+                .unwrap();
+        }
+    }
+}
+
+fn gc_until_done(db: &Db) -> Vec<GcOutcome> {
+    let mut outcomes = Vec::new();
+    loop {
+        match db.run_value_log_gc(0.5).unwrap() {
+            GcOutcome::NothingToCollect => return outcomes,
+            o => outcomes.push(o),
+        }
+    }
+}
+
+#[test]
+fn overwritten_values_are_reclaimed_down_to_about_the_live_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(gc_options(dir.path())).unwrap();
+    overwrite(&db, 0..30);
+    db.flatten().unwrap();
+    let before = db.stats().vlog_bytes;
+    let outcomes = gc_until_done(&db);
+    let after = db.stats().vlog_bytes;
+    let live = KEYS * (VALUE_LEN as u64 + 18);
+    eprintln!(
+        "value log: {before} bytes before GC, {after} after ({} rounds), live data {live}",
+        outcomes.len()
+    );
+    assert!(before > 20 * live, "{before}");
+    assert!(
+        after < 3 * live,
+        "value log still {after} bytes for {live} live bytes"
+    );
+    assert!(outcomes
+        .iter()
+        .any(|o| matches!(o, GcOutcome::Deleted { .. })));
+    for k in 0..KEYS {
+        let key = format!("key{k:03}");
+        assert_eq!(
+            db.get(key.as_bytes()).unwrap(),
+            Some(value_for(key.as_bytes(), 29, VALUE_LEN))
+        );
+    }
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(gc_options(dir.path())).unwrap();
+    assert_eq!(
+        db.iter(IterOptions::default()).unwrap().count() as u64,
+        KEYS
+    );
+    assert!(db.stats().vlog_bytes < 3 * live);
+}
+
+#[test]
+fn gc_runs_safely_beside_readers_writers_and_old_iterators() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(gc_options(dir.path())).unwrap();
+    overwrite(&db, 0..10);
+    let old = db
+        .iter(IterOptions {
+            prefetch: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    let old_view = db.begin(false).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| overwrite(&db, 10..20));
+        s.spawn(|| {
+            for _ in 0..20 {
+                db.flatten().unwrap();
+                gc_until_done(&db);
+            }
+        });
+        s.spawn(|| {
+            for _ in 0..2000 {
+                let v = db.get(b"key042").unwrap().unwrap();
+                assert!(v.starts_with(b"key042:"));
+            }
+        });
+    });
+    // Opened before GC deleted files: they still read the values of their moment.
+    let seen: Vec<_> = old.collect::<sett::Result<_>>().unwrap();
+    assert_eq!(seen.len() as u64, KEYS);
+    for (k, v) in &seen {
+        assert_eq!(v, &value_for(k, 9, VALUE_LEN));
+    }
+    assert_eq!(
+        old_view.get(b"key007").unwrap(),
+        Some(value_for(b"key007", 9, VALUE_LEN))
+    );
+    for k in 0..KEYS {
+        let key = format!("key{k:03}");
+        assert_eq!(
+            db.get(key.as_bytes()).unwrap(),
+            Some(value_for(key.as_bytes(), 19, VALUE_LEN))
+        );
+    }
+}
+
+const CHILD_ENV: &str = "SETT_GC_CHILD_DIR";
+
+#[test]
+fn gc_crash_child() {
+    // Child entry: overwrite rounds with GC and flatten in between, printing
+    // "round N" once round N is acknowledged (sync on), until killed.
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut o = gc_options(Path::new(&dir));
+    o.sync_writes = true;
+    let db = Db::open(o).unwrap();
+    let start: u64 = std::env::var("SETT_GC_START").unwrap().parse().unwrap();
+    let mut out = std::io::stdout().lock();
+    for round in start.. {
+        overwrite(&db, round..round + 1);
+        writeln!(out, "round {round}").unwrap();
+        out.flush().unwrap();
+        if round % 3 == 0 {
+            db.flatten().unwrap();
+        }
+        let _ = db.run_value_log_gc(0.3).unwrap();
+    }
+}
+
+#[test]
+fn a_crash_at_any_point_of_gc_loses_no_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(99);
+    let mut start = 0u64;
+    let mut gc_files_seen = 0;
+    for cycle in 0..12 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "gc_crash_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, dir.path())
+            .env("SETT_GC_START", start.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| {
+                    l.split("round ")
+                        .nth(1)
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                })
+                .max()
+        });
+        std::thread::sleep(Duration::from_millis(150 + rng.below(400)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let acked = reader.join().unwrap();
+        let db = Db::open(gc_options(dir.path()))
+            .unwrap_or_else(|e| panic!("cycle {cycle}: reopen: {e}"));
+        gc_files_seen = gc_files_seen.max(db.stats().vlog_files);
+        let mut newest = 0;
+        for k in 0..KEYS {
+            let key = format!("key{k:03}");
+            let v = db
+                .get(key.as_bytes())
+                .unwrap_or_else(|e| panic!("cycle {cycle}: key {k}: {e}"))
+                .unwrap_or_else(|| panic!("cycle {cycle}: key {k} lost"));
+            let text = String::from_utf8_lossy(&v[..20]).to_string();
+            let round: u64 = text.split(':').nth(1).unwrap().parse().unwrap();
+            assert_eq!(
+                v,
+                value_for(key.as_bytes(), round, VALUE_LEN),
+                "cycle {cycle}: key {k} damaged"
+            );
+            if let Some(a) = acked {
+                assert!(
+                    round >= a,
+                    "cycle {cycle}: key {k} at round {round}, but round {a} was acknowledged"
+                );
+            }
+            newest = newest.max(round);
+        }
+        db.close().unwrap();
+        start = newest + 1;
+    }
+    eprintln!(
+        "GC crash loop: 12 cycles, {start} rounds written, up to {gc_files_seen} value-log files"
+    );
+}

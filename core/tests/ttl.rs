@@ -1,0 +1,90 @@
+//! Entries with a time to live and user meta, on a clock the test moves.
+
+mod common;
+
+use common::tiny_options;
+use sett::{Clock, Db, IterOptions, Options, PutOptions};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn opts(dir: &std::path::Path, now: &Arc<AtomicU64>) -> Options {
+    let mut o = tiny_options(dir);
+    o.clock = Clock::manual(now.clone());
+    o
+}
+
+#[test]
+fn entries_expire_on_time_survive_reopen_and_go_at_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let db = Db::open(opts(dir.path(), &now)).unwrap();
+    let ttl = |secs| PutOptions {
+        user_meta: 7,
+        ttl: Some(Duration::from_secs(secs)),
+    };
+    for i in 0..300u32 {
+        // Half short-lived, half long-lived; both sides of the value threshold.
+        let secs = if i % 2 == 0 { 10 } else { 1000 };
+        db.put_with(
+            format!("k{i:03}").as_bytes(),
+            &vec![b'v'; 20 + (i as usize % 100)],
+            ttl(secs),
+        )
+        .unwrap();
+    }
+    db.put(b"forever", b"x").unwrap();
+    let item = db.get_entry(b"k000").unwrap().unwrap();
+    assert_eq!((item.user_meta, item.expires_at), (7, 1_000_010));
+
+    now.store(1_000_009, Ordering::SeqCst);
+    assert!(db.get(b"k000").unwrap().is_some(), "expired a second early");
+    now.store(1_000_010, Ordering::SeqCst);
+    assert_eq!(db.get(b"k000").unwrap(), None);
+    assert!(db.get(b"k001").unwrap().is_some());
+    let live = db.iter(IterOptions::default()).unwrap().count();
+    assert_eq!(live, 151);
+
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(opts(dir.path(), &now)).unwrap();
+    assert_eq!(db.get(b"k000").unwrap(), None);
+    assert_eq!(db.get_entry(b"k001").unwrap().unwrap().user_meta, 7);
+    assert_eq!(
+        db.iter(IterOptions {
+            keys_only: true,
+            ..Default::default()
+        })
+        .unwrap()
+        .count(),
+        151
+    );
+
+    let before = db.stats().table_entries;
+    db.flatten().unwrap();
+    let after = db.stats().table_entries;
+    assert_eq!(
+        after, 151,
+        "expired entries must be gone after compaction (before: {before})"
+    );
+    now.store(1_002_000, Ordering::SeqCst);
+    assert_eq!(db.iter(IterOptions::default()).unwrap().count(), 1);
+    assert_eq!(db.get(b"forever").unwrap().as_deref(), Some(&b"x"[..]));
+}
+
+#[test]
+fn a_sub_second_ttl_rounds_up_not_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Arc::new(AtomicU64::new(500));
+    let db = Db::open(opts(dir.path(), &now)).unwrap();
+    db.put_with(
+        b"k",
+        b"v",
+        PutOptions {
+            user_meta: 0,
+            ttl: Some(Duration::from_millis(300)),
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get_entry(b"k").unwrap().unwrap().expires_at, 501);
+}

@@ -26,9 +26,20 @@ lint: deps
 unit: deps
 	$(CARGO) test --workspace
 
-# A tiny run of the main job so that the benchmark itself cannot rot.
+# Tiny runs of the main job and of every CLI command, and the bank test with 4 threads.
 smoke: deps
-	$(CARGO) run -q -p sett-cli -- bench --valsz 128,4096 --keys 20000,2000 --reads 2000 --writers 4 --batch 100
+	$(CARGO) build -q -p sett-cli
+	./target/debug/sett bench --valsz 128,4096 --keys 20000,2000 --reads 2000 --writers 4 --batch 100
+	./target/debug/sett bank --seconds 5 --threads 4
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	./target/debug/sett bench --valsz 2048 --keys 3000 --reads 100 --writers 2 --batch 100 --dir "$$tmp" --keep >/dev/null; \
+	./target/debug/sett info "$$tmp/vsz2048"; \
+	./target/debug/sett backup "$$tmp/vsz2048" "$$tmp/full.backup"; \
+	./target/debug/sett restore "$$tmp/restored" "$$tmp/full.backup"; \
+	./target/debug/sett flatten "$$tmp/restored"; \
+	./target/debug/sett gc "$$tmp/vsz2048" --ratio 0.1; \
+	./target/debug/sett info "$$tmp/restored"
+	./target/debug/sett bench-load --keys 20000 --valsz 128
 
 test: fmt-check lint unit smoke
 	@echo "make test: all checks passed"

@@ -3,14 +3,27 @@
 //! - `sett bench` — the main job's benchmark: populate with random keys in the
 //!   badger-bench format, random reads, iteration keys-only and with values;
 //!   prints keys/s, ns/op and peak RSS.
-//!
-//! `info`, `backup`, `restore`, `flatten`, `gc` and `bank` are not built yet (issue 3).
+//! - `sett bench-load` — bulk load against batched writes of the same sorted data.
+//! - `sett info|backup|restore|flatten|gc` — operate on a database directory.
+//! - `sett bank` — Badger's bank test; exits 1 on a violation.
 
+mod args;
+mod bank;
 mod bench;
+mod load;
+mod tools;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: sett bench [--dir DIR] [--valsz N[,N...]] [--keys N[,N...]] \
+const USAGE: &str = "usage:
+  sett info DIR
+  sett backup DIR FILE [--since VERSION]
+  sett restore DIR FILE
+  sett flatten DIR
+  sett gc DIR [--ratio 0.5]
+  sett bank [--dir DIR] [--accounts 100] [--threads 4] [--seconds 5] [--sync]
+  sett bench-load [--keys 1000000] [--valsz 128]
+  sett bench [--dir DIR] [--valsz N[,N...]] [--keys N[,N...]] \
 [--writers N] [--batch N] [--reads N] [--readers N] [--sync] [--value-threshold N] [--keep]
   --valsz            value sizes in bytes (default 128,4096)
   --keys             keys to write per value size, one or one per size (default 1000000,100000)
@@ -25,7 +38,33 @@ const USAGE: &str = "usage: sett bench [--dir DIR] [--valsz N[,N...]] [--keys N[
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let tool =
+        |f: fn(&args::Args) -> Result<(), String>| match args::Args::parse(&args[1..], &["sync"])
+            .and_then(|a| f(&a))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sett {}: {e}", args[0]);
+                ExitCode::FAILURE
+            }
+        };
     match args.first().map(String::as_str) {
+        Some("info") => tool(tools::info),
+        Some("backup") => tool(tools::backup),
+        Some("restore") => tool(tools::restore),
+        Some("flatten") => tool(tools::flatten),
+        Some("gc") => tool(tools::gc),
+        Some("bench-load") => tool(load::run),
+        Some("bank") => {
+            match args::Args::parse(&args[1..], &["sync"]).and_then(|a| bank::run(&a)) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("sett bank: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("bench") => match bench::Config::parse(&args[1..]).and_then(|c| bench::run(&c)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -6,7 +6,8 @@
 //! tree keeps a pointer to them.
 //!
 //! ```no_run
-//! use sett::{Db, Options, WriteBatch, IterOptions};
+//! use sett::{Db, GcOutcome, IterOptions, Options, PutOptions, WriteBatch};
+//! use std::time::Duration;
 //! # fn main() -> sett::Result<()> {
 //! let db = Db::open(Options::new("/tmp/sett-example"))?;
 //! db.put(b"hello", b"world")?;
@@ -18,12 +19,29 @@
 //!     let (k, v) = item?;
 //!     println!("{k:?} = {v:?}");
 //! }
+//! // Serializable transactions; `update` retries on conflict.
+//! db.update(|txn| {
+//!     let n = txn.get(b"counter")?.map_or(0, |v| v[0]);
+//!     txn.set(b"counter", &[n + 1])
+//! })?;
+//! let seen = db.view(|txn| txn.get(b"counter"))?;
+//! // Time to live and user meta.
+//! db.put_with(b"session", b"t", PutOptions { user_meta: 1, ttl: Some(Duration::from_secs(60)) })?;
+//! // Value-log GC, backup.
+//! while db.run_value_log_gc(0.5)? != GcOutcome::NothingToCollect {}
+//! db.backup(&mut std::fs::File::create("/tmp/sett.backup").map_err(|e| sett::Error::Io {
+//!     context: "creating the backup".into(),
+//!     source: e.into(),
+//! })?, 0)?;
 //! db.close()?;
 //! # Ok(()) }
 //! ```
 //!
 //! ## Guarantees
 //! - A [`WriteBatch`] is atomic: after a crash recovery finds all of it or none.
+//! - Transactions ([`Db::update`], [`Db::view`], [`Db::begin`]) read a stable
+//!   snapshot and commit serializably (optimistic SSI: a read-write transaction
+//!   whose reads were overwritten after it started fails with [`Error::Conflict`]).
 //! - With [`Options::sync_writes`], a write acknowledged by `write`/`put`/`delete`
 //!   survives a crash of the machine. Without it, it survives a crash of the
 //!   process, and after a machine crash what survives is a prefix of the writes.

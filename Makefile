@@ -1,8 +1,14 @@
 # The commands the README names. `make bench` runs the main job; `make test` runs every test.
 CARGO ?= cargo
 BENCH_ARGS ?=
+CBINDGEN_VERSION := 0.29.4
+ROOT := $(CURDIR)
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -g
+CXXFLAGS_TEST := -std=c++17 -Wall -Wextra -Werror -g
+VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
 
-.PHONY: bench test deps fmt-check lint unit smoke
+.PHONY: bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -10,6 +16,11 @@ deps:
 	@if command -v rustup >/dev/null; then \
 		rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt; \
 		rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy; \
+	fi
+	@cbindgen --version 2>/dev/null | grep -q ' $(CBINDGEN_VERSION)$$' || $(CARGO) install cbindgen --version $(CBINDGEN_VERSION) --locked
+	@missing=""; for t in valgrind pkg-config cc c++; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing" >&2; apt-get update -q && apt-get install -y -q valgrind pkg-config gcc g++; \
 	fi
 
 # Main job: populate, random reads and iteration at 128 B and 4 KiB values, data in a temporary folder.
@@ -41,5 +52,36 @@ smoke: deps
 	./target/debug/sett info "$$tmp/restored"
 	./target/debug/sett bench-load --keys 20000 --valsz 128
 
-test: fmt-check lint unit smoke
+# include/sett.h is generated from ffi/src by cbindgen and committed.
+header: deps
+	cbindgen --config ffi/cbindgen.toml --crate sett-ffi --output include/sett.h ffi
+
+# Fails when the committed header is not what cbindgen makes of the code.
+header-check: deps
+	@tmp=$$(mktemp); cbindgen --quiet --config ffi/cbindgen.toml --crate sett-ffi --output $$tmp ffi && \
+	if diff -u include/sett.h $$tmp; then rm -f $$tmp; echo "include/sett.h is fresh"; \
+	else rm -f $$tmp; echo "include/sett.h is stale: run make header" >&2; exit 1; fi
+
+# libsett.so (SONAME libsett.so.MAJOR), libsett.a and target/pkgconfig/sett.pc, in release mode.
+lib: deps
+	$(CARGO) build --release -p sett-ffi
+	ln -sf libsett.so target/release/libsett.so.$(word 1,$(subst ., ,$(VERSION)))
+	mkdir -p target/pkgconfig
+	sed -e 's|@PREFIX@|$(ROOT)|' -e 's|@LIBDIR@|$(ROOT)/target/release|' -e 's|@VERSION@|$(VERSION)|' ffi/sett.pc.in > target/pkgconfig/sett.pc
+
+# The C and C++ tests and the C example, against the debug library, under valgrind.
+ctest: deps
+	$(CARGO) build -p sett-ffi
+	ln -sf libsett.so target/debug/libsett.so.$(word 1,$(subst ., ,$(VERSION)))
+	mkdir -p target/ctest target/ctest/pkgconfig
+	sed -e 's|@PREFIX@|$(ROOT)|' -e 's|@LIBDIR@|$(ROOT)/target/debug|' -e 's|@VERSION@|$(VERSION)|' ffi/sett.pc.in > target/ctest/pkgconfig/sett.pc
+	cc $(CFLAGS_TEST) -Iinclude ffi/tests/c/test_sett.c -Ltarget/debug -Wl,-rpath,$(ROOT)/target/debug -lsett -lpthread -o target/ctest/test_sett
+	c++ $(CXXFLAGS_TEST) -Iinclude ffi/tests/c/test_cpp.cpp -Ltarget/debug -Wl,-rpath,$(ROOT)/target/debug -lsett -o target/ctest/test_cpp
+	cc $(CFLAGS_TEST) -o target/ctest/example examples/c/example.c $$(PKG_CONFIG_PATH=target/ctest/pkgconfig pkg-config --cflags --libs sett)
+	readelf -d target/debug/libsett.so | grep -q 'SONAME.*libsett.so.$(word 1,$(subst ., ,$(VERSION)))'
+	$(VALGRIND) target/ctest/test_sett
+	$(VALGRIND) target/ctest/test_cpp
+	rm -rf target/ctest/example-db && $(VALGRIND) target/ctest/example target/ctest/example-db && rm -rf target/ctest/example-db
+
+test: fmt-check lint header-check unit ctest smoke
 	@echo "make test: all checks passed"

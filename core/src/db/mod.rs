@@ -354,6 +354,11 @@ impl Db {
         self.inner.stats()
     }
 
+    /// True once [`Db::close`] has run.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
     /// The directory of this Db.
     pub fn path(&self) -> &Path {
         &self.inner.dir

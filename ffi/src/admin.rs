@@ -1,0 +1,240 @@
+//! Maintenance: value-log GC, backup and restore, flatten, drops, stats, sequences.
+
+use crate::db::sett_db_t;
+use crate::error::{sett_error_t, FfiError};
+use crate::util::{bytes, guard_ok, handle, path as c_path, write_out};
+use sett_core::{GcOutcome, Sequence};
+use std::ffi::{c_char, c_int};
+
+/// Most levels a sett_stats_t reports.
+pub const SETT_MAX_LEVELS: usize = 16;
+
+/// Counts and sizes of a database (sett_stats()).
+#[repr(C)]
+pub struct sett_stats_t {
+    /// Levels in use (entries past it in the arrays are 0).
+    pub num_levels: u32,
+    /// Tables per level, L0 first.
+    pub level_tables: [u64; SETT_MAX_LEVELS],
+    /// Bytes per level.
+    pub level_bytes: [u64; SETT_MAX_LEVELS],
+    pub vlog_files: u64,
+    pub vlog_bytes: u64,
+    pub memtable_bytes: u64,
+    pub immutable_memtables: u64,
+    pub index_filter_bytes: u64,
+    pub last_seq: u64,
+    pub table_entries: u64,
+    pub write_groups: u64,
+    pub batches_written: u64,
+}
+
+/// Fills *out with the database's counts and sizes.
+#[no_mangle]
+pub unsafe extern "C" fn sett_stats(db: *mut sett_db_t, out: *mut sett_stats_t, err: *mut *mut sett_error_t) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle (contract in sett.h).
+        let h = unsafe { handle(db, "db") }?;
+        if h.db.is_closed() {
+            return Err(sett_core::Error::Closed.into());
+        }
+        let s = h.db.stats();
+        let mut st = sett_stats_t {
+            num_levels: s.levels.len().min(SETT_MAX_LEVELS) as u32,
+            level_tables: [0; SETT_MAX_LEVELS],
+            level_bytes: [0; SETT_MAX_LEVELS],
+            vlog_files: s.vlog_files as u64,
+            vlog_bytes: s.vlog_bytes,
+            memtable_bytes: s.memtable_bytes as u64,
+            immutable_memtables: s.immutable_memtables as u64,
+            index_filter_bytes: s.index_filter_bytes as u64,
+            last_seq: s.last_seq,
+            table_entries: s.table_entries,
+            write_groups: s.write_groups,
+            batches_written: s.batches_written,
+        };
+        for (i, (n, b)) in s.levels.iter().take(SETT_MAX_LEVELS).enumerate() {
+            st.level_tables[i] = *n as u64;
+            st.level_bytes[i] = *b;
+        }
+        // SAFETY: out is writable (checked by write_out).
+        unsafe { write_out(out, st, "out") }
+    })
+}
+
+/// One round of value-log GC with the given discard ratio in (0, 1). *collected
+/// (may be NULL) receives 1 if a file was rewritten or deleted, 0 if nothing had
+/// that much garbage. Call it in a loop until it reports 0.
+#[no_mangle]
+pub unsafe extern "C" fn sett_run_value_log_gc(
+    db: *mut sett_db_t,
+    discard_ratio: f64,
+    collected: *mut c_int,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle; collected NULL or writable (contract in sett.h).
+        let h = unsafe { handle(db, "db") }?;
+        let outcome = h.db.run_value_log_gc(discard_ratio)?;
+        if !collected.is_null() {
+            unsafe { collected.write(c_int::from(outcome != GcOutcome::NothingToCollect)) };
+        }
+        Ok(())
+    })
+}
+
+/// Writes a backup to the file at `path` (created or truncated, then synced):
+/// live entries if `since` is 0, else every version after `since`. *next_since
+/// (may be NULL) receives the `since` for the next incremental backup.
+#[no_mangle]
+pub unsafe extern "C" fn sett_backup(
+    db: *mut sett_db_t,
+    path: *const c_char,
+    since: u64,
+    next_since: *mut u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle, NUL-terminated path (contract in sett.h).
+        let h = unsafe { handle(db, "db") }?;
+        let p = unsafe { c_path(path, "path") }?;
+        let io = |e: std::io::Error| FfiError::from(sett_core::Error::Io {
+            context: format!("writing backup {p}"),
+            source: e.into(),
+        });
+        let file = std::fs::File::create(p).map_err(io)?;
+        let mut w = std::io::BufWriter::new(file);
+        let next = h.db.backup(&mut w, since)?;
+        let file = w.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        if !next_since.is_null() {
+            // SAFETY: writable by the caller's contract.
+            unsafe { next_since.write(next) };
+        }
+        Ok(())
+    })
+}
+
+/// Restores the backup in file `path` (a full backup needs an empty database).
+/// *entries (may be NULL) receives the number of entries applied.
+#[no_mangle]
+pub unsafe extern "C" fn sett_restore(
+    db: *mut sett_db_t,
+    path: *const c_char,
+    entries: *mut u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle, NUL-terminated path (contract in sett.h).
+        let h = unsafe { handle(db, "db") }?;
+        let p = unsafe { c_path(path, "path") }?;
+        let file = std::fs::File::open(p).map_err(|e| {
+            FfiError::from(sett_core::Error::Io {
+                context: format!("opening backup {p}"),
+                source: e.into(),
+            })
+        })?;
+        let n = h.db.load(&mut std::io::BufReader::new(file))?;
+        if !entries.is_null() {
+            // SAFETY: writable by the caller's contract.
+            unsafe { entries.write(n) };
+        }
+        Ok(())
+    })
+}
+
+/// Flushes the memtables and compacts everything into the last level.
+#[no_mangle]
+pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle (contract in sett.h).
+        unsafe { handle(db, "db") }?.db.flatten()?;
+        Ok(())
+    })
+}
+
+/// Deletes every key (files are removed, not rewritten).
+#[no_mangle]
+pub unsafe extern "C" fn sett_drop_all(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle (contract in sett.h).
+        unsafe { handle(db, "db") }?.db.drop_all()?;
+        Ok(())
+    })
+}
+
+/// Deletes every key starting with `prefix`.
+#[no_mangle]
+pub unsafe extern "C" fn sett_drop_prefix(
+    db: *mut sett_db_t,
+    prefix: *const u8,
+    len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle and valid byte range (contract in sett.h).
+        let h = unsafe { handle(db, "db") }?;
+        h.db.drop_prefix(unsafe { bytes(prefix, len, "prefix") }?)?;
+        Ok(())
+    })
+}
+
+/// A persisted sequence of increasing integers. Thread-safe.
+pub struct sett_sequence_t {
+    seq: Sequence,
+}
+
+/// A sequence stored under `key`, leasing `bandwidth` numbers at a time.
+/// Release with sett_sequence_free().
+#[no_mangle]
+pub unsafe extern "C" fn sett_sequence_new(
+    db: *mut sett_db_t,
+    key: *const u8,
+    keylen: usize,
+    bandwidth: u64,
+    seq: *mut *mut sett_sequence_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
+        unsafe { write_out(seq, std::ptr::null_mut(), "seq") }?;
+        let h = unsafe { handle(db, "db") }?;
+        let s = h.db.sequence(unsafe { bytes(key, keylen, "key") }?, bandwidth)?;
+        unsafe { seq.write(Box::into_raw(Box::new(sett_sequence_t { seq: s }))) };
+        Ok(())
+    })
+}
+
+/// The next number of the sequence, in *value.
+#[no_mangle]
+pub unsafe extern "C" fn sett_sequence_next(
+    seq: *mut sett_sequence_t,
+    value: *mut u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        let s = unsafe { handle(seq, "seq") }?;
+        let v = s.seq.next()?;
+        unsafe { write_out(value, v, "value") }
+    })
+}
+
+/// Gives back the unused part of the current lease.
+#[no_mangle]
+pub unsafe extern "C" fn sett_sequence_release(seq: *mut sett_sequence_t, err: *mut *mut sett_error_t) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle (contract in sett.h).
+        unsafe { handle(seq, "seq") }?.seq.release()?;
+        Ok(())
+    })
+}
+
+/// Frees a sequence (without releasing its lease). Accepts NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_sequence_free(seq: *mut sett_sequence_t) {
+    if !seq.is_null() {
+        // SAFETY: seq came from sett_sequence_new and is freed once.
+        drop(unsafe { Box::from_raw(seq) });
+    }
+}

@@ -1,0 +1,219 @@
+//! `sett_options_t`: the options of sett_open(). Values are checked at open,
+//! where an out-of-range one fails with SETT_INVALID_OPTION naming it.
+
+use crate::error::{FfiError, SETT_OK};
+use crate::util::{guard, handle_mut};
+use sett_core::Options;
+use std::ffi::c_int;
+
+/// Options for sett_open(); defaults as documented per setter.
+pub struct sett_options_t {
+    pub(crate) opts: Options,
+}
+
+/// New options holding the defaults. Free with sett_options_free().
+#[no_mangle]
+pub extern "C" fn sett_options_new() -> *mut sett_options_t {
+    Box::into_raw(Box::new(sett_options_t {
+        opts: Options::new(""),
+    }))
+}
+
+/// Frees options. Accepts NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_free(opts: *mut sett_options_t) {
+    if !opts.is_null() {
+        // SAFETY: opts came from sett_options_new and is freed once.
+        drop(unsafe { Box::from_raw(opts) });
+    }
+}
+
+fn set(opts: *mut sett_options_t, f: impl FnOnce(&mut Options) -> Result<(), FfiError>) -> c_int {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: a non-NULL opts is a live sett_options_t (contract in sett.h).
+        let o = unsafe { handle_mut(opts, "opts") }?;
+        f(&mut o.opts)?;
+        Ok(SETT_OK)
+    })
+}
+
+fn flag(v: u32, name: &str) -> Result<bool, FfiError> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(FfiError::invalid(format!("{name} must be 0 or 1, not {v}"))),
+    }
+}
+
+/// Values of at least this many bytes go to the value log (default 1024). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_value_threshold(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.value_threshold = value;
+        Ok(())
+    })
+}
+
+/// Memtable size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_memtable_size(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.memtable_size = value;
+        Ok(())
+    })
+}
+
+/// Memtables held at most, active plus immutable (default 4). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_max_memtables(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.max_memtables = value;
+        Ok(())
+    })
+}
+
+/// SST block size in bytes (default 4096). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_block_size(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.block_size = value;
+        Ok(())
+    })
+}
+
+/// Bloom filter bits per key, 0 for none (default 10). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_bloom_bits_per_key(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.bloom_bits_per_key = value;
+        Ok(())
+    })
+}
+
+/// Target SST size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_table_size(opts: *mut sett_options_t, value: u64) -> c_int {
+    set(opts, |o| {
+        o.table_size = value;
+        Ok(())
+    })
+}
+
+/// Target size of level 1 in bytes (default 256 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_level_base_size(opts: *mut sett_options_t, value: u64) -> c_int {
+    set(opts, |o| {
+        o.level_base_size = value;
+        Ok(())
+    })
+}
+
+/// Size ratio between levels (default 10). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_level_multiplier(opts: *mut sett_options_t, value: u64) -> c_int {
+    set(opts, |o| {
+        o.level_multiplier = value;
+        Ok(())
+    })
+}
+
+/// Number of levels, L0 included (default 7). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_num_levels(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.num_levels = value;
+        Ok(())
+    })
+}
+
+/// L0 tables that start a compaction (default 4). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_l0_compaction_trigger(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.l0_compaction_trigger = value;
+        Ok(())
+    })
+}
+
+/// L0 tables at which writes slow down (default 8). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_l0_slowdown_trigger(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.l0_slowdown_trigger = value;
+        Ok(())
+    })
+}
+
+/// L0 tables at which writes stop (default 12). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_l0_stop_trigger(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.l0_stop_trigger = value;
+        Ok(())
+    })
+}
+
+/// Background compaction threads (default 2). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_compaction_threads(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.compaction_threads = value;
+        Ok(())
+    })
+}
+
+/// Value-log file size in bytes before a new one starts (default 1 GiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_vlog_file_size(opts: *mut sett_options_t, value: u64) -> c_int {
+    set(opts, |o| {
+        o.vlog_file_size = value;
+        Ok(())
+    })
+}
+
+/// Largest key in bytes (default 65000). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_max_key_size(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.max_key_size = value;
+        Ok(())
+    })
+}
+
+/// Largest value in bytes (default 1 GiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_max_value_size(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.max_value_size = value;
+        Ok(())
+    })
+}
+
+/// Largest transaction in bytes written (default 15% of the memtable). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_max_txn_size(opts: *mut sett_options_t, value: usize) -> c_int {
+    set(opts, |o| {
+        o.max_txn_size = value;
+        Ok(())
+    })
+}
+
+/// 1: fsync the WAL and value log once per write group; 0 (default): do not.
+/// Any other value is SETT_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_sync_writes(opts: *mut sett_options_t, value: u32) -> c_int {
+    set(opts, |o| {
+        o.sync_writes = flag(value, "sync_writes")?;
+        Ok(())
+    })
+}
+
+/// 1: open read-only (shared with other read-only opens); 0 (default): read-write.
+/// Any other value is SETT_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_read_only(opts: *mut sett_options_t, value: u32) -> c_int {
+    set(opts, |o| {
+        o.read_only = flag(value, "read_only")?;
+        Ok(())
+    })
+}

@@ -1,0 +1,162 @@
+//! `sett_txn_t`: transactions.
+
+use crate::buf::sett_buf_t;
+use crate::db::{put_options, sett_db_t};
+use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
+use crate::util::{bytes, guard, guard_ok, handle, handle_mut, write_out};
+use sett_core::Txn;
+use std::ffi::c_int;
+
+/// A transaction. One thread at a time. After sett_txn_commit() or
+/// sett_txn_discard() every call on it returns SETT_CLOSED; release it with
+/// sett_txn_free().
+pub struct sett_txn_t {
+    pub(crate) txn: Option<Txn>,
+}
+
+impl sett_txn_t {
+    pub(crate) fn live(&mut self) -> Result<&mut Txn, FfiError> {
+        self.txn
+            .as_mut()
+            .ok_or_else(|| FfiError::new(crate::error::SETT_CLOSED, "transaction already committed or discarded"))
+    }
+}
+
+/// Begins a transaction: `update` 1 for read-write, 0 for read-only (other
+/// values are SETT_INVALID_ARGUMENT). *txn receives the handle (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_begin(
+    db: *mut sett_db_t,
+    update: u32,
+    txn: *mut *mut sett_txn_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        unsafe { write_out(txn, std::ptr::null_mut(), "txn") }?;
+        let h = unsafe { handle(db, "db") }?;
+        let update = match update {
+            0 => false,
+            1 => true,
+            v => return Err(FfiError::invalid(format!("update must be 0 or 1, not {v}"))),
+        };
+        let t = h.db.begin(update)?;
+        unsafe { txn.write(Box::into_raw(Box::new(sett_txn_t { txn: Some(t) }))) };
+        Ok(())
+    })
+}
+
+/// Reads key as the transaction sees it (its snapshot plus its own writes).
+/// Same contract as sett_get().
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_get(
+    txn: *mut sett_txn_t,
+    key: *const u8,
+    keylen: usize,
+    value: *mut sett_buf_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard(err, || {
+        // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
+        let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
+        match t.get(k)? {
+            Some(v) => {
+                unsafe { value.write(sett_buf_t::from_vec(v)) };
+                Ok(SETT_OK)
+            }
+            None => Ok(SETT_NOT_FOUND),
+        }
+    })
+}
+
+/// Buffers a put (applied at commit).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_put(
+    txn: *mut sett_txn_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { sett_txn_put_with(txn, key, keylen, val, vallen, 0, 0, err) }
+}
+
+/// Buffers a put with a user-meta byte and a TTL in milliseconds (0 = none).
+/// SETT_TOO_BIG when the transaction would exceed its size limit (the put is not
+/// taken; the transaction stays usable).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_put_with(
+    txn: *mut sett_txn_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    user_meta: u8,
+    ttl_ms: u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle and valid byte ranges (contract in sett.h).
+        let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        let v = unsafe { bytes(val, vallen, "value") }?;
+        t.set_with(k, v, put_options(user_meta, ttl_ms))?;
+        Ok(())
+    })
+}
+
+/// Buffers a delete.
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_delete(
+    txn: *mut sett_txn_t,
+    key: *const u8,
+    keylen: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle and valid byte range (contract in sett.h).
+        let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        t.delete(unsafe { bytes(key, keylen, "key") }?)?;
+        Ok(())
+    })
+}
+
+/// Commits. SETT_CONFLICT when a key it read was written by a transaction that
+/// committed after it began: begin a new one and retry. The transaction is
+/// finished either way.
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_commit(txn: *mut sett_txn_t, err: *mut *mut sett_error_t) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle (contract in sett.h).
+        let h = unsafe { handle_mut(txn, "txn") }?;
+        h.live()?;
+        if let Some(t) = h.txn.take() {
+            t.commit()?;
+        }
+        Ok(())
+    })
+}
+
+/// Drops the buffered writes; the transaction is finished. Accepts NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_discard(txn: *mut sett_txn_t) {
+    // SAFETY: a non-NULL txn is a live handle.
+    if let Some(h) = unsafe { txn.as_mut() } {
+        if let Some(t) = h.txn.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.discard()));
+        }
+    }
+}
+
+/// Releases a transaction handle (discarding it if still open). Accepts NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_free(txn: *mut sett_txn_t) {
+    if !txn.is_null() {
+        // SAFETY: txn came from sett_txn_begin and is freed once.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(txn) })));
+    }
+}

@@ -1,0 +1,87 @@
+//! What every export shares: panic catching, pointer-to-slice conversion,
+//! handle checks.
+
+use crate::error::{set_error, sett_error_t, FfiError, SETT_OK, SETT_PANIC};
+use std::ffi::{c_char, c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `f`, turning its error into a status (and `*err`) and a panic into SETT_PANIC.
+pub(crate) fn guard(err: *mut *mut sett_error_t, f: impl FnOnce() -> Result<c_int, FfiError>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
+            let code = e.code;
+            set_error(err, e);
+            code
+        }
+        Err(_) => {
+            set_error(err, FfiError::new(SETT_PANIC, "a panic happened inside sett"));
+            SETT_PANIC
+        }
+    }
+}
+
+/// Like `guard` for calls whose only outcomes are OK or an error.
+pub(crate) fn guard_ok(err: *mut *mut sett_error_t, f: impl FnOnce() -> Result<(), FfiError>) -> c_int {
+    guard(err, || f().map(|()| SETT_OK))
+}
+
+/// The bytes at (`p`, `len`); NULL is allowed with length 0.
+///
+/// # Safety
+/// A non-NULL `p` must be valid for reads of `len` bytes for `'a`.
+pub(crate) unsafe fn bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8], FfiError> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(FfiError::invalid(format!("{what} is NULL with length {len}")));
+    }
+    // SAFETY: non-NULL and, by the caller's contract, valid for `len` bytes.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// A NUL-terminated UTF-8 path.
+///
+/// # Safety
+/// A non-NULL `p` must point to a NUL-terminated string.
+pub(crate) unsafe fn path<'a>(p: *const c_char, what: &str) -> Result<&'a str, FfiError> {
+    if p.is_null() {
+        return Err(FfiError::invalid(format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| FfiError::invalid(format!("{what} is not valid UTF-8")))
+}
+
+/// A shared reference to the handle behind `p`.
+///
+/// # Safety
+/// A non-NULL `p` must point to a live handle of type `T` made by this library.
+pub(crate) unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T, FfiError> {
+    // SAFETY: by the caller's contract a non-NULL p is a live T.
+    unsafe { p.as_ref() }.ok_or_else(|| FfiError::invalid(format!("{what} is NULL")))
+}
+
+/// A mutable reference to the handle behind `p`.
+///
+/// # Safety
+/// A non-NULL `p` must point to a live handle of type `T` not used elsewhere meanwhile.
+pub(crate) unsafe fn handle_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, FfiError> {
+    // SAFETY: by the caller's contract a non-NULL p is a live T used by one thread.
+    unsafe { p.as_mut() }.ok_or_else(|| FfiError::invalid(format!("{what} is NULL")))
+}
+
+/// Writes `v` through an out-pointer that must not be NULL.
+///
+/// # Safety
+/// A non-NULL `out` must be valid for a write of `T`.
+pub(crate) unsafe fn write_out<T>(out: *mut T, v: T, what: &str) -> Result<(), FfiError> {
+    if out.is_null() {
+        return Err(FfiError::invalid(format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL and valid for writes by the caller's contract.
+    unsafe { out.write(v) };
+    Ok(())
+}

@@ -1,0 +1,537 @@
+/* Tests of the C ABI: every function, its error paths, and threads sharing one
+ * database. Built with -Wall -Wextra -Werror -std=c11 and run under valgrind. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sett.h"
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        checks++;                                                          \
+        if (!(cond)) {                                                     \
+            failures++;                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                  \
+    } while (0)
+
+#define CHECK_RC(call, want)                                                     \
+    do {                                                                         \
+        int rc_ = (call);                                                        \
+        checks++;                                                                \
+        if (rc_ != (want)) {                                                     \
+            failures++;                                                          \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), want %d\n", __FILE__, __LINE__, \
+                    #call, rc_, sett_status_string(rc_), (want));                \
+        }                                                                        \
+    } while (0)
+
+static const uint8_t *B(const char *s) { return (const uint8_t *)s; }
+
+static char dir_template[] = "/tmp/sett-ctest-XXXXXX";
+
+static void path_in(char *out, size_t cap, const char *name) {
+    snprintf(out, cap, "%s/%s", dir_template, name);
+}
+
+static sett_db_t *open_db(const char *name, sett_options_t *opts) {
+    char path[512];
+    path_in(path, sizeof path, name);
+    sett_db_t *db = NULL;
+    sett_error_t *err = NULL;
+    int rc = sett_open(path, opts, &db, &err);
+    if (rc != SETT_OK) {
+        fprintf(stderr, "open %s: %s\n", path, sett_error_message(err));
+    }
+    CHECK(rc == SETT_OK && db != NULL && err == NULL);
+    sett_error_free(err);
+    return db;
+}
+
+static void test_version_and_status(void) {
+    CHECK(sett_version_number() == SETT_VERSION_NUMBER);
+    CHECK(SETT_VERSION_NUMBER == SETT_VERSION_MAJOR * 10000 + SETT_VERSION_MINOR * 100 + SETT_VERSION_PATCH);
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", SETT_VERSION_MAJOR, SETT_VERSION_MINOR, SETT_VERSION_PATCH);
+    CHECK(strcmp(sett_version_string(), want) == 0);
+    for (int code = SETT_OK; code <= SETT_INVALID_OPTION; code++) {
+        CHECK(strlen(sett_status_string(code)) > 0);
+        CHECK(strcmp(sett_status_string(code), "unknown status code") != 0);
+    }
+    CHECK(strcmp(sett_status_string(9999), "unknown status code") == 0);
+    CHECK(strcmp(sett_error_message(NULL), "") == 0);
+    CHECK(sett_error_code(NULL) == SETT_INVALID_ARGUMENT);
+    sett_error_free(NULL);
+    sett_buf_free(NULL);
+}
+
+static void test_options_and_open_errors(void) {
+    sett_options_t *o = sett_options_new();
+    CHECK(o != NULL);
+    CHECK_RC(sett_options_set_value_threshold(o, 512), SETT_OK);
+    CHECK_RC(sett_options_set_memtable_size(o, 1 << 20), SETT_OK);
+    CHECK_RC(sett_options_set_max_memtables(o, 3), SETT_OK);
+    CHECK_RC(sett_options_set_block_size(o, 4096), SETT_OK);
+    CHECK_RC(sett_options_set_bloom_bits_per_key(o, 10), SETT_OK);
+    CHECK_RC(sett_options_set_table_size(o, 2 << 20), SETT_OK);
+    CHECK_RC(sett_options_set_level_base_size(o, 8 << 20), SETT_OK);
+    CHECK_RC(sett_options_set_level_multiplier(o, 10), SETT_OK);
+    CHECK_RC(sett_options_set_num_levels(o, 7), SETT_OK);
+    CHECK_RC(sett_options_set_l0_compaction_trigger(o, 4), SETT_OK);
+    CHECK_RC(sett_options_set_l0_slowdown_trigger(o, 8), SETT_OK);
+    CHECK_RC(sett_options_set_l0_stop_trigger(o, 12), SETT_OK);
+    CHECK_RC(sett_options_set_compaction_threads(o, 1), SETT_OK);
+    CHECK_RC(sett_options_set_vlog_file_size(o, 4 << 20), SETT_OK);
+    CHECK_RC(sett_options_set_max_key_size(o, 1000), SETT_OK);
+    CHECK_RC(sett_options_set_max_value_size(o, 1 << 20), SETT_OK);
+    CHECK_RC(sett_options_set_max_txn_size(o, 1 << 20), SETT_OK);
+    CHECK_RC(sett_options_set_sync_writes(o, 1), SETT_OK);
+    CHECK_RC(sett_options_set_sync_writes(o, 2), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_read_only(o, 7), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_sync_writes(NULL, 1), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_value_threshold(NULL, 1), SETT_INVALID_ARGUMENT);
+
+    sett_db_t *db = NULL;
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_open(NULL, o, &db, &err), SETT_INVALID_ARGUMENT);
+    CHECK(db == NULL && err != NULL && sett_error_code(err) == SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "path") != NULL);
+    /* A second failure replaces the first error (valgrind checks nothing leaks). */
+    char path[512];
+    path_in(path, sizeof path, "opts");
+    CHECK_RC(sett_open(path, o, NULL, &err), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_bloom_bits_per_key(o, 1000), SETT_OK);
+    CHECK_RC(sett_open(path, o, &db, &err), SETT_INVALID_OPTION);
+    CHECK(strstr(sett_error_message(err), "bloom_bits_per_key") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_options_set_bloom_bits_per_key(o, 10), SETT_OK);
+    db = open_db("opts", o);
+    sett_db_t *second = NULL;
+    CHECK_RC(sett_open(path, o, &second, &err), SETT_LOCKED);
+    CHECK(second == NULL && strstr(sett_error_message(err), "locked") != NULL);
+    sett_error_free(err);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+    sett_options_free(o);
+    sett_options_free(NULL);
+
+    /* Read-only opens share the directory and refuse writes. */
+    o = sett_options_new();
+    CHECK_RC(sett_options_set_read_only(o, 1), SETT_OK);
+    sett_db_t *r1 = open_db("opts", o);
+    sett_db_t *r2 = open_db("opts", o);
+    CHECK_RC(sett_put(r1, B("k"), 1, B("v"), 1, NULL), SETT_READ_ONLY);
+    sett_db_free(r1);
+    sett_db_free(r2);
+    sett_options_free(o);
+}
+
+static void test_point_operations(sett_db_t *db) {
+    sett_error_t *err = NULL;
+    sett_buf_t v = {0};
+    CHECK_RC(sett_put(db, B("hello"), 5, B("world"), 5, &err), SETT_OK);
+    CHECK_RC(sett_get(db, B("hello"), 5, &v, &err), SETT_OK);
+    CHECK(v.len == 5 && memcmp(v.data, "world", 5) == 0);
+    sett_buf_free(&v);
+    CHECK(v.data == NULL && v.len == 0);
+    sett_buf_free(&v); /* twice is fine */
+    CHECK_RC(sett_get(db, B("absent"), 6, &v, &err), SETT_NOT_FOUND);
+    CHECK(err == NULL && v.data == NULL);
+
+    /* A large value goes to the value log and comes back. */
+    size_t big = 100000;
+    uint8_t *bigv = malloc(big);
+    for (size_t i = 0; i < big; i++) bigv[i] = (uint8_t)(i * 7);
+    CHECK_RC(sett_put(db, B("big"), 3, bigv, big, NULL), SETT_OK);
+    uint8_t small[16];
+    size_t len = 0;
+    CHECK_RC(sett_get_into(db, B("big"), 3, small, sizeof small, &len, &err), SETT_BUFFER_TOO_SMALL);
+    CHECK(len == big && sett_error_code(err) == SETT_BUFFER_TOO_SMALL);
+    sett_error_free(err);
+    err = NULL;
+    uint8_t *dst = malloc(len);
+    CHECK_RC(sett_get_into(db, B("big"), 3, dst, len, &len, NULL), SETT_OK);
+    CHECK(len == big && memcmp(dst, bigv, big) == 0);
+    CHECK_RC(sett_get_into(db, B("absent"), 6, dst, big, &len, NULL), SETT_NOT_FOUND);
+    CHECK_RC(sett_get_into(db, B("big"), 3, NULL, 10, &len, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_get_into(db, B("big"), 3, dst, big, NULL, NULL), SETT_INVALID_ARGUMENT);
+    free(dst);
+    free(bigv);
+
+    CHECK_RC(sett_delete(db, B("hello"), 5, NULL), SETT_OK);
+    CHECK_RC(sett_get(db, B("hello"), 5, &v, NULL), SETT_NOT_FOUND);
+
+    /* Bad arguments: errors, never crashes. */
+    CHECK_RC(sett_put(NULL, B("k"), 1, B("v"), 1, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_put(db, NULL, 3, B("v"), 1, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_put(db, B(""), 0, B("v"), 1, &err), SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "empty key") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_put(db, B("k"), 1, NULL, 0, NULL), SETT_OK); /* empty value is fine */
+    CHECK_RC(sett_get(db, B("k"), 1, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_get(NULL, B("k"), 1, &v, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_delete(NULL, B("k"), 1, NULL), SETT_INVALID_ARGUMENT);
+    uint8_t *huge_key = calloc(70000, 1);
+    CHECK_RC(sett_put(db, huge_key, 70000, B("v"), 1, &err), SETT_TOO_BIG);
+    CHECK(strstr(sett_error_message(err), "key of 70000 bytes") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    free(huge_key);
+
+    /* TTL and user meta. */
+    CHECK_RC(sett_put_with(db, B("meta"), 4, B("m"), 1, 42, 60000, NULL), SETT_OK);
+    uint8_t meta = 0;
+    uint64_t expires = 0, version = 0;
+    CHECK_RC(sett_get_entry(db, B("meta"), 4, &v, &meta, &expires, &version, NULL), SETT_OK);
+    CHECK(meta == 42 && expires > 0 && version > 0 && v.len == 1);
+    sett_buf_free(&v);
+    CHECK_RC(sett_get_entry(db, B("meta"), 4, &v, NULL, NULL, NULL, NULL), SETT_OK);
+    sett_buf_free(&v);
+    CHECK_RC(sett_get_entry(db, B("nope"), 4, &v, &meta, &expires, &version, NULL), SETT_NOT_FOUND);
+}
+
+static void test_batch_and_multi_get(sett_db_t *db) {
+    sett_batch_t *b = sett_batch_new();
+    CHECK_RC(sett_batch_put(b, B("b1"), 2, B("one"), 3), SETT_OK);
+    CHECK_RC(sett_batch_put_with(b, B("b2"), 2, B("two"), 3, 1, 0), SETT_OK);
+    CHECK_RC(sett_batch_delete(b, B("b1"), 2), SETT_OK);
+    CHECK_RC(sett_batch_put(b, B("b3"), 2, B("three"), 5), SETT_OK);
+    CHECK_RC(sett_batch_put(NULL, B("x"), 1, B("y"), 1), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_batch_put(b, NULL, 1, B("y"), 1), SETT_INVALID_ARGUMENT);
+    CHECK(sett_batch_count(b) == 4);
+    CHECK(sett_batch_count(NULL) == 0);
+    CHECK_RC(sett_write(db, b, NULL), SETT_OK);
+    CHECK_RC(sett_write(db, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_batch_clear(b), SETT_OK);
+    CHECK(sett_batch_count(b) == 0);
+    /* A batch with an empty key is refused whole. */
+    CHECK_RC(sett_batch_put(b, B("b4"), 2, B("four"), 4), SETT_OK);
+    CHECK_RC(sett_batch_put(b, B(""), 0, B("x"), 1), SETT_OK);
+    CHECK_RC(sett_write(db, b, NULL), SETT_INVALID_ARGUMENT);
+    sett_batch_free(b);
+    sett_batch_free(NULL);
+
+    const uint8_t *keys[4] = {B("b1"), B("b2"), B("b3"), B("b4")};
+    size_t lens[4] = {2, 2, 2, 2};
+    sett_buf_t vals[4];
+    int st[4];
+    CHECK_RC(sett_multi_get(db, keys, lens, 4, vals, st, NULL), SETT_OK);
+    CHECK(st[0] == SETT_NOT_FOUND && st[1] == SETT_OK && st[2] == SETT_OK && st[3] == SETT_NOT_FOUND);
+    CHECK(vals[1].len == 3 && memcmp(vals[1].data, "two", 3) == 0);
+    CHECK(vals[2].len == 5 && memcmp(vals[2].data, "three", 5) == 0);
+    for (int i = 0; i < 4; i++) sett_buf_free(&vals[i]);
+    CHECK_RC(sett_multi_get(db, NULL, lens, 4, vals, st, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_multi_get(db, keys, lens, 0, NULL, NULL, NULL), SETT_OK);
+}
+
+static void test_transactions(sett_db_t *db) {
+    sett_txn_t *t1 = NULL, *t2 = NULL;
+    sett_error_t *err = NULL;
+    sett_buf_t v = {0};
+    CHECK_RC(sett_txn_begin(db, 2, &t1, &err), SETT_INVALID_ARGUMENT);
+    CHECK(t1 == NULL);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_put(db, B("acct"), 4, B("100"), 3, NULL), SETT_OK);
+    CHECK_RC(sett_txn_begin(db, 1, &t1, NULL), SETT_OK);
+    CHECK_RC(sett_txn_begin(db, 1, &t2, NULL), SETT_OK);
+    CHECK_RC(sett_txn_get(t1, B("acct"), 4, &v, NULL), SETT_OK);
+    sett_buf_free(&v);
+    CHECK_RC(sett_txn_get(t2, B("acct"), 4, &v, NULL), SETT_OK);
+    sett_buf_free(&v);
+    CHECK_RC(sett_txn_put(t1, B("acct"), 4, B("90"), 2, NULL), SETT_OK);
+    CHECK_RC(sett_txn_put_with(t2, B("acct"), 4, B("80"), 2, 3, 0, NULL), SETT_OK);
+    CHECK_RC(sett_txn_delete(t2, B("other"), 5, NULL), SETT_OK);
+    CHECK_RC(sett_txn_get(t1, B("acct"), 4, &v, NULL), SETT_OK);
+    CHECK(v.len == 2 && memcmp(v.data, "90", 2) == 0);
+    sett_buf_free(&v);
+    CHECK_RC(sett_txn_commit(t1, NULL), SETT_OK);
+    CHECK_RC(sett_txn_commit(t2, &err), SETT_CONFLICT);
+    CHECK(sett_error_code(err) == SETT_CONFLICT);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_txn_commit(t1, NULL), SETT_CLOSED);
+    CHECK_RC(sett_txn_get(t1, B("acct"), 4, &v, NULL), SETT_CLOSED);
+    sett_txn_free(t1);
+    sett_txn_free(t2);
+
+    /* Retry loop, as a C user would write it. */
+    int attempts = 0;
+    for (;;) {
+        sett_txn_t *t = NULL;
+        attempts++;
+        CHECK_RC(sett_txn_begin(db, 1, &t, NULL), SETT_OK);
+        CHECK_RC(sett_txn_put(t, B("retry"), 5, B("x"), 1, NULL), SETT_OK);
+        int rc = sett_txn_commit(t, NULL);
+        sett_txn_free(t);
+        if (rc != SETT_CONFLICT) {
+            CHECK(rc == SETT_OK);
+            break;
+        }
+    }
+    CHECK(attempts == 1);
+
+    /* Read-only transactions refuse writes; discard and NULL are fine. */
+    sett_txn_t *ro = NULL;
+    CHECK_RC(sett_txn_begin(db, 0, &ro, NULL), SETT_OK);
+    CHECK_RC(sett_txn_put(ro, B("k"), 1, B("v"), 1, NULL), SETT_INVALID_ARGUMENT);
+    sett_iter_t *it = NULL;
+    CHECK_RC(sett_txn_iter_new(ro, NULL, &it, NULL), SETT_OK);
+    CHECK(sett_iter_valid(it) == 1);
+    sett_iter_free(it);
+    sett_txn_discard(ro);
+    sett_txn_discard(ro);
+    sett_txn_discard(NULL);
+    CHECK_RC(sett_txn_get(ro, B("k"), 1, &v, NULL), SETT_CLOSED);
+    sett_txn_free(ro);
+    sett_txn_free(NULL);
+    CHECK_RC(sett_txn_get(NULL, B("k"), 1, &v, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_txn_begin(NULL, 1, &t1, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_txn_begin(db, 1, NULL, NULL), SETT_INVALID_ARGUMENT);
+}
+
+static void test_iterators(sett_db_t *db) {
+    char k[32], val[64];
+    for (int i = 0; i < 300; i++) {
+        snprintf(k, sizeof k, "it/%04d", i);
+        int vl = snprintf(val, sizeof val, "value-%d", i);
+        CHECK_RC(sett_put(db, B(k), strlen(k), B(val), (size_t)vl, NULL), SETT_OK);
+    }
+    sett_iter_options_t *o = sett_iter_options_new();
+    CHECK_RC(sett_iter_options_set_prefix(o, B("it/"), 3), SETT_OK);
+    CHECK_RC(sett_iter_options_set_prefetch(o, 0), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_options_set_prefetch(o, 16), SETT_OK);
+    CHECK_RC(sett_iter_options_set_reverse(o, 3), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_options_set_keys_only(NULL, 1), SETT_INVALID_ARGUMENT);
+    sett_iter_t *it = NULL;
+    CHECK_RC(sett_iter_new(db, o, &it, NULL), SETT_OK);
+    int n = 0;
+    const uint8_t *kp, *vp;
+    size_t kl, vl;
+    while (sett_iter_valid(it)) {
+        CHECK_RC(sett_iter_key(it, &kp, &kl), SETT_OK);
+        CHECK_RC(sett_iter_value(it, &vp, &vl), SETT_OK);
+        snprintf(k, sizeof k, "it/%04d", n);
+        CHECK(kl == strlen(k) && memcmp(kp, k, kl) == 0);
+        CHECK(vl > 6 && memcmp(vp, "value-", 6) == 0);
+        CHECK_RC(sett_iter_next(it, NULL), SETT_OK);
+        n++;
+    }
+    CHECK(n == 300);
+    CHECK_RC(sett_iter_key(it, &kp, &kl), SETT_OK);
+    CHECK(kp == NULL && kl == 0);
+    CHECK_RC(sett_iter_seek(it, B("it/0150"), 7, NULL), SETT_OK);
+    CHECK_RC(sett_iter_key(it, &kp, &kl), SETT_OK);
+    CHECK(kl == 7 && memcmp(kp, "it/0150", 7) == 0);
+    CHECK_RC(sett_iter_rewind(it, NULL), SETT_OK);
+    CHECK_RC(sett_iter_key(it, &kp, &kl), SETT_OK);
+    CHECK(kl == 7 && memcmp(kp, "it/0000", 7) == 0);
+
+    /* Batches of many items per call. */
+    uint8_t tiny[8];
+    size_t count = 0, used = 0;
+    CHECK_RC(sett_iter_next_batch(it, tiny, sizeof tiny, &count, &used, NULL), SETT_BUFFER_TOO_SMALL);
+    CHECK(count == 0 && used == 8 + 7 + strlen("value-0"));
+    uint8_t *buf = malloc(4096);
+    int total = 0, calls = 0;
+    for (;;) {
+        CHECK_RC(sett_iter_next_batch(it, buf, 4096, &count, &used, NULL), SETT_OK);
+        if (count == 0) break;
+        calls++;
+        size_t at = 0;
+        for (size_t i = 0; i < count; i++) {
+            uint32_t klen, vlen;
+            memcpy(&klen, buf + at, 4);
+            memcpy(&vlen, buf + at + 4, 4);
+            snprintf(k, sizeof k, "it/%04d", total);
+            CHECK(klen == 7 && memcmp(buf + at + 8, k, 7) == 0);
+            at += 8 + klen + vlen;
+            total++;
+        }
+        CHECK(at == used);
+    }
+    CHECK(total == 300 && calls < 20);
+    free(buf);
+    CHECK_RC(sett_iter_next_batch(it, NULL, 10, &count, &used, NULL), SETT_INVALID_ARGUMENT);
+    sett_iter_free(it);
+
+    /* Reverse, bounds, keys only. */
+    CHECK_RC(sett_iter_options_set_prefix(o, NULL, 0), SETT_OK);
+    CHECK_RC(sett_iter_options_set_bounds(o, B("it/0010"), 7, B("it/0020"), 7), SETT_OK);
+    CHECK_RC(sett_iter_options_set_reverse(o, 1), SETT_OK);
+    CHECK_RC(sett_iter_options_set_keys_only(o, 1), SETT_OK);
+    CHECK_RC(sett_iter_new(db, o, &it, NULL), SETT_OK);
+    CHECK_RC(sett_iter_key(it, &kp, &kl), SETT_OK);
+    CHECK(kl == 7 && memcmp(kp, "it/0019", 7) == 0);
+    CHECK_RC(sett_iter_value(it, &vp, &vl), SETT_OK);
+    CHECK(vl == 0);
+    n = 0;
+    while (sett_iter_valid(it)) {
+        n++;
+        CHECK_RC(sett_iter_next(it, NULL), SETT_OK);
+    }
+    CHECK(n == 10);
+    sett_iter_free(it);
+    sett_iter_options_free(o);
+    sett_iter_options_free(NULL);
+    sett_iter_free(NULL);
+    CHECK(sett_iter_valid(NULL) == 0);
+    CHECK_RC(sett_iter_next(NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_new(NULL, NULL, &it, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_new(db, NULL, NULL, NULL), SETT_INVALID_ARGUMENT);
+}
+
+static void test_maintenance(sett_db_t *db) {
+    sett_error_t *err = NULL;
+    sett_stats_t st;
+    CHECK_RC(sett_stats(db, &st, NULL), SETT_OK);
+    CHECK(st.num_levels == 7 && st.last_seq > 0);
+    CHECK_RC(sett_stats(db, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_flatten(db, NULL), SETT_OK);
+    CHECK_RC(sett_stats(db, &st, NULL), SETT_OK);
+    CHECK(st.level_tables[6] > 0 && st.level_tables[0] == 0);
+    int collected = -1;
+    CHECK_RC(sett_run_value_log_gc(db, 0.5, &collected, NULL), SETT_OK);
+    CHECK(collected == 0 || collected == 1);
+    CHECK_RC(sett_run_value_log_gc(db, 1.5, &collected, &err), SETT_INVALID_ARGUMENT);
+    sett_error_free(err);
+    err = NULL;
+
+    char bpath[512];
+    path_in(bpath, sizeof bpath, "backup.bin");
+    uint64_t next = 0, entries = 0;
+    CHECK_RC(sett_backup(db, bpath, 0, &next, NULL), SETT_OK);
+    CHECK(next > 0);
+    sett_db_t *restored = open_db("restored", NULL);
+    CHECK_RC(sett_restore(restored, bpath, &entries, NULL), SETT_OK);
+    CHECK(entries > 300);
+    sett_buf_t v = {0};
+    CHECK_RC(sett_get(restored, B("it/0123"), 7, &v, NULL), SETT_OK);
+    CHECK(v.len == 9 && memcmp(v.data, "value-123", 9) == 0);
+    sett_buf_free(&v);
+    CHECK_RC(sett_restore(restored, bpath, &entries, &err), SETT_INVALID_ARGUMENT); /* not empty */
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_restore(restored, "/nonexistent/backup", NULL, &err), SETT_IO);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_backup(db, NULL, 0, NULL, NULL), SETT_INVALID_ARGUMENT);
+    sett_db_free(restored);
+
+    CHECK_RC(sett_drop_prefix(db, B("it/00"), 5, NULL), SETT_OK);
+    CHECK_RC(sett_get(db, B("it/0050"), 7, &v, NULL), SETT_NOT_FOUND);
+    CHECK_RC(sett_get(db, B("it/0150"), 7, &v, NULL), SETT_OK);
+    sett_buf_free(&v);
+
+    sett_sequence_t *seq = NULL;
+    uint64_t a = 99, b2 = 99;
+    CHECK_RC(sett_sequence_new(db, B("seq"), 3, 10, &seq, NULL), SETT_OK);
+    CHECK_RC(sett_sequence_next(seq, &a, NULL), SETT_OK);
+    CHECK_RC(sett_sequence_next(seq, &b2, NULL), SETT_OK);
+    CHECK(a == 0 && b2 == 1);
+    CHECK_RC(sett_sequence_release(seq, NULL), SETT_OK);
+    CHECK_RC(sett_sequence_next(seq, NULL, NULL), SETT_INVALID_ARGUMENT);
+    sett_sequence_free(seq);
+    sett_sequence_free(NULL);
+    CHECK_RC(sett_sequence_new(db, B("seq"), 3, 0, &seq, NULL), SETT_INVALID_ARGUMENT);
+
+    CHECK_RC(sett_drop_all(db, NULL), SETT_OK);
+    CHECK_RC(sett_get(db, B("it/0150"), 7, &v, NULL), SETT_NOT_FOUND);
+}
+
+struct worker {
+    sett_db_t *db;
+    int id;
+    int errors;
+};
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    char k[32], val[32];
+    for (int i = 0; i < 500; i++) {
+        snprintf(k, sizeof k, "t%d/%d", w->id, i);
+        snprintf(val, sizeof val, "v%d", i);
+        if (sett_put(w->db, B(k), strlen(k), B(val), strlen(val), NULL) != SETT_OK) w->errors++;
+        sett_buf_t v = {0};
+        if (sett_get(w->db, B(k), strlen(k), &v, NULL) != SETT_OK || v.len != strlen(val) ||
+            memcmp(v.data, val, v.len) != 0)
+            w->errors++;
+        sett_buf_free(&v);
+    }
+    return NULL;
+}
+
+static void test_threads_share_one_db(sett_db_t *db) {
+    pthread_t th[4];
+    struct worker w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){db, i, 0};
+        CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(w[i].errors == 0);
+    }
+}
+
+static void test_closed_db(sett_db_t *db) {
+    sett_iter_t *it = NULL;
+    CHECK_RC(sett_put(db, B("x"), 1, B("y"), 1, NULL), SETT_OK);
+    CHECK_RC(sett_iter_new(db, NULL, &it, NULL), SETT_OK);
+    sett_txn_t *t = NULL;
+    CHECK_RC(sett_txn_begin(db, 1, &t, NULL), SETT_OK);
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_close(db, &err), SETT_OK);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_buf_t v = {0};
+    CHECK_RC(sett_put(db, B("x"), 1, B("y"), 1, NULL), SETT_CLOSED);
+    CHECK_RC(sett_get(db, B("x"), 1, &v, &err), SETT_CLOSED);
+    CHECK(strstr(sett_error_message(err), "closed") != NULL);
+    sett_error_free(err);
+    sett_stats_t st;
+    CHECK_RC(sett_stats(db, &st, NULL), SETT_CLOSED);
+    CHECK_RC(sett_txn_put(t, B("a"), 1, B("b"), 1, NULL), SETT_CLOSED);
+    sett_txn_free(t);
+    sett_db_free(db);
+    /* The iterator outlives its database: moving it is an error, not a crash. */
+    int rc = SETT_OK;
+    for (int i = 0; i < 10000 && rc == SETT_OK; i++) rc = sett_iter_next(it, NULL);
+    CHECK(rc == SETT_CLOSED);
+    sett_iter_free(it);
+    sett_db_free(NULL);
+    CHECK_RC(sett_close(NULL, NULL), SETT_INVALID_ARGUMENT);
+}
+
+int main(void) {
+    if (mkdtemp(dir_template) == NULL) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_version_and_status();
+    test_options_and_open_errors();
+    sett_options_t *o = sett_options_new();
+    sett_options_set_memtable_size(o, 64 << 10);
+    sett_options_set_value_threshold(o, 64);
+    sett_db_t *db = open_db("main", o);
+    sett_options_free(o);
+    test_point_operations(db);
+    test_batch_and_multi_get(db);
+    test_transactions(db);
+    test_iterators(db);
+    test_threads_share_one_db(db);
+    test_maintenance(db);
+    test_closed_db(db);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir_template);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir_template);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures == 0 ? 0 : 1;
+}

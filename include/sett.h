@@ -1,0 +1,777 @@
+#ifndef SETT_H
+#define SETT_H
+
+#include <stddef.h>
+#include <stdint.h>
+/*
+ * sett — an embedded key-value store (LSM tree with a value log).
+ *
+ * Conventions of this header:
+ * - Every fallible function returns an int status: SETT_OK (0) or one of the
+ *   SETT_* codes below. Most take a last `sett_error_t **err`: when not NULL and
+ *   the call fails (other than SETT_NOT_FOUND), *err receives an error with a
+ *   message, owned by the caller and freed with sett_error_free(). *err must be
+ *   NULL or hold an earlier error on entry (an earlier error is freed first).
+ *   There is no thread-local "last error".
+ * - Bytes are a pointer plus a length; a NULL pointer is allowed with length 0.
+ *   Keys must not be empty.
+ * - Values returned in a sett_buf_t are owned by the caller: free them with
+ *   sett_buf_free(). sett_get_into() copies into a caller buffer instead.
+ * - Every handle has a *_free (or sett_close + sett_db_free) that accepts NULL.
+ * - Thread safety: a sett_db_t may be used from many threads at once. A
+ *   sett_txn_t, sett_iter_t, sett_batch_t, sett_options_t or
+ *   sett_iter_options_t must be used by one thread at a time (it may move
+ *   between threads, as goroutines do). sett_sequence_t is thread-safe.
+ * - A panic inside sett is caught and returned as SETT_PANIC.
+ */
+
+
+/**
+ * Major version of this header; must equal sett_version_number() / 10000.
+ */
+#define SETT_VERSION_MAJOR 0
+
+/**
+ * Minor version of this header.
+ */
+#define SETT_VERSION_MINOR 1
+
+/**
+ * Patch version of this header.
+ */
+#define SETT_VERSION_PATCH 0
+
+/**
+ * MAJOR * 10000 + MINOR * 100 + PATCH of this header.
+ */
+#define SETT_VERSION_NUMBER 100
+
+/**
+ * Most levels a sett_stats_t reports.
+ */
+#define SETT_MAX_LEVELS 16
+
+/**
+ * Success.
+ */
+#define SETT_OK 0
+
+/**
+ * The key has no value (not an error: *err is not set).
+ */
+#define SETT_NOT_FOUND 1
+
+/**
+ * A transaction conflicted with one that committed after it started; retry it.
+ */
+#define SETT_CONFLICT 2
+
+/**
+ * A NULL pointer, an empty key, a bad enum value or another bad argument.
+ */
+#define SETT_INVALID_ARGUMENT 3
+
+/**
+ * An operating-system I/O error.
+ */
+#define SETT_IO 4
+
+/**
+ * Damaged data; the message names the file and offset.
+ */
+#define SETT_CORRUPTION 5
+
+/**
+ * The database (or the transaction or iterator) is closed.
+ */
+#define SETT_CLOSED 6
+
+/**
+ * A key, value, batch or transaction exceeds its limit.
+ */
+#define SETT_TOO_BIG 7
+
+/**
+ * The caller's buffer is too small; the needed length is reported.
+ */
+#define SETT_BUFFER_TOO_SMALL 8
+
+/**
+ * A panic inside sett was caught; the database may be unusable.
+ */
+#define SETT_PANIC 9
+
+/**
+ * Another process holds the database directory.
+ */
+#define SETT_LOCKED 10
+
+/**
+ * A write to a database opened read-only.
+ */
+#define SETT_READ_ONLY 11
+
+/**
+ * An earlier write error left the database refusing writes.
+ */
+#define SETT_POISONED 12
+
+/**
+ * A file has a format version this library cannot read.
+ */
+#define SETT_UNSUPPORTED_VERSION 13
+
+/**
+ * An option is out of range; the message names it.
+ */
+#define SETT_INVALID_OPTION 14
+
+/**
+ * A write batch. One thread at a time.
+ */
+typedef struct sett_batch_t sett_batch_t;
+
+/**
+ * An open database. Safe to use from many threads at once. Close with
+ * sett_close(), then release the handle with sett_db_free(); between the two,
+ * every call on it returns SETT_CLOSED.
+ */
+typedef struct sett_db_t sett_db_t;
+
+/**
+ * An error: a status code and a message. Owned by the caller; free with
+ * sett_error_free().
+ */
+typedef struct sett_error_t sett_error_t;
+
+/**
+ * What an iterator walks. One thread at a time.
+ */
+typedef struct sett_iter_options_t sett_iter_options_t;
+
+/**
+ * An iterator over a snapshot. One thread at a time. It stays memory-safe
+ * after its database is closed or freed: moving it then returns SETT_CLOSED.
+ */
+typedef struct sett_iter_t sett_iter_t;
+
+/**
+ * Options for sett_open(); defaults as documented per setter.
+ */
+typedef struct sett_options_t sett_options_t;
+
+/**
+ * A persisted sequence of increasing integers. Thread-safe.
+ */
+typedef struct sett_sequence_t sett_sequence_t;
+
+/**
+ * A transaction. One thread at a time. After sett_txn_commit() or
+ * sett_txn_discard() every call on it returns SETT_CLOSED; release it with
+ * sett_txn_free().
+ */
+typedef struct sett_txn_t sett_txn_t;
+
+/**
+ * Counts and sizes of a database (sett_stats()).
+ */
+typedef struct sett_stats_t {
+  /**
+   * Levels in use (entries past it in the arrays are 0).
+   */
+  uint32_t num_levels;
+  /**
+   * Tables per level, L0 first.
+   */
+  uint64_t level_tables[SETT_MAX_LEVELS];
+  /**
+   * Bytes per level.
+   */
+  uint64_t level_bytes[SETT_MAX_LEVELS];
+  uint64_t vlog_files;
+  uint64_t vlog_bytes;
+  uint64_t memtable_bytes;
+  uint64_t immutable_memtables;
+  uint64_t index_filter_bytes;
+  uint64_t last_seq;
+  uint64_t table_entries;
+  uint64_t write_groups;
+  uint64_t batches_written;
+} sett_stats_t;
+
+/**
+ * Bytes returned by sett. `data` is NULL when `len` is 0. Owned by the caller:
+ * free with sett_buf_free(). `cap` is private to sett.
+ */
+typedef struct sett_buf_t {
+  uint8_t *data;
+  size_t len;
+  size_t cap;
+} sett_buf_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * The version of the loaded library: MAJOR * 10000 + MINOR * 100 + PATCH.
+ * Compare with SETT_VERSION_NUMBER to catch a header/library mismatch.
+ */
+uint32_t sett_version_number(void);
+
+/**
+ * The version of the loaded library as a static string ("0.1.0"); never freed.
+ */
+const char *sett_version_string(void);
+
+/**
+ * Fills *out with the database's counts and sizes.
+ */
+int sett_stats(struct sett_db_t *db, struct sett_stats_t *out, struct sett_error_t **err);
+
+/**
+ * One round of value-log GC with the given discard ratio in (0, 1). *collected
+ * (may be NULL) receives 1 if a file was rewritten or deleted, 0 if nothing had
+ * that much garbage. Call it in a loop until it reports 0.
+ */
+int sett_run_value_log_gc(struct sett_db_t *db,
+                          double discard_ratio,
+                          int *collected,
+                          struct sett_error_t **err);
+
+/**
+ * Writes a backup to the file at `path` (created or truncated, then synced):
+ * live entries if `since` is 0, else every version after `since`. *next_since
+ * (may be NULL) receives the `since` for the next incremental backup.
+ */
+int sett_backup(struct sett_db_t *db,
+                const char *path,
+                uint64_t since,
+                uint64_t *next_since,
+                struct sett_error_t **err);
+
+/**
+ * Restores the backup in file `path` (a full backup needs an empty database).
+ * *entries (may be NULL) receives the number of entries applied.
+ */
+int sett_restore(struct sett_db_t *db,
+                 const char *path,
+                 uint64_t *entries,
+                 struct sett_error_t **err);
+
+/**
+ * Flushes the memtables and compacts everything into the last level.
+ */
+int sett_flatten(struct sett_db_t *db, struct sett_error_t **err);
+
+/**
+ * Deletes every key (files are removed, not rewritten).
+ */
+int sett_drop_all(struct sett_db_t *db, struct sett_error_t **err);
+
+/**
+ * Deletes every key starting with `prefix`.
+ */
+int sett_drop_prefix(struct sett_db_t *db,
+                     const uint8_t *prefix,
+                     size_t len,
+                     struct sett_error_t **err);
+
+/**
+ * A sequence stored under `key`, leasing `bandwidth` numbers at a time.
+ * Release with sett_sequence_free().
+ */
+int sett_sequence_new(struct sett_db_t *db,
+                      const uint8_t *key,
+                      size_t keylen,
+                      uint64_t bandwidth,
+                      struct sett_sequence_t **seq,
+                      struct sett_error_t **err);
+
+/**
+ * The next number of the sequence, in *value.
+ */
+int sett_sequence_next(struct sett_sequence_t *seq, uint64_t *value, struct sett_error_t **err);
+
+/**
+ * Gives back the unused part of the current lease.
+ */
+int sett_sequence_release(struct sett_sequence_t *seq, struct sett_error_t **err);
+
+/**
+ * Frees a sequence (without releasing its lease). Accepts NULL.
+ */
+void sett_sequence_free(struct sett_sequence_t *seq);
+
+/**
+ * A new empty batch. Free with sett_batch_free().
+ */
+struct sett_batch_t *sett_batch_new(void);
+
+/**
+ * Frees a batch. Accepts NULL.
+ */
+void sett_batch_free(struct sett_batch_t *batch);
+
+/**
+ * Adds a put. Keys and values are checked when the batch is written.
+ */
+int sett_batch_put(struct sett_batch_t *batch,
+                   const uint8_t *key,
+                   size_t keylen,
+                   const uint8_t *val,
+                   size_t vallen);
+
+/**
+ * Adds a put with a user-meta byte and a TTL in milliseconds (0 = none).
+ */
+int sett_batch_put_with(struct sett_batch_t *batch,
+                        const uint8_t *key,
+                        size_t keylen,
+                        const uint8_t *val,
+                        size_t vallen,
+                        uint8_t user_meta,
+                        uint64_t ttl_ms);
+
+/**
+ * Adds a delete.
+ */
+int sett_batch_delete(struct sett_batch_t *batch, const uint8_t *key, size_t keylen);
+
+/**
+ * Removes every operation from the batch.
+ */
+int sett_batch_clear(struct sett_batch_t *batch);
+
+/**
+ * Number of operations in the batch (0 for NULL).
+ */
+size_t sett_batch_count(const struct sett_batch_t *batch);
+
+/**
+ * Frees the bytes of `buf` and resets it to {NULL, 0, 0}. Accepts NULL and an
+ * already freed or empty buffer.
+ */
+void sett_buf_free(struct sett_buf_t *buf);
+
+/**
+ * Opens (or creates) the database in directory `path`. `opts` may be NULL for
+ * the defaults (it is not taken: free it after). On success *db receives a
+ * handle; on failure *db is set to NULL.
+ */
+int sett_open(const char *path,
+              const struct sett_options_t *opts,
+              struct sett_db_t **db,
+              struct sett_error_t **err);
+
+/**
+ * Flushes and closes the database and releases its directory. The handle stays
+ * valid (calls return SETT_CLOSED) until sett_db_free(). Closing twice is OK.
+ */
+int sett_close(struct sett_db_t *db, struct sett_error_t **err);
+
+/**
+ * Releases a handle, closing the database first if needed. Accepts NULL.
+ */
+void sett_db_free(struct sett_db_t *db);
+
+/**
+ * Stores key → value.
+ */
+int sett_put(struct sett_db_t *db,
+             const uint8_t *key,
+             size_t keylen,
+             const uint8_t *val,
+             size_t vallen,
+             struct sett_error_t **err);
+
+/**
+ * Stores key → value with a user-meta byte and a time to live in milliseconds
+ * (0 = none; rounded up to whole seconds).
+ */
+int sett_put_with(struct sett_db_t *db,
+                  const uint8_t *key,
+                  size_t keylen,
+                  const uint8_t *val,
+                  size_t vallen,
+                  uint8_t user_meta,
+                  uint64_t ttl_ms,
+                  struct sett_error_t **err);
+
+/**
+ * Removes key (no error if absent).
+ */
+int sett_delete(struct sett_db_t *db, const uint8_t *key, size_t keylen, struct sett_error_t **err);
+
+/**
+ * Reads key. SETT_OK: *value holds a copy (free with sett_buf_free()).
+ * SETT_NOT_FOUND: *value is {NULL, 0}. `value` must not be NULL.
+ */
+int sett_get(struct sett_db_t *db,
+             const uint8_t *key,
+             size_t keylen,
+             struct sett_buf_t *value,
+             struct sett_error_t **err);
+
+/**
+ * Reads key into the caller's buffer `dst` of `cap` bytes (no allocation).
+ * *len receives the value's length. SETT_BUFFER_TOO_SMALL when it exceeds
+ * `cap` (nothing is copied; call again with *len bytes). `dst` may be NULL when
+ * `cap` is 0.
+ */
+int sett_get_into(struct sett_db_t *db,
+                  const uint8_t *key,
+                  size_t keylen,
+                  uint8_t *dst,
+                  size_t cap,
+                  size_t *len,
+                  struct sett_error_t **err);
+
+/**
+ * Reads key with its metadata: user meta, expiry (unix seconds, 0 = never) and
+ * version. Any of user_meta, expires_at, version may be NULL.
+ */
+int sett_get_entry(struct sett_db_t *db,
+                   const uint8_t *key,
+                   size_t keylen,
+                   struct sett_buf_t *value,
+                   uint8_t *user_meta,
+                   uint64_t *expires_at,
+                   uint64_t *version,
+                   struct sett_error_t **err);
+
+/**
+ * Applies a batch atomically. The batch is not consumed (clear or free it after).
+ */
+int sett_write(struct sett_db_t *db, const struct sett_batch_t *batch, struct sett_error_t **err);
+
+/**
+ * Reads `n` keys at one consistent point in one call. `values[i]` receives a
+ * copy (free each with sett_buf_free()) and `statuses[i]` SETT_OK or
+ * SETT_NOT_FOUND. The return value is SETT_OK unless the whole call failed.
+ */
+int sett_multi_get(struct sett_db_t *db,
+                   const uint8_t *const *keys,
+                   const size_t *keylens,
+                   size_t n,
+                   struct sett_buf_t *values,
+                   int *statuses,
+                   struct sett_error_t **err);
+
+/**
+ * The message of `err` (UTF-8, NUL-terminated), valid until sett_error_free().
+ * Returns "" for NULL.
+ */
+const char *sett_error_message(const struct sett_error_t *err);
+
+/**
+ * The status code of `err`; SETT_INVALID_ARGUMENT for NULL.
+ */
+int sett_error_code(const struct sett_error_t *err);
+
+/**
+ * Frees an error. Accepts NULL.
+ */
+void sett_error_free(struct sett_error_t *err);
+
+/**
+ * A static description of a status code ("ok", "not found", ...); never freed.
+ */
+const char *sett_status_string(int code);
+
+/**
+ * New iterator options: whole key space, forward, with values, prefetch 64.
+ */
+struct sett_iter_options_t *sett_iter_options_new(void);
+
+/**
+ * Frees iterator options. Accepts NULL.
+ */
+void sett_iter_options_free(struct sett_iter_options_t *opts);
+
+/**
+ * Only keys starting with `prefix` (copied; length 0 clears it).
+ */
+int sett_iter_options_set_prefix(struct sett_iter_options_t *opts,
+                                 const uint8_t *prefix,
+                                 size_t len);
+
+/**
+ * Only keys in [start, end); a length of 0 leaves that side open.
+ */
+int sett_iter_options_set_bounds(struct sett_iter_options_t *opts,
+                                 const uint8_t *start,
+                                 size_t start_len,
+                                 const uint8_t *end,
+                                 size_t end_len);
+
+/**
+ * 1: walk from the largest key down; 0 (default): up.
+ */
+int sett_iter_options_set_reverse(struct sett_iter_options_t *opts, uint32_t value);
+
+/**
+ * 1: keys only, the value log is never read; 0 (default): with values.
+ */
+int sett_iter_options_set_keys_only(struct sett_iter_options_t *opts, uint32_t value);
+
+/**
+ * How many items ahead values are read (at least 1; default 64).
+ */
+int sett_iter_options_set_prefetch(struct sett_iter_options_t *opts, uint32_t value);
+
+/**
+ * A new iterator over a snapshot of the database taken now, positioned on the
+ * first entry. `opts` may be NULL. Free with sett_iter_free().
+ */
+int sett_iter_new(struct sett_db_t *db,
+                  const struct sett_iter_options_t *opts,
+                  struct sett_iter_t **iter,
+                  struct sett_error_t **err);
+
+/**
+ * A new iterator over a transaction's view (its snapshot plus its writes).
+ */
+int sett_txn_iter_new(struct sett_txn_t *txn,
+                      const struct sett_iter_options_t *opts,
+                      struct sett_iter_t **iter,
+                      struct sett_error_t **err);
+
+/**
+ * 1 while the iterator is on an entry, 0 at the end (or for NULL).
+ */
+int sett_iter_valid(const struct sett_iter_t *iter);
+
+/**
+ * The current key: *key points into the iterator (valid until it moves or is
+ * freed), *len its length. {NULL, 0} when not valid.
+ */
+int sett_iter_key(const struct sett_iter_t *iter, const uint8_t **key, size_t *len);
+
+/**
+ * The current value, as sett_iter_key() (empty in keys-only mode).
+ */
+int sett_iter_value(const struct sett_iter_t *iter, const uint8_t **value, size_t *len);
+
+/**
+ * Moves to the next entry.
+ */
+int sett_iter_next(struct sett_iter_t *iter, struct sett_error_t **err);
+
+/**
+ * Moves to the first key >= key (reverse: the last key <= key) within bounds.
+ */
+int sett_iter_seek(struct sett_iter_t *iter,
+                   const uint8_t *key,
+                   size_t keylen,
+                   struct sett_error_t **err);
+
+/**
+ * Moves back to the first entry (reverse: the last).
+ */
+int sett_iter_rewind(struct sett_iter_t *iter, struct sett_error_t **err);
+
+/**
+ * Copies as many entries as fit into `buf` (`cap` bytes), starting at the
+ * current one, and moves past them: one call for many items. Each entry is
+ * `u32 key length (little-endian) | u32 value length | key | value`.
+ * *count receives the number of entries, *used the bytes written. At the end
+ * of the iteration: SETT_OK with *count 0. SETT_BUFFER_TOO_SMALL when not even
+ * the current entry fits: *used then holds the size it needs.
+ */
+int sett_iter_next_batch(struct sett_iter_t *iter,
+                         uint8_t *buf,
+                         size_t cap,
+                         size_t *count,
+                         size_t *used,
+                         struct sett_error_t **err);
+
+/**
+ * Frees an iterator. Accepts NULL.
+ */
+void sett_iter_free(struct sett_iter_t *iter);
+
+/**
+ * New options holding the defaults. Free with sett_options_free().
+ */
+struct sett_options_t *sett_options_new(void);
+
+/**
+ * Frees options. Accepts NULL.
+ */
+void sett_options_free(struct sett_options_t *opts);
+
+/**
+ * Values of at least this many bytes go to the value log (default 1024). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_value_threshold(struct sett_options_t *opts,
+                                     size_t value);
+
+/**
+ * Memtable size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_memtable_size(struct sett_options_t *opts, size_t value);
+
+/**
+ * Memtables held at most, active plus immutable (default 4). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_max_memtables(struct sett_options_t *opts,
+                                   size_t value);
+
+/**
+ * SST block size in bytes (default 4096). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_block_size(struct sett_options_t *opts, size_t value);
+
+/**
+ * Bloom filter bits per key, 0 for none (default 10). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_bloom_bits_per_key(struct sett_options_t *opts, size_t value);
+
+/**
+ * Target SST size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_table_size(struct sett_options_t *opts, uint64_t value);
+
+/**
+ * Target size of level 1 in bytes (default 256 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_level_base_size(struct sett_options_t *opts, uint64_t value);
+
+/**
+ * Size ratio between levels (default 10). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_level_multiplier(struct sett_options_t *opts, uint64_t value);
+
+/**
+ * Number of levels, L0 included (default 7). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_num_levels(struct sett_options_t *opts, size_t value);
+
+/**
+ * L0 tables that start a compaction (default 4). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_l0_compaction_trigger(struct sett_options_t *opts, size_t value);
+
+/**
+ * L0 tables at which writes slow down (default 8). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_l0_slowdown_trigger(struct sett_options_t *opts, size_t value);
+
+/**
+ * L0 tables at which writes stop (default 12). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_l0_stop_trigger(struct sett_options_t *opts, size_t value);
+
+/**
+ * Background compaction threads (default 2). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_compaction_threads(struct sett_options_t *opts, size_t value);
+
+/**
+ * Value-log file size in bytes before a new one starts (default 1 GiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_vlog_file_size(struct sett_options_t *opts,
+                                    uint64_t value);
+
+/**
+ * Largest key in bytes (default 65000). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_max_key_size(struct sett_options_t *opts, size_t value);
+
+/**
+ * Largest value in bytes (default 1 GiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_max_value_size(struct sett_options_t *opts, size_t value);
+
+/**
+ * Largest transaction in bytes written (default 15% of the memtable). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_max_txn_size(struct sett_options_t *opts,
+                                  size_t value);
+
+/**
+ * 1: fsync the WAL and value log once per write group; 0 (default): do not.
+ * Any other value is SETT_INVALID_ARGUMENT.
+ */
+int sett_options_set_sync_writes(struct sett_options_t *opts, uint32_t value);
+
+/**
+ * 1: open read-only (shared with other read-only opens); 0 (default): read-write.
+ * Any other value is SETT_INVALID_ARGUMENT.
+ */
+int sett_options_set_read_only(struct sett_options_t *opts, uint32_t value);
+
+/**
+ * Begins a transaction: `update` 1 for read-write, 0 for read-only (other
+ * values are SETT_INVALID_ARGUMENT). *txn receives the handle (NULL on failure).
+ */
+int sett_txn_begin(struct sett_db_t *db,
+                   uint32_t update,
+                   struct sett_txn_t **txn,
+                   struct sett_error_t **err);
+
+/**
+ * Reads key as the transaction sees it (its snapshot plus its own writes).
+ * Same contract as sett_get().
+ */
+int sett_txn_get(struct sett_txn_t *txn,
+                 const uint8_t *key,
+                 size_t keylen,
+                 struct sett_buf_t *value,
+                 struct sett_error_t **err);
+
+/**
+ * Buffers a put (applied at commit).
+ */
+int sett_txn_put(struct sett_txn_t *txn,
+                 const uint8_t *key,
+                 size_t keylen,
+                 const uint8_t *val,
+                 size_t vallen,
+                 struct sett_error_t **err);
+
+/**
+ * Buffers a put with a user-meta byte and a TTL in milliseconds (0 = none).
+ * SETT_TOO_BIG when the transaction would exceed its size limit (the put is not
+ * taken; the transaction stays usable).
+ */
+int sett_txn_put_with(struct sett_txn_t *txn,
+                      const uint8_t *key,
+                      size_t keylen,
+                      const uint8_t *val,
+                      size_t vallen,
+                      uint8_t user_meta,
+                      uint64_t ttl_ms,
+                      struct sett_error_t **err);
+
+/**
+ * Buffers a delete.
+ */
+int sett_txn_delete(struct sett_txn_t *txn,
+                    const uint8_t *key,
+                    size_t keylen,
+                    struct sett_error_t **err);
+
+/**
+ * Commits. SETT_CONFLICT when a key it read was written by a transaction that
+ * committed after it began: begin a new one and retry. The transaction is
+ * finished either way.
+ */
+int sett_txn_commit(struct sett_txn_t *txn, struct sett_error_t **err);
+
+/**
+ * Drops the buffered writes; the transaction is finished. Accepts NULL.
+ */
+void sett_txn_discard(struct sett_txn_t *txn);
+
+/**
+ * Releases a transaction handle (discarding it if still open). Accepts NULL.
+ */
+void sett_txn_free(struct sett_txn_t *txn);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* SETT_H */

@@ -8,7 +8,7 @@ CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -g
 CXXFLAGS_TEST := -std=c++17 -Wall -Wextra -Werror -g
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
 
-.PHONY: bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: bench-ffi bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -27,6 +27,18 @@ deps:
 bench: deps
 	$(CARGO) build --release -p sett-cli
 	./target/release/sett bench $(BENCH_ARGS)
+
+# Per-call cost of sett_get_into (C ABI) against Db::get (Rust), same data, one run.
+bench-ffi: lib
+	$(CARGO) build --release -p sett-cli
+	mkdir -p target/bench
+	cc -O2 -std=c11 -Wall -Wextra -Werror -o target/bench/get_into ffi/bench/get_into.c $$(PKG_CONFIG_PATH=target/pkgconfig pkg-config --cflags --libs sett)
+	rm -rf target/bench/get-db
+	target/bench/get_into target/bench/get-db 1000000 2000000
+	./target/release/sett bench-get target/bench/get-db 1000000 2000000
+	target/bench/get_into target/bench/get-db 1000000 2000000
+	./target/release/sett bench-get target/bench/get-db 1000000 2000000
+	rm -rf target/bench/get-db
 
 fmt-check: deps
 	$(CARGO) fmt --all -- --check

@@ -10,6 +10,7 @@
 mod args;
 mod bank;
 mod bench;
+mod getbench;
 mod load;
 mod tools;
 
@@ -23,6 +24,7 @@ const USAGE: &str = "usage:
   sett gc DIR [--ratio 0.5]
   sett bank [--dir DIR] [--accounts 100] [--threads 4] [--seconds 5] [--sync]
   sett bench-load [--keys 1000000] [--valsz 128]
+  sett bench-get DIR N M
   sett bench [--dir DIR] [--valsz N[,N...]] [--keys N[,N...]] \
 [--writers N] [--batch N] [--reads N] [--readers N] [--sync] [--value-threshold N] [--keep]
   --valsz            value sizes in bytes (default 128,4096)
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Some("flatten") => tool(tools::flatten),
         Some("gc") => tool(tools::gc),
         Some("bench-load") => tool(load::run),
+        Some("bench-get") => tool(getbench::run),
         Some("bank") => {
             match args::Args::parse(&args[1..], &["sync"]).and_then(|a| bank::run(&a)) {
                 Ok(true) => ExitCode::SUCCESS,

@@ -31,7 +31,11 @@ pub struct sett_stats_t {
 
 /// Fills *out with the database's counts and sizes.
 #[no_mangle]
-pub unsafe extern "C" fn sett_stats(db: *mut sett_db_t, out: *mut sett_stats_t, err: *mut *mut sett_error_t) -> c_int {
+pub unsafe extern "C" fn sett_stats(
+    db: *mut sett_db_t,
+    out: *mut sett_stats_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
     guard_ok(err, || {
         // SAFETY: live handle (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
@@ -98,10 +102,12 @@ pub unsafe extern "C" fn sett_backup(
         // SAFETY: live handle, NUL-terminated path (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
         let p = unsafe { c_path(path, "path") }?;
-        let io = |e: std::io::Error| FfiError::from(sett_core::Error::Io {
-            context: format!("writing backup {p}"),
-            source: e.into(),
-        });
+        let io = |e: std::io::Error| {
+            FfiError::from(sett_core::Error::Io {
+                context: format!("writing backup {p}"),
+                source: e.into(),
+            })
+        };
         let file = std::fs::File::create(p).map_err(io)?;
         let mut w = std::io::BufWriter::new(file);
         let next = h.db.backup(&mut w, since)?;
@@ -199,7 +205,8 @@ pub unsafe extern "C" fn sett_sequence_new(
         // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
         unsafe { write_out(seq, std::ptr::null_mut(), "seq") }?;
         let h = unsafe { handle(db, "db") }?;
-        let s = h.db.sequence(unsafe { bytes(key, keylen, "key") }?, bandwidth)?;
+        let s =
+            h.db.sequence(unsafe { bytes(key, keylen, "key") }?, bandwidth)?;
         unsafe { seq.write(Box::into_raw(Box::new(sett_sequence_t { seq: s }))) };
         Ok(())
     })
@@ -222,7 +229,10 @@ pub unsafe extern "C" fn sett_sequence_next(
 
 /// Gives back the unused part of the current lease.
 #[no_mangle]
-pub unsafe extern "C" fn sett_sequence_release(seq: *mut sett_sequence_t, err: *mut *mut sett_error_t) -> c_int {
+pub unsafe extern "C" fn sett_sequence_release(
+    seq: *mut sett_sequence_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
     guard_ok(err, || {
         // SAFETY: live handle (contract in sett.h).
         unsafe { handle(seq, "seq") }?.seq.release()?;

@@ -28,7 +28,10 @@ pub unsafe extern "C" fn sett_batch_free(batch: *mut sett_batch_t) {
     }
 }
 
-fn with_batch(batch: *mut sett_batch_t, f: impl FnOnce(&mut WriteBatch) -> Result<(), FfiError>) -> c_int {
+fn with_batch(
+    batch: *mut sett_batch_t,
+    f: impl FnOnce(&mut WriteBatch) -> Result<(), FfiError>,
+) -> c_int {
     guard(std::ptr::null_mut(), || {
         // SAFETY: a non-NULL batch is a live handle (contract in sett.h).
         f(&mut unsafe { handle_mut(batch, "batch") }?.batch)?;
@@ -71,7 +74,11 @@ pub unsafe extern "C" fn sett_batch_put_with(
 
 /// Adds a delete.
 #[no_mangle]
-pub unsafe extern "C" fn sett_batch_delete(batch: *mut sett_batch_t, key: *const u8, keylen: usize) -> c_int {
+pub unsafe extern "C" fn sett_batch_delete(
+    batch: *mut sett_batch_t,
+    key: *const u8,
+    keylen: usize,
+) -> c_int {
     with_batch(batch, |b| {
         // SAFETY: valid byte range (contract in sett.h).
         b.delete(unsafe { bytes(key, keylen, "key") }?);

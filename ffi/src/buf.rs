@@ -36,7 +36,9 @@ impl sett_buf_t {
 #[no_mangle]
 pub unsafe extern "C" fn sett_buf_free(buf: *mut sett_buf_t) {
     // SAFETY: a non-NULL buf points to a sett_buf_t the caller owns.
-    let Some(b) = (unsafe { buf.as_mut() }) else { return };
+    let Some(b) = (unsafe { buf.as_mut() }) else {
+        return;
+    };
     if !b.data.is_null() && b.cap != 0 {
         // SAFETY: data/len/cap came from a Vec<u8> in from_vec and are freed once
         // (the struct is reset below).

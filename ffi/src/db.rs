@@ -72,7 +72,9 @@ pub unsafe extern "C" fn sett_db_free(db: *mut sett_db_t) {
     if !db.is_null() {
         // SAFETY: db came from sett_open and is freed once; a panic while
         // closing must not cross into C.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(db) })));
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(unsafe { Box::from_raw(db) })
+        }));
     }
 }
 
@@ -266,9 +268,16 @@ pub unsafe extern "C" fn sett_multi_get(
             return Ok(());
         }
         if keys.is_null() || keylens.is_null() || values.is_null() || statuses.is_null() {
-            return Err(FfiError::invalid("keys, keylens, values and statuses must not be NULL"));
+            return Err(FfiError::invalid(
+                "keys, keylens, values and statuses must not be NULL",
+            ));
         }
-        let (kp, kl) = unsafe { (std::slice::from_raw_parts(keys, n), std::slice::from_raw_parts(keylens, n)) };
+        let (kp, kl) = unsafe {
+            (
+                std::slice::from_raw_parts(keys, n),
+                std::slice::from_raw_parts(keylens, n),
+            )
+        };
         let mut ks = Vec::with_capacity(n);
         for i in 0..n {
             ks.push(unsafe { bytes(kp[i], kl[i], "key") }?);
@@ -278,8 +287,12 @@ pub unsafe extern "C" fn sett_multi_get(
             // SAFETY: values and statuses hold n elements.
             unsafe {
                 let found = v.is_some();
-                values.add(i).write(v.map_or_else(sett_buf_t::empty, sett_buf_t::from_vec));
-                statuses.add(i).write(if found { SETT_OK } else { SETT_NOT_FOUND });
+                values
+                    .add(i)
+                    .write(v.map_or_else(sett_buf_t::empty, sett_buf_t::from_vec));
+                statuses
+                    .add(i)
+                    .write(if found { SETT_OK } else { SETT_NOT_FOUND });
             }
         }
         Ok(())

@@ -35,7 +35,10 @@ pub unsafe extern "C" fn sett_iter_options_free(opts: *mut sett_iter_options_t) 
     }
 }
 
-fn with_opts(opts: *mut sett_iter_options_t, f: impl FnOnce(&mut IterOptions) -> Result<(), FfiError>) -> c_int {
+fn with_opts(
+    opts: *mut sett_iter_options_t,
+    f: impl FnOnce(&mut IterOptions) -> Result<(), FfiError>,
+) -> c_int {
     guard(std::ptr::null_mut(), || {
         // SAFETY: a non-NULL opts is a live handle (contract in sett.h).
         f(&mut unsafe { handle_mut(opts, "opts") }?.opts)?;
@@ -79,7 +82,10 @@ pub unsafe extern "C" fn sett_iter_options_set_bounds(
 
 /// 1: walk from the largest key down; 0 (default): up.
 #[no_mangle]
-pub unsafe extern "C" fn sett_iter_options_set_reverse(opts: *mut sett_iter_options_t, value: u32) -> c_int {
+pub unsafe extern "C" fn sett_iter_options_set_reverse(
+    opts: *mut sett_iter_options_t,
+    value: u32,
+) -> c_int {
     with_opts(opts, |o| {
         o.reverse = flag(value, "reverse")?;
         Ok(())
@@ -88,7 +94,10 @@ pub unsafe extern "C" fn sett_iter_options_set_reverse(opts: *mut sett_iter_opti
 
 /// 1: keys only, the value log is never read; 0 (default): with values.
 #[no_mangle]
-pub unsafe extern "C" fn sett_iter_options_set_keys_only(opts: *mut sett_iter_options_t, value: u32) -> c_int {
+pub unsafe extern "C" fn sett_iter_options_set_keys_only(
+    opts: *mut sett_iter_options_t,
+    value: u32,
+) -> c_int {
     with_opts(opts, |o| {
         o.keys_only = flag(value, "keys_only")?;
         Ok(())
@@ -97,7 +106,10 @@ pub unsafe extern "C" fn sett_iter_options_set_keys_only(opts: *mut sett_iter_op
 
 /// How many items ahead values are read (at least 1; default 64).
 #[no_mangle]
-pub unsafe extern "C" fn sett_iter_options_set_prefetch(opts: *mut sett_iter_options_t, value: u32) -> c_int {
+pub unsafe extern "C" fn sett_iter_options_set_prefetch(
+    opts: *mut sett_iter_options_t,
+    value: u32,
+) -> c_int {
     with_opts(opts, |o| {
         if value == 0 {
             return Err(FfiError::invalid("prefetch must be at least 1"));
@@ -167,12 +179,26 @@ pub unsafe extern "C" fn sett_iter_valid(iter: *const sett_iter_t) -> c_int {
 /// The current key: *key points into the iterator (valid until it moves or is
 /// freed), *len its length. {NULL, 0} when not valid.
 #[no_mangle]
-pub unsafe extern "C" fn sett_iter_key(iter: *const sett_iter_t, key: *mut *const u8, len: *mut usize) -> c_int {
+pub unsafe extern "C" fn sett_iter_key(
+    iter: *const sett_iter_t,
+    key: *mut *const u8,
+    len: *mut usize,
+) -> c_int {
     guard(std::ptr::null_mut(), || {
         // SAFETY: live handle and writable out-pointers (contract in sett.h).
         let i = unsafe { handle(iter, "iter") }?;
         let k = i.it.key();
-        unsafe { write_out(key, if k.is_empty() { std::ptr::null() } else { k.as_ptr() }, "key") }?;
+        unsafe {
+            write_out(
+                key,
+                if k.is_empty() {
+                    std::ptr::null()
+                } else {
+                    k.as_ptr()
+                },
+                "key",
+            )
+        }?;
         unsafe { write_out(len, k.len(), "len") }?;
         Ok(SETT_OK)
     })
@@ -189,7 +215,17 @@ pub unsafe extern "C" fn sett_iter_value(
         // SAFETY: live handle and writable out-pointers (contract in sett.h).
         let i = unsafe { handle(iter, "iter") }?;
         let v = i.it.value();
-        unsafe { write_out(value, if v.is_empty() { std::ptr::null() } else { v.as_ptr() }, "value") }?;
+        unsafe {
+            write_out(
+                value,
+                if v.is_empty() {
+                    std::ptr::null()
+                } else {
+                    v.as_ptr()
+                },
+                "value",
+            )
+        }?;
         unsafe { write_out(len, v.len(), "len") }?;
         Ok(SETT_OK)
     })
@@ -197,7 +233,10 @@ pub unsafe extern "C" fn sett_iter_value(
 
 /// Moves to the next entry.
 #[no_mangle]
-pub unsafe extern "C" fn sett_iter_next(iter: *mut sett_iter_t, err: *mut *mut sett_error_t) -> c_int {
+pub unsafe extern "C" fn sett_iter_next(
+    iter: *mut sett_iter_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
     guard_ok(err, || {
         // SAFETY: live handle (contract in sett.h).
         unsafe { handle_mut(iter, "iter") }?.it.advance()?;
@@ -223,7 +262,10 @@ pub unsafe extern "C" fn sett_iter_seek(
 
 /// Moves back to the first entry (reverse: the last).
 #[no_mangle]
-pub unsafe extern "C" fn sett_iter_rewind(iter: *mut sett_iter_t, err: *mut *mut sett_error_t) -> c_int {
+pub unsafe extern "C" fn sett_iter_rewind(
+    iter: *mut sett_iter_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
     guard_ok(err, || {
         // SAFETY: live handle (contract in sett.h).
         unsafe { handle_mut(iter, "iter") }?.it.rewind()?;
@@ -273,7 +315,11 @@ pub unsafe extern "C" fn sett_iter_next_batch(
             unsafe {
                 let dst = buf.add(at);
                 std::ptr::copy_nonoverlapping((k.len() as u32).to_le_bytes().as_ptr(), dst, 4);
-                std::ptr::copy_nonoverlapping((v.len() as u32).to_le_bytes().as_ptr(), dst.add(4), 4);
+                std::ptr::copy_nonoverlapping(
+                    (v.len() as u32).to_le_bytes().as_ptr(),
+                    dst.add(4),
+                    4,
+                );
                 std::ptr::copy_nonoverlapping(k.as_ptr(), dst.add(8), k.len());
                 std::ptr::copy_nonoverlapping(v.as_ptr(), dst.add(8 + k.len()), v.len());
             }
@@ -295,6 +341,8 @@ pub unsafe extern "C" fn sett_iter_next_batch(
 pub unsafe extern "C" fn sett_iter_free(iter: *mut sett_iter_t) {
     if !iter.is_null() {
         // SAFETY: iter came from sett_iter_new/sett_txn_iter_new and is freed once.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(iter) })));
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(unsafe { Box::from_raw(iter) })
+        }));
     }
 }

@@ -47,7 +47,10 @@ fn flag(v: u32, name: &str) -> Result<bool, FfiError> {
 
 /// Values of at least this many bytes go to the value log (default 1024). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_value_threshold(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_value_threshold(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.value_threshold = value;
         Ok(())
@@ -56,7 +59,10 @@ pub unsafe extern "C" fn sett_options_set_value_threshold(opts: *mut sett_option
 
 /// Memtable size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_memtable_size(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_memtable_size(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.memtable_size = value;
         Ok(())
@@ -65,7 +71,10 @@ pub unsafe extern "C" fn sett_options_set_memtable_size(opts: *mut sett_options_
 
 /// Memtables held at most, active plus immutable (default 4). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_max_memtables(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_max_memtables(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.max_memtables = value;
         Ok(())
@@ -74,7 +83,10 @@ pub unsafe extern "C" fn sett_options_set_max_memtables(opts: *mut sett_options_
 
 /// SST block size in bytes (default 4096). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_block_size(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_block_size(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.block_size = value;
         Ok(())
@@ -83,7 +95,10 @@ pub unsafe extern "C" fn sett_options_set_block_size(opts: *mut sett_options_t, 
 
 /// Bloom filter bits per key, 0 for none (default 10). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_bloom_bits_per_key(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_bloom_bits_per_key(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.bloom_bits_per_key = value;
         Ok(())
@@ -92,7 +107,10 @@ pub unsafe extern "C" fn sett_options_set_bloom_bits_per_key(opts: *mut sett_opt
 
 /// Target SST size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_table_size(opts: *mut sett_options_t, value: u64) -> c_int {
+pub unsafe extern "C" fn sett_options_set_table_size(
+    opts: *mut sett_options_t,
+    value: u64,
+) -> c_int {
     set(opts, |o| {
         o.table_size = value;
         Ok(())
@@ -101,7 +119,10 @@ pub unsafe extern "C" fn sett_options_set_table_size(opts: *mut sett_options_t, 
 
 /// Target size of level 1 in bytes (default 256 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_level_base_size(opts: *mut sett_options_t, value: u64) -> c_int {
+pub unsafe extern "C" fn sett_options_set_level_base_size(
+    opts: *mut sett_options_t,
+    value: u64,
+) -> c_int {
     set(opts, |o| {
         o.level_base_size = value;
         Ok(())
@@ -110,7 +131,10 @@ pub unsafe extern "C" fn sett_options_set_level_base_size(opts: *mut sett_option
 
 /// Size ratio between levels (default 10). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_level_multiplier(opts: *mut sett_options_t, value: u64) -> c_int {
+pub unsafe extern "C" fn sett_options_set_level_multiplier(
+    opts: *mut sett_options_t,
+    value: u64,
+) -> c_int {
     set(opts, |o| {
         o.level_multiplier = value;
         Ok(())
@@ -119,7 +143,10 @@ pub unsafe extern "C" fn sett_options_set_level_multiplier(opts: *mut sett_optio
 
 /// Number of levels, L0 included (default 7). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_num_levels(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_num_levels(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.num_levels = value;
         Ok(())
@@ -128,7 +155,10 @@ pub unsafe extern "C" fn sett_options_set_num_levels(opts: *mut sett_options_t, 
 
 /// L0 tables that start a compaction (default 4). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_l0_compaction_trigger(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_l0_compaction_trigger(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.l0_compaction_trigger = value;
         Ok(())
@@ -137,7 +167,10 @@ pub unsafe extern "C" fn sett_options_set_l0_compaction_trigger(opts: *mut sett_
 
 /// L0 tables at which writes slow down (default 8). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_l0_slowdown_trigger(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_l0_slowdown_trigger(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.l0_slowdown_trigger = value;
         Ok(())
@@ -146,7 +179,10 @@ pub unsafe extern "C" fn sett_options_set_l0_slowdown_trigger(opts: *mut sett_op
 
 /// L0 tables at which writes stop (default 12). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_l0_stop_trigger(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_l0_stop_trigger(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.l0_stop_trigger = value;
         Ok(())
@@ -155,7 +191,10 @@ pub unsafe extern "C" fn sett_options_set_l0_stop_trigger(opts: *mut sett_option
 
 /// Background compaction threads (default 2). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_compaction_threads(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_compaction_threads(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.compaction_threads = value;
         Ok(())
@@ -164,7 +203,10 @@ pub unsafe extern "C" fn sett_options_set_compaction_threads(opts: *mut sett_opt
 
 /// Value-log file size in bytes before a new one starts (default 1 GiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_vlog_file_size(opts: *mut sett_options_t, value: u64) -> c_int {
+pub unsafe extern "C" fn sett_options_set_vlog_file_size(
+    opts: *mut sett_options_t,
+    value: u64,
+) -> c_int {
     set(opts, |o| {
         o.vlog_file_size = value;
         Ok(())
@@ -173,7 +215,10 @@ pub unsafe extern "C" fn sett_options_set_vlog_file_size(opts: *mut sett_options
 
 /// Largest key in bytes (default 65000). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_max_key_size(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_max_key_size(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.max_key_size = value;
         Ok(())
@@ -182,7 +227,10 @@ pub unsafe extern "C" fn sett_options_set_max_key_size(opts: *mut sett_options_t
 
 /// Largest value in bytes (default 1 GiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_max_value_size(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_max_value_size(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.max_value_size = value;
         Ok(())
@@ -191,7 +239,10 @@ pub unsafe extern "C" fn sett_options_set_max_value_size(opts: *mut sett_options
 
 /// Largest transaction in bytes written (default 15% of the memtable). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_max_txn_size(opts: *mut sett_options_t, value: usize) -> c_int {
+pub unsafe extern "C" fn sett_options_set_max_txn_size(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
     set(opts, |o| {
         o.max_txn_size = value;
         Ok(())
@@ -201,7 +252,10 @@ pub unsafe extern "C" fn sett_options_set_max_txn_size(opts: *mut sett_options_t
 /// 1: fsync the WAL and value log once per write group; 0 (default): do not.
 /// Any other value is SETT_INVALID_ARGUMENT.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_sync_writes(opts: *mut sett_options_t, value: u32) -> c_int {
+pub unsafe extern "C" fn sett_options_set_sync_writes(
+    opts: *mut sett_options_t,
+    value: u32,
+) -> c_int {
     set(opts, |o| {
         o.sync_writes = flag(value, "sync_writes")?;
         Ok(())
@@ -211,7 +265,10 @@ pub unsafe extern "C" fn sett_options_set_sync_writes(opts: *mut sett_options_t,
 /// 1: open read-only (shared with other read-only opens); 0 (default): read-write.
 /// Any other value is SETT_INVALID_ARGUMENT.
 #[no_mangle]
-pub unsafe extern "C" fn sett_options_set_read_only(opts: *mut sett_options_t, value: u32) -> c_int {
+pub unsafe extern "C" fn sett_options_set_read_only(
+    opts: *mut sett_options_t,
+    value: u32,
+) -> c_int {
     set(opts, |o| {
         o.read_only = flag(value, "read_only")?;
         Ok(())

@@ -16,9 +16,12 @@ pub struct sett_txn_t {
 
 impl sett_txn_t {
     pub(crate) fn live(&mut self) -> Result<&mut Txn, FfiError> {
-        self.txn
-            .as_mut()
-            .ok_or_else(|| FfiError::new(crate::error::SETT_CLOSED, "transaction already committed or discarded"))
+        self.txn.as_mut().ok_or_else(|| {
+            FfiError::new(
+                crate::error::SETT_CLOSED,
+                "transaction already committed or discarded",
+            )
+        })
     }
 }
 
@@ -129,7 +132,10 @@ pub unsafe extern "C" fn sett_txn_delete(
 /// committed after it began: begin a new one and retry. The transaction is
 /// finished either way.
 #[no_mangle]
-pub unsafe extern "C" fn sett_txn_commit(txn: *mut sett_txn_t, err: *mut *mut sett_error_t) -> c_int {
+pub unsafe extern "C" fn sett_txn_commit(
+    txn: *mut sett_txn_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
     guard_ok(err, || {
         // SAFETY: live handle (contract in sett.h).
         let h = unsafe { handle_mut(txn, "txn") }?;
@@ -157,6 +163,8 @@ pub unsafe extern "C" fn sett_txn_discard(txn: *mut sett_txn_t) {
 pub unsafe extern "C" fn sett_txn_free(txn: *mut sett_txn_t) {
     if !txn.is_null() {
         // SAFETY: txn came from sett_txn_begin and is freed once.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(txn) })));
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(unsafe { Box::from_raw(txn) })
+        }));
     }
 }

@@ -6,7 +6,10 @@ use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs `f`, turning its error into a status (and `*err`) and a panic into SETT_PANIC.
-pub(crate) fn guard(err: *mut *mut sett_error_t, f: impl FnOnce() -> Result<c_int, FfiError>) -> c_int {
+pub(crate) fn guard(
+    err: *mut *mut sett_error_t,
+    f: impl FnOnce() -> Result<c_int, FfiError>,
+) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
@@ -15,14 +18,20 @@ pub(crate) fn guard(err: *mut *mut sett_error_t, f: impl FnOnce() -> Result<c_in
             code
         }
         Err(_) => {
-            set_error(err, FfiError::new(SETT_PANIC, "a panic happened inside sett"));
+            set_error(
+                err,
+                FfiError::new(SETT_PANIC, "a panic happened inside sett"),
+            );
             SETT_PANIC
         }
     }
 }
 
 /// Like `guard` for calls whose only outcomes are OK or an error.
-pub(crate) fn guard_ok(err: *mut *mut sett_error_t, f: impl FnOnce() -> Result<(), FfiError>) -> c_int {
+pub(crate) fn guard_ok(
+    err: *mut *mut sett_error_t,
+    f: impl FnOnce() -> Result<(), FfiError>,
+) -> c_int {
     guard(err, || f().map(|()| SETT_OK))
 }
 
@@ -35,7 +44,9 @@ pub(crate) unsafe fn bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(FfiError::invalid(format!("{what} is NULL with length {len}")));
+        return Err(FfiError::invalid(format!(
+            "{what} is NULL with length {len}"
+        )));
     }
     // SAFETY: non-NULL and, by the caller's contract, valid for `len` bytes.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })

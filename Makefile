@@ -8,7 +8,7 @@ CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -g
 CXXFLAGS_TEST := -std=c++17 -Wall -Wextra -Werror -g
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
 
-.PHONY: bench-ffi bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -19,12 +19,26 @@ deps:
 	fi
 	@cbindgen --version 2>/dev/null | grep -q ' $(CBINDGEN_VERSION)$$' || $(CARGO) install cbindgen --version $(CBINDGEN_VERSION) --locked
 	@missing=""; for t in valgrind pkg-config cc c++; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	dpkg -s librocksdb-dev >/dev/null 2>&1 || missing="$$missing librocksdb-dev"; \
 	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing" >&2; apt-get update -q && apt-get install -y -q valgrind pkg-config gcc g++; \
+		echo "installing:$$missing" >&2; apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind pkg-config gcc g++ librocksdb-dev; \
 	fi
+	@command -v go >/dev/null || { echo "go not found: install Go first" >&2; exit 1; }
 
-# Main job: populate, random reads and iteration at 128 B and 4 KiB values, data in a temporary folder.
-bench: deps
+# Main job: the badger-bench matrix, sett vs RocksDB vs Badger at 16 B, 128 B, 1 KiB and
+# 16 KiB values, data in a temporary folder; writes results/badger-bench.md and .csv.
+# BENCH_ARGS="--scale 10" for larger data sets (see bench-go/cmd/runbench).
+bench: go-build
+	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --out results $(BENCH_ARGS)
+
+# The Go programs of the suites, against the release libsett.
+go-build: lib
+	cd bench-go && go build -o ../target/go/populate ./cmd/populate && \
+		go test -c -o ../target/go/bench.test . && go build -o ../target/go/runbench ./cmd/runbench
+
+# The Rust-only benchmark of the engine (no other engines): populate, reads, iteration.
+bench-rust: deps
 	$(CARGO) build --release -p sett-cli
 	./target/release/sett bench $(BENCH_ARGS)
 
@@ -95,5 +109,15 @@ ctest: deps
 	$(VALGRIND) target/ctest/test_cpp
 	rm -rf target/ctest/example-db && $(VALGRIND) target/ctest/example target/ctest/example-db && rm -rf target/ctest/example-db
 
-test: fmt-check lint header-check unit ctest smoke
+# The Go package (race detector), go vet, gofmt, and a tiny run of the whole badger-bench suite.
+gotest: go-build
+	@test -z "$$(cd bench-go && gofmt -l .)" || { echo "gofmt would change:"; cd bench-go && gofmt -l .; exit 1; }
+	cd bench-go && go vet ./... && go test -race -count=1 ./...
+	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --sizes 128,1024 \
+		--scale 0.005 --reads 2000 --iter 5000 --device-mib 8 --out target/bench-smoke > target/bench-smoke.log 2>&1 || \
+		{ tail -40 target/bench-smoke.log; exit 1; }
+	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 8 || { echo "badger-bench smoke: expected 7 rows"; cat target/bench-smoke/badger-bench.csv; exit 1; }
+	@echo "badger-bench smoke run: results in target/bench-smoke/badger-bench.md"
+
+test: fmt-check lint header-check unit ctest gotest smoke
 	@echo "make test: all checks passed"

@@ -1,0 +1,5 @@
+package main
+
+import "settbench/sett"
+
+func settLibVersion() int { return sett.Version() }

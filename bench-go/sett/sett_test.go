@@ -1,0 +1,236 @@
+package sett
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openTemp(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, MemtableSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func TestSetGetDeleteAndNotFound(t *testing.T) {
+	db := openTemp(t)
+	if err := db.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("x"), 5000)
+	if err := db.Set([]byte("big"), big); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("get k: %q %v", v, err)
+	}
+	buf := make([]byte, 0, 16)
+	if v, err := db.GetInto([]byte("big"), buf); err != nil || !bytes.Equal(v, big) {
+		t.Fatalf("get big into a small buffer: %d bytes, %v", len(v), err)
+	}
+	if _, err := db.Get([]byte("absent")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("want ErrNotFound, got %v", err)
+	}
+	if err := db.Delete([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Get([]byte("k")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted key: %v", err)
+	}
+	if err := db.Set(nil, []byte("v")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("empty key: %v", err)
+	}
+	if err := db.SetEntry([]byte("ttl"), []byte("v"), 3, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBatchAndMultiGet(t *testing.T) {
+	db := openTemp(t)
+	b := db.NewBatch()
+	for i := 0; i < 100; i++ {
+		if err := b.Set([]byte(fmt.Sprintf("b%03d", i)), []byte(fmt.Sprintf("v%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Delete([]byte("b050")); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 101 {
+		t.Fatalf("len %d", b.Len())
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second commit: %v", err)
+	}
+	vals, err := db.MultiGet([][]byte{[]byte("b001"), []byte("b050"), []byte("b099")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(vals[0]) != "v1" || vals[1] != nil || string(vals[2]) != "v99" {
+		t.Fatalf("multiget: %q", vals)
+	}
+}
+
+func TestTransactionsConflictAndView(t *testing.T) {
+	db := openTemp(t)
+	if err := db.Set([]byte("n"), []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	t1, _ := db.begin(true)
+	t2, _ := db.begin(true)
+	defer t1.Discard()
+	defer t2.Discard()
+	if _, err := t1.Get([]byte("n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t2.Get([]byte("n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = t1.Set([]byte("n"), []byte("1"))
+	_ = t2.Set([]byte("n"), []byte("2"))
+	if err := t1.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := t2.Commit(); !errors.Is(err, ErrConflict) {
+		t.Fatalf("want ErrConflict, got %v", err)
+	}
+	err := db.View(func(txn *Txn) error {
+		v, err := txn.Get([]byte("n"))
+		if err != nil || string(v) != "1" {
+			return fmt.Errorf("view read %q %v", v, err)
+		}
+		if err := txn.Set([]byte("x"), []byte("y")); !errors.Is(err, ErrInvalidArgument) {
+			return fmt.Errorf("write in a view: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(txn *Txn) error { return txn.Set([]byte("u"), []byte("1")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIteratorPrefixReverseKeysOnlyAndSeek(t *testing.T) {
+	db := openTemp(t)
+	for i := 0; i < 2000; i++ {
+		_ = db.Set([]byte(fmt.Sprintf("p/%05d", i)), bytes.Repeat([]byte{byte(i)}, i%200))
+	}
+	_ = db.Set([]byte("q/other"), []byte("v"))
+	it, err := db.NewIterator(IteratorOptions{Prefix: []byte("p/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ; it.Valid(); it.Next() {
+		if want := fmt.Sprintf("p/%05d", n); string(it.Key()) != want || len(it.Value()) != n%200 {
+			t.Fatalf("entry %d: %q (%d bytes)", n, it.Key(), len(it.Value()))
+		}
+		n++
+	}
+	if n != 2000 || it.Err() != nil {
+		t.Fatalf("iterated %d, err %v", n, it.Err())
+	}
+	if err := it.Seek([]byte("p/01500")); err != nil || string(it.Key()) != "p/01500" {
+		t.Fatalf("seek: %q %v", it.Key(), err)
+	}
+	it.Close()
+	it.Close()
+	rev, _ := db.NewIterator(IteratorOptions{Reverse: true, KeysOnly: true, Start: []byte("p/00010"), End: []byte("p/00020")})
+	var keys []string
+	for ; rev.Valid(); rev.Next() {
+		keys = append(keys, string(rev.Key()))
+		if len(rev.Value()) != 0 {
+			t.Fatal("keys-only iterator returned a value")
+		}
+	}
+	rev.Close()
+	if len(keys) != 10 || keys[0] != "p/00019" || keys[9] != "p/00010" {
+		t.Fatalf("reverse bounded keys: %v", keys)
+	}
+}
+
+func TestClosedDatabaseAndIteratorReturnErrorsNotCrashes(t *testing.T) {
+	db, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10000; i++ {
+		_ = db.Set([]byte(fmt.Sprintf("k%06d", i)), bytes.Repeat([]byte("v"), 100))
+	}
+	it, err := db.NewIterator(IteratorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, err := db.Get([]byte("k000001")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("get after close: %v", err)
+	}
+	if err := db.Set([]byte("k"), []byte("v")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("set after close: %v", err)
+	}
+	if _, err := db.NewIterator(IteratorOptions{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("iterator after close: %v", err)
+	}
+	for it.Valid() {
+		it.Next()
+	}
+	if !errors.Is(it.Err(), ErrClosed) {
+		t.Fatalf("iterator whose db closed: %v", it.Err())
+	}
+	it.Close()
+}
+
+func TestManyGoroutinesShareOneDB(t *testing.T) {
+	db := openTemp(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			buf := make([]byte, 0, 64)
+			for i := 0; i < 300; i++ {
+				k := []byte(fmt.Sprintf("g%d/%d", g, i))
+				v := []byte(fmt.Sprintf("value-%d-%d", g, i))
+				if err := db.Set(k, v); err != nil {
+					errs <- err
+					return
+				}
+				got, err := db.GetInto(k, buf)
+				if err != nil || !bytes.Equal(got, v) {
+					errs <- fmt.Errorf("read back %q: %q %v", k, got, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestVersionMatchesHeader(t *testing.T) {
+	if Version() < 100 {
+		t.Fatalf("version %d", Version())
+	}
+}

@@ -1,0 +1,117 @@
+// Package stores puts every engine of the benchmarks behind one small
+// interface, so that populate, bench_test.go and kvbench measure them alike.
+package stores
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ValueThreshold is the value size from which sett and Badger keep values in
+// their value log (sett's default). RocksDB's BlobDB row uses it as min_blob_size.
+const ValueThreshold = 1024
+
+// ErrNotFound is returned by Get for a missing key, whatever the engine.
+var ErrNotFound = errors.New("key not found")
+
+// Options shared by every engine, so that a comparison is fair.
+type Options struct {
+	// Sync makes every write batch durable before it returns (off by default).
+	Sync bool
+	// ReadOnly opens for reading only (bench_test.go).
+	ReadOnly bool
+}
+
+// Store is one engine.
+type Store interface {
+	// Name is the engine's short name (sett, rocksdb, rocksdb-blob, badger).
+	Name() string
+	// WriteBatch writes keys[i] → vals[i] atomically.
+	WriteBatch(keys, vals [][]byte) error
+	// Get copies key's value into dst's spare capacity (or a new slice) and
+	// returns it; ErrNotFound when absent.
+	Get(key, dst []byte) ([]byte, error)
+	// Iterate walks forward from the first key, calling fn with each key (and
+	// value unless keysOnly) until fn returns false or limit items were seen.
+	// The slices are valid only during the call.
+	Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error)
+	// Close flushes and closes the engine.
+	Close() error
+}
+
+// Kinds lists the engines of the badger-bench suite.
+var Kinds = []string{"sett", "rocksdb", "badger"}
+
+// Open opens engine kind in dir.
+func Open(kind, dir string, o Options) (Store, error) {
+	if !o.ReadOnly {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	switch kind {
+	case "sett":
+		return openSett(dir, o)
+	case "rocksdb":
+		return openRocks(dir, o, false)
+	case "rocksdb-blob":
+		return openRocks(dir, o, true)
+	case "badger":
+		return openBadger(dir, o)
+	}
+	return nil, fmt.Errorf("unknown store %q (want one of sett, rocksdb, rocksdb-blob, badger)", kind)
+}
+
+// DiskUsage sums the apparent size and the allocated blocks of every file under dir.
+func DiskUsage(dir string) (apparent, allocated int64, err error) {
+	err = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			apparent += info.Size()
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				allocated += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return apparent, allocated, err
+}
+
+// RSS returns this process's current and peak resident set size in bytes, from
+// /proc/self/status (it counts cgo and Rust allocations, unlike Go's MemStats).
+func RSS() (current, peak int64) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	var field = func(name string) int64 {
+		i := indexOf(data, name)
+		if i < 0 {
+			return 0
+		}
+		var kb int64
+		for _, c := range data[i+len(name):] {
+			if c >= '0' && c <= '9' {
+				kb = kb*10 + int64(c-'0')
+			} else if c == '\n' {
+				break
+			}
+		}
+		return kb * 1024
+	}
+	return field("VmRSS:"), field("VmHWM:")
+}
+
+func indexOf(data []byte, s string) int {
+	for i := 0; i+len(s) <= len(data); i++ {
+		if string(data[i:i+len(s)]) == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -132,6 +132,12 @@
 typedef struct sett_batch_t sett_batch_t;
 
 /**
+ * A bulk load in progress: sorted keys straight into bottom-level tables.
+ * One thread at a time.
+ */
+typedef struct sett_bulk_loader_t sett_bulk_loader_t;
+
+/**
  * An open database. Safe to use from many threads at once. Close with
  * sett_close(), then release the handle with sett_db_free(); between the two,
  * every call on it returns SETT_CLOSED.
@@ -302,6 +308,37 @@ int sett_sequence_release(struct sett_sequence_t *seq, struct sett_error_t **err
  * Frees a sequence (without releasing its lease). Accepts NULL.
  */
 void sett_sequence_free(struct sett_sequence_t *seq);
+
+/**
+ * Starts a bulk load into an empty database (SETT_INVALID_ARGUMENT otherwise).
+ * Other writes fail until sett_bulk_loader_finish() or sett_bulk_loader_free().
+ */
+int sett_bulk_loader_new(struct sett_db_t *db,
+                         struct sett_bulk_loader_t **loader,
+                         struct sett_error_t **err);
+
+/**
+ * Adds the next entry; keys must be strictly increasing.
+ */
+int sett_bulk_loader_add(struct sett_bulk_loader_t *loader,
+                         const uint8_t *key,
+                         size_t keylen,
+                         const uint8_t *val,
+                         size_t vallen,
+                         struct sett_error_t **err);
+
+/**
+ * Makes the loaded data durable and visible; *count (may be NULL) receives the
+ * number of entries. The loader is finished either way; free it after.
+ */
+int sett_bulk_loader_finish(struct sett_bulk_loader_t *loader,
+                            uint64_t *count,
+                            struct sett_error_t **err);
+
+/**
+ * Frees a loader; an unfinished load is abandoned (its files removed). Accepts NULL.
+ */
+void sett_bulk_loader_free(struct sett_bulk_loader_t *loader);
 
 /**
  * A new empty batch. Free with sett_batch_free().

@@ -1,9 +1,10 @@
 //! Bulk load of sorted data (what Badger's StreamWriter does): keys given in
 //! increasing order go straight into tables of the last level, and large values
 //! into a value-log file of their own, with no WAL, memtable or compaction.
-//! The Db must be empty; writes wait until the load finishes.
+//! The Db must be empty; other writes fail with `InvalidArgument` until the
+//! load finishes or is dropped.
 
-use crate::db::{lock, DbInner, LogState, ReadState};
+use crate::db::{lock, DbInner, ReadState};
 use crate::error::{Error, Result};
 use crate::key;
 use crate::manifest::{sync_dir, Edit, TableRecord};
@@ -12,12 +13,11 @@ use crate::value::{self, Stored};
 use crate::vlog::{self, VlogFile, VlogWriter};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 /// Loads sorted entries into an empty Db; see the module docs.
-pub struct BulkLoader<'a> {
-    db: &'a Arc<DbInner>,
-    _writes_paused: MutexGuard<'a, Option<LogState>>,
+pub struct BulkLoader {
+    db: Arc<DbInner>,
     seq: u64,
     vlog: VlogWriter,
     builder: Option<(u64, TableBuilder)>,
@@ -28,14 +28,21 @@ pub struct BulkLoader<'a> {
 }
 
 impl DbInner {
-    pub(crate) fn bulk_load(self: &Arc<Self>) -> Result<BulkLoader<'_>> {
+    pub(crate) fn bulk_load(self: &Arc<Self>) -> Result<BulkLoader> {
         self.check_writable()?;
+        let guard = lock(&self.log);
+        if self.bulk_active.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument(
+                "a bulk load is already in progress".into(),
+            ));
+        }
         if !self.is_empty()? {
             return Err(Error::InvalidArgument(
                 "bulk load needs an empty database (drop_all first)".into(),
             ));
         }
-        let guard = lock(&self.log);
+        self.bulk_active.store(true, Ordering::Release);
+        drop(guard);
         let seq = {
             let mut q = lock(&self.queue);
             let s = q.next_seq;
@@ -51,8 +58,7 @@ impl DbInner {
         })?;
         let vlog = VlogWriter::create(&self.dir, vid)?;
         Ok(BulkLoader {
-            db: self,
-            _writes_paused: guard,
+            db: self.clone(),
             seq,
             vlog,
             builder: None,
@@ -64,10 +70,10 @@ impl DbInner {
     }
 }
 
-impl BulkLoader<'_> {
+impl BulkLoader {
     /// Adds the next entry; keys must be strictly increasing.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let db = self.db;
+        let db = &self.db;
         db.check_key(key)?;
         if value.len() > db.opts.max_value_size {
             return Err(Error::TooBig {
@@ -119,7 +125,7 @@ impl BulkLoader<'_> {
 
     /// Makes everything durable and visible; returns the number of entries loaded.
     pub fn finish(mut self) -> Result<u64> {
-        let db = self.db;
+        let db = self.db.clone();
         if let Some((id, b)) = self.builder.take() {
             self.tables.push((id, b.finish()?));
         }
@@ -158,13 +164,14 @@ impl BulkLoader<'_> {
         });
         db.visible_seq.fetch_max(self.seq, Ordering::AcqRel);
         self.finished = true;
+        db.bulk_active.store(false, Ordering::Release);
         let _q = lock(&db.queue);
         db.queue_cv.notify_all();
         Ok(self.count)
     }
 }
 
-impl Drop for BulkLoader<'_> {
+impl Drop for BulkLoader {
     fn drop(&mut self) {
         if !self.finished {
             // The reserved sequence carries nothing; let readers waiting for it go on.
@@ -179,6 +186,7 @@ impl Drop for BulkLoader<'_> {
             if let Some((id, _)) = &self.builder {
                 let _ = std::fs::remove_file(self.db.dir.join(table::file_name(*id)));
             }
+            self.db.bulk_active.store(false, Ordering::Release);
         }
     }
 }

@@ -118,6 +118,14 @@ fn bulk_load_writes_sorted_data_that_reads_back_and_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(tiny_options(dir.path())).unwrap();
     let mut loader = db.bulk_load().unwrap();
+    assert!(
+        matches!(db.put(b"during", b"load"), Err(Error::InvalidArgument(_))),
+        "writes wait for the load"
+    );
+    assert!(
+        matches!(db.bulk_load(), Err(Error::InvalidArgument(_))),
+        "one load at a time"
+    );
     for i in 0..5000u32 {
         let k = format!("bulk{i:06}");
         loader

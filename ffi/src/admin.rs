@@ -248,3 +248,88 @@ pub unsafe extern "C" fn sett_sequence_free(seq: *mut sett_sequence_t) {
         drop(unsafe { Box::from_raw(seq) });
     }
 }
+
+/// A bulk load in progress: sorted keys straight into bottom-level tables.
+/// One thread at a time.
+pub struct sett_bulk_loader_t {
+    loader: Option<sett_core::BulkLoader>,
+}
+
+/// Starts a bulk load into an empty database (SETT_INVALID_ARGUMENT otherwise).
+/// Other writes fail until sett_bulk_loader_finish() or sett_bulk_loader_free().
+#[no_mangle]
+pub unsafe extern "C" fn sett_bulk_loader_new(
+    db: *mut sett_db_t,
+    loader: *mut *mut sett_bulk_loader_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        unsafe { write_out(loader, std::ptr::null_mut(), "loader") }?;
+        let h = unsafe { handle(db, "db") }?;
+        let l = h.db.bulk_load()?;
+        unsafe {
+            loader.write(Box::into_raw(Box::new(sett_bulk_loader_t {
+                loader: Some(l),
+            })))
+        };
+        Ok(())
+    })
+}
+
+/// Adds the next entry; keys must be strictly increasing.
+#[no_mangle]
+pub unsafe extern "C" fn sett_bulk_loader_add(
+    loader: *mut sett_bulk_loader_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle and valid byte ranges (contract in sett.h).
+        let l = unsafe { crate::util::handle_mut(loader, "loader") }?;
+        let l = l.loader.as_mut().ok_or_else(|| {
+            FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
+        })?;
+        l.add(unsafe { bytes(key, keylen, "key") }?, unsafe {
+            bytes(val, vallen, "value")
+        }?)?;
+        Ok(())
+    })
+}
+
+/// Makes the loaded data durable and visible; *count (may be NULL) receives the
+/// number of entries. The loader is finished either way; free it after.
+#[no_mangle]
+pub unsafe extern "C" fn sett_bulk_loader_finish(
+    loader: *mut sett_bulk_loader_t,
+    count: *mut u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle (contract in sett.h).
+        let l = unsafe { crate::util::handle_mut(loader, "loader") }?;
+        let l = l.loader.take().ok_or_else(|| {
+            FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
+        })?;
+        let n = l.finish()?;
+        if !count.is_null() {
+            // SAFETY: writable by the caller's contract.
+            unsafe { count.write(n) };
+        }
+        Ok(())
+    })
+}
+
+/// Frees a loader; an unfinished load is abandoned (its files removed). Accepts NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_bulk_loader_free(loader: *mut sett_bulk_loader_t) {
+    if !loader.is_null() {
+        // SAFETY: loader came from sett_bulk_loader_new and is freed once.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(unsafe { Box::from_raw(loader) })
+        }));
+    }
+}

@@ -256,6 +256,7 @@ impl DbInner {
         self.check_writable()?;
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
+        self.check_no_bulk_load()?;
         if !self.read_state().mem.is_empty() {
             self.switch_memtable(log)?;
         }
@@ -308,6 +309,7 @@ impl DbInner {
         self.check_writable()?;
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
+        self.check_no_bulk_load()?;
         if !self.read_state().mem.is_empty() {
             self.switch_memtable(log)?;
         }

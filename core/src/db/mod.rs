@@ -179,6 +179,8 @@ pub(crate) struct DbInner {
     pub(crate) counters: Counters,
     /// One value-log GC at a time.
     pub(crate) gc_lock: Mutex<()>,
+    /// A bulk load owns the Db: other writes are refused until it ends.
+    pub(crate) bulk_active: AtomicBool,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.
@@ -344,8 +346,9 @@ impl Db {
         self.inner.load(r)
     }
 
-    /// Loads sorted data straight into bottom-level tables; the Db must be empty.
-    pub fn bulk_load(&self) -> Result<BulkLoader<'_>> {
+    /// Loads sorted data straight into bottom-level tables; the Db must be empty,
+    /// and other writes fail until the loader finishes or is dropped.
+    pub fn bulk_load(&self) -> Result<BulkLoader> {
         self.inner.bulk_load()
     }
 

@@ -209,6 +209,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         threads: Mutex::new(Vec::new()),
         counters: Counters::default(),
         gc_lock: Mutex::new(()),
+        bulk_active: AtomicBool::new(false),
         opts,
     });
     if inner.opts.read_only {

@@ -164,10 +164,21 @@ impl DbInner {
         res
     }
 
+    /// Refuses writes while a bulk load owns the Db (called under the log lock).
+    pub(crate) fn check_no_bulk_load(&self) -> Result<()> {
+        if self.bulk_active.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument(
+                "a bulk load is in progress; write after it finishes".into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn write_group(&self, group: &[Arc<Writer>]) -> Result<()> {
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
         self.check_writable()?;
+        self.check_no_bulk_load()?;
         self.make_room(log)?;
         let mem = self.read_state().mem.clone();
         let threshold = self.opts.value_threshold;
@@ -250,6 +261,7 @@ impl DbInner {
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
         self.check_writable()?;
+        self.check_no_bulk_load()?;
         self.make_room(log)?;
         let Some(WriterKind::Moves(moves)) = lock(&w.kind).take() else {
             return Ok(());

@@ -447,6 +447,36 @@ static void test_maintenance(sett_db_t *db) {
     CHECK_RC(sett_get(db, B("it/0150"), 7, &v, NULL), SETT_NOT_FOUND);
 }
 
+static void test_bulk_load(void) {
+    sett_db_t *db = open_db("bulk", NULL);
+    sett_bulk_loader_t *l = NULL;
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_bulk_loader_new(db, &l, NULL), SETT_OK);
+    CHECK_RC(sett_put(db, B("x"), 1, B("y"), 1, NULL), SETT_INVALID_ARGUMENT);
+    char k[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(k, sizeof k, "bulk%06d", i);
+        CHECK_RC(sett_bulk_loader_add(l, B(k), strlen(k), B("value"), 5, NULL), SETT_OK);
+    }
+    CHECK_RC(sett_bulk_loader_add(l, B("bulk000001"), 10, B("v"), 1, &err), SETT_INVALID_ARGUMENT);
+    sett_error_free(err);
+    uint64_t count = 0;
+    CHECK_RC(sett_bulk_loader_finish(l, &count, NULL), SETT_OK);
+    CHECK(count == 1000);
+    CHECK_RC(sett_bulk_loader_finish(l, &count, NULL), SETT_CLOSED);
+    CHECK_RC(sett_bulk_loader_add(l, B("z"), 1, B("v"), 1, NULL), SETT_CLOSED);
+    sett_bulk_loader_free(l);
+    sett_bulk_loader_free(NULL);
+    sett_buf_t v = {0};
+    CHECK_RC(sett_get(db, B("bulk000999"), 10, &v, NULL), SETT_OK);
+    sett_buf_free(&v);
+    CHECK_RC(sett_put(db, B("x"), 1, B("y"), 1, NULL), SETT_OK);
+    CHECK_RC(sett_bulk_loader_new(db, &l, NULL), SETT_INVALID_ARGUMENT); /* not empty */
+    CHECK(l == NULL);
+    CHECK_RC(sett_bulk_loader_new(NULL, &l, NULL), SETT_INVALID_ARGUMENT);
+    sett_db_free(db);
+}
+
 struct worker {
     sett_db_t *db;
     int id;
@@ -517,6 +547,7 @@ int main(void) {
     }
     test_version_and_status();
     test_options_and_open_errors();
+    test_bulk_load();
     sett_options_t *o = sett_options_new();
     sett_options_set_memtable_size(o, 64 << 10);
     sett_options_set_value_threshold(o, 64);

@@ -282,3 +282,14 @@ fn io_error_on_the_write_path_poisons_writes_keeps_reads_and_loses_nothing() {
     assert_eq!(db.get(format!("key{acked:06}").as_bytes()).unwrap(), None);
     db.put(b"after-reopen", b"works").unwrap();
 }
+
+#[test]
+fn close_releases_the_directory_even_while_the_handle_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_with_data(dir.path());
+    db.close().unwrap();
+    let again = Db::open(tiny_options(dir.path())).unwrap();
+    assert_data_intact(&again);
+    drop(db);
+    assert_data_intact(&again);
+}

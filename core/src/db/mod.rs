@@ -160,7 +160,8 @@ pub struct Item {
 pub(crate) struct DbInner {
     pub(crate) opts: Options,
     pub(crate) dir: PathBuf,
-    _lock: File,
+    /// The directory lock; released by close (dropping the File drops the flock).
+    dir_lock: Mutex<Option<File>>,
     state: RwLock<Arc<ReadState>>,
     pub(crate) visible_seq: AtomicU64,
     pub(crate) queue: Mutex<Queue>,

@@ -181,7 +181,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
 
     let inner = Arc::new(DbInner {
         dir: dir.clone(),
-        _lock: dir_lock,
+        dir_lock: Mutex::new(Some(dir_lock)),
         state: RwLock::new(Arc::new(ReadState {
             mem: mem.clone(),
             imm: Vec::new(),

@@ -438,7 +438,8 @@ impl DbInner {
             return Ok(());
         }
         let Some(mut log) = guard.take() else {
-            return Ok(()); // read-only
+            lock(&self.dir_lock).take(); // read-only: release the shared lock
+            return Ok(());
         };
         let mut result = match self.poisoned() {
             Some(e) => Err(e),
@@ -468,6 +469,9 @@ impl DbInner {
                 result = Err(e);
             }
         }
+        drop(log);
+        // Another process (or a new Db in this one) may open the directory now.
+        lock(&self.dir_lock).take();
         result
     }
 }

@@ -1,0 +1,366 @@
+//! `Db` and `open()`.
+
+use crate::convert::{bytes_arg, opt_bytes_arg};
+use crate::errors::to_py;
+use crate::iter::Iter;
+use crate::txn::Txn;
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use sett_core::{GcOutcome, IterOptions, Options, PutOptions, WriteBatch};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An open sett database: `sett.Db(path, **options)` or `sett.open(...)`.
+#[pyclass(module = "sett._sett", subclass)]
+pub struct Db {
+    pub(crate) inner: sett_core::Db,
+}
+
+fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    let bad = |e: PyErr| PyTypeError::new_err(format!("option {name}: {e}"));
+    match name {
+        "value_threshold" => o.value_threshold = v.extract().map_err(bad)?,
+        "memtable_size" => o.memtable_size = v.extract().map_err(bad)?,
+        "max_memtables" => o.max_memtables = v.extract().map_err(bad)?,
+        "block_size" => o.block_size = v.extract().map_err(bad)?,
+        "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract().map_err(bad)?,
+        "table_size" => o.table_size = v.extract().map_err(bad)?,
+        "level_base_size" => o.level_base_size = v.extract().map_err(bad)?,
+        "level_multiplier" => o.level_multiplier = v.extract().map_err(bad)?,
+        "num_levels" => o.num_levels = v.extract().map_err(bad)?,
+        "l0_compaction_trigger" => o.l0_compaction_trigger = v.extract().map_err(bad)?,
+        "l0_slowdown_trigger" => o.l0_slowdown_trigger = v.extract().map_err(bad)?,
+        "l0_stop_trigger" => o.l0_stop_trigger = v.extract().map_err(bad)?,
+        "compaction_threads" => o.compaction_threads = v.extract().map_err(bad)?,
+        "sync_writes" => o.sync_writes = v.extract().map_err(bad)?,
+        "vlog_file_size" => o.vlog_file_size = v.extract().map_err(bad)?,
+        "max_key_size" => o.max_key_size = v.extract().map_err(bad)?,
+        "max_value_size" => o.max_value_size = v.extract().map_err(bad)?,
+        "read_only" => o.read_only = v.extract().map_err(bad)?,
+        "max_txn_size" => o.max_txn_size = v.extract().map_err(bad)?,
+        other => return Err(PyTypeError::new_err(format!("unknown option {other:?}"))),
+    }
+    Ok(())
+}
+
+pub(crate) fn put_options(ttl: Option<f64>, meta: u8) -> PyResult<PutOptions> {
+    let ttl = match ttl {
+        None => None,
+        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(PyValueError::new_err(format!(
+                "ttl must be a positive number of seconds, not {s}"
+            )))
+        }
+    };
+    Ok(PutOptions {
+        user_meta: meta,
+        ttl,
+    })
+}
+
+pub(crate) fn iter_options(
+    prefix: Option<&Bound<'_, PyAny>>,
+    start: Option<&Bound<'_, PyAny>>,
+    end: Option<&Bound<'_, PyAny>>,
+    reverse: bool,
+    keys_only: bool,
+) -> PyResult<IterOptions> {
+    Ok(IterOptions {
+        prefix: opt_bytes_arg(prefix, "prefix")?,
+        start: opt_bytes_arg(start, "start")?,
+        end: opt_bytes_arg(end, "end")?,
+        reverse,
+        keys_only,
+        ..Default::default()
+    })
+}
+
+#[pymethods]
+impl Db {
+    /// Opens (or creates) the database in directory `path`. Options are keyword
+    /// arguments named as in sett's Rust `Options` (value_threshold, sync_writes, ...).
+    #[new]
+    #[pyo3(signature = (path, **options))]
+    fn new(py: Python<'_>, path: PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Db> {
+        let mut o = Options::new(path);
+        if let Some(opts) = options {
+            for (k, v) in opts.iter() {
+                let name: String = k.extract()?;
+                set_option(&mut o, &name, &v)?;
+            }
+        }
+        let inner = py.allow_threads(|| sett_core::Db::open(o)).map_err(to_py)?;
+        Ok(Db { inner })
+    }
+
+    /// The value of `key`, or `default` if it has none.
+    #[pyo3(signature = (key, default=None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+    ) -> PyResult<PyObject> {
+        let k = bytes_arg(key, "key")?;
+        match self.inner.get(&k).map_err(to_py)? {
+            Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// (value, user_meta, expires_at, version) of `key`, or None.
+    fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let k = bytes_arg(key, "key")?;
+        match self.inner.get_entry(&k).map_err(to_py)? {
+            Some(i) => Ok((
+                PyBytes::new_bound(py, &i.value),
+                i.user_meta,
+                i.expires_at,
+                i.version,
+            )
+                .into_py(py)),
+            None => Ok(py.None()),
+        }
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let k = bytes_arg(key, "key")?;
+        match self.inner.get(&k).map_err(to_py)? {
+            Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
+            None => Err(PyKeyError::new_err(PyBytes::new_bound(py, &k).unbind())),
+        }
+    }
+
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.put(py, key, value, None, 0)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.delete(py, key)
+    }
+
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = bytes_arg(key, "key")?;
+        Ok(self.inner.get(&k).map_err(to_py)?.is_some())
+    }
+
+    /// Stores key → value, optionally with a time to live (seconds) and a user-meta byte.
+    #[pyo3(signature = (key, value, *, ttl=None, meta=0))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<f64>,
+        meta: u8,
+    ) -> PyResult<()> {
+        let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
+        let o = put_options(ttl, meta)?;
+        py.allow_threads(|| self.inner.put_with(&k, &v, o))
+            .map_err(to_py)
+    }
+
+    /// Removes `key` (no error if absent).
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_arg(key, "key")?;
+        py.allow_threads(|| self.inner.delete(&k)).map_err(to_py)
+    }
+
+    /// Applies a list of (key, value-or-None, ttl-or-None, meta) atomically.
+    fn _write_batch(&self, py: Python<'_>, ops: &Bound<'_, PyList>) -> PyResult<()> {
+        let mut b = WriteBatch::new();
+        for op in ops.iter() {
+            let t = op.downcast::<PyTuple>()?;
+            let k = bytes_arg(&t.get_item(0)?, "key")?;
+            let v = t.get_item(1)?;
+            if v.is_none() {
+                b.delete(k);
+            } else {
+                let ttl: Option<f64> = t.get_item(2)?.extract()?;
+                let meta: u8 = t.get_item(3)?.extract()?;
+                b.put_with(k, bytes_arg(&v, "value")?, put_options(ttl, meta)?);
+            }
+        }
+        py.allow_threads(|| self.inner.write(b)).map_err(to_py)
+    }
+
+    /// The values of many keys at one consistent point (None where absent).
+    fn get_many(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<PyObject>> {
+        let mut ks = Vec::new();
+        for k in keys.iter()? {
+            ks.push(bytes_arg(&k?, "key")?);
+        }
+        let vals = py
+            .allow_threads(|| {
+                let refs: Vec<&[u8]> = ks.iter().map(Vec::as_slice).collect();
+                self.inner.get_many(&refs)
+            })
+            .map_err(to_py)?;
+        Ok(vals
+            .into_iter()
+            .map(|v| {
+                v.map_or_else(
+                    || py.None(),
+                    |v| PyBytes::new_bound(py, &v).into_any().unbind(),
+                )
+            })
+            .collect())
+    }
+
+    /// Starts a transaction (read-write if `update`). Prefer `transaction()`/`view()`.
+    #[pyo3(signature = (update=true))]
+    fn begin(&self, py: Python<'_>, update: bool) -> PyResult<Txn> {
+        let t = py
+            .allow_threads(|| self.inner.begin(update))
+            .map_err(to_py)?;
+        Ok(Txn::new(t))
+    }
+
+    /// An iterator over a snapshot taken now: (key, value) pairs, or keys if `keys_only`.
+    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false))]
+    fn iter(
+        slf: &Bound<'_, Self>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        keys_only: bool,
+    ) -> PyResult<Iter> {
+        let o = iter_options(prefix, start, end, reverse, keys_only)?;
+        let py = slf.py();
+        let db = slf.borrow();
+        let inner = &db.inner;
+        let it = py.allow_threads(|| inner.iter(o)).map_err(to_py)?;
+        Ok(Iter::new(
+            it,
+            keys_only,
+            Some(slf.clone().into_any().unbind()),
+        ))
+    }
+
+    /// One round of value-log GC; True if a file was collected.
+    #[pyo3(signature = (discard_ratio=0.5))]
+    fn run_value_log_gc(&self, py: Python<'_>, discard_ratio: f64) -> PyResult<bool> {
+        let out = py
+            .allow_threads(|| self.inner.run_value_log_gc(discard_ratio))
+            .map_err(to_py)?;
+        Ok(out != GcOutcome::NothingToCollect)
+    }
+
+    /// Flushes and compacts everything into the last level.
+    fn flatten(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| self.inner.flatten()).map_err(to_py)
+    }
+
+    /// Makes the memtables durable tables.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| self.inner.flush()).map_err(to_py)
+    }
+
+    /// Deletes every key.
+    fn drop_all(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| self.inner.drop_all()).map_err(to_py)
+    }
+
+    /// Deletes every key starting with `prefix`.
+    fn drop_prefix(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<()> {
+        let p = bytes_arg(prefix, "prefix")?;
+        py.allow_threads(|| self.inner.drop_prefix(&p))
+            .map_err(to_py)
+    }
+
+    /// Writes a backup file; returns the `since` for the next incremental one.
+    #[pyo3(signature = (path, since=0))]
+    fn backup(&self, py: Python<'_>, path: PathBuf, since: u64) -> PyResult<u64> {
+        py.allow_threads(|| -> sett_core::Result<u64> {
+            let io = |e: std::io::Error| sett_core::Error::Io {
+                context: format!("writing backup {}", path.display()),
+                source: e.into(),
+            };
+            let f = std::fs::File::create(&path).map_err(io)?;
+            let mut w = std::io::BufWriter::new(f);
+            let next = self.inner.backup(&mut w, since)?;
+            let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+            f.sync_all().map_err(io)?;
+            Ok(next)
+        })
+        .map_err(to_py)
+    }
+
+    /// Restores a backup file (a full one needs an empty database); returns entries applied.
+    fn restore(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+        py.allow_threads(|| -> sett_core::Result<u64> {
+            let f = std::fs::File::open(&path).map_err(|e| sett_core::Error::Io {
+                context: format!("opening backup {}", path.display()),
+                source: e.into(),
+            })?;
+            self.inner.load(&mut std::io::BufReader::new(f))
+        })
+        .map_err(to_py)
+    }
+
+    /// Counts and sizes as a dict.
+    fn stats(&self, py: Python<'_>) -> PyResult<PyObject> {
+        if self.inner.is_closed() {
+            return Err(to_py(sett_core::Error::Closed));
+        }
+        let s = self.inner.stats();
+        let d = PyDict::new_bound(py);
+        d.set_item("levels", s.levels)?;
+        d.set_item("vlog_files", s.vlog_files)?;
+        d.set_item("vlog_bytes", s.vlog_bytes)?;
+        d.set_item("memtable_bytes", s.memtable_bytes)?;
+        d.set_item("immutable_memtables", s.immutable_memtables)?;
+        d.set_item("index_filter_bytes", s.index_filter_bytes)?;
+        d.set_item("last_seq", s.last_seq)?;
+        d.set_item("table_entries", s.table_entries)?;
+        d.set_item("write_groups", s.write_groups)?;
+        Ok(d.into_any().unbind())
+    }
+
+    /// The database directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.path().to_path_buf()
+    }
+
+    /// True once closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Flushes, waits for background work and releases the directory. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| self.inner.close()).map_err(to_py)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<sett.Db {:?}{}>",
+            self.inner.path().display().to_string(),
+            if self.inner.is_closed() {
+                " closed"
+            } else {
+                ""
+            }
+        )
+    }
+}

@@ -1,0 +1,120 @@
+//! The exception hierarchy: everything under `sett.Error`.
+// pyo3 0.22's create_exception! tests a cfg (gil-refs) that this crate does not declare.
+#![allow(unexpected_cfgs)]
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use sett_core::Error;
+
+create_exception!(
+    sett,
+    SettError,
+    PyException,
+    "Base class of every sett error."
+);
+create_exception!(
+    sett,
+    ConflictError,
+    SettError,
+    "A transaction conflicted; retry it."
+);
+create_exception!(
+    sett,
+    CorruptionError,
+    SettError,
+    "Damaged data; the message names file and offset."
+);
+create_exception!(
+    sett,
+    ClosedError,
+    SettError,
+    "The database (or its transaction or iterator) is closed."
+);
+create_exception!(
+    sett,
+    TooBigError,
+    SettError,
+    "A key, value, batch or transaction is over its limit."
+);
+create_exception!(
+    sett,
+    LockedError,
+    SettError,
+    "Another process holds the database directory."
+);
+create_exception!(
+    sett,
+    ReadOnlyError,
+    SettError,
+    "A write to a database opened read-only."
+);
+create_exception!(
+    sett,
+    PoisonedError,
+    SettError,
+    "An earlier write error left the database refusing writes."
+);
+create_exception!(
+    sett,
+    InvalidOptionError,
+    SettError,
+    "An option is out of range."
+);
+create_exception!(
+    sett,
+    InvalidArgumentError,
+    SettError,
+    "An argument sett does not accept (an empty key, say)."
+);
+create_exception!(sett, IOError, SettError, "An operating-system I/O error.");
+create_exception!(
+    sett,
+    UnsupportedVersionError,
+    SettError,
+    "A file of a format version this build cannot read."
+);
+
+/// Converts an engine error into the matching Python exception.
+pub fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Conflict => ConflictError::new_err(msg),
+        Error::Corruption { .. } => CorruptionError::new_err(msg),
+        Error::Closed => ClosedError::new_err(msg),
+        Error::TooBig { .. } => TooBigError::new_err(msg),
+        Error::Locked(_) => LockedError::new_err(msg),
+        Error::ReadOnly => ReadOnlyError::new_err(msg),
+        Error::Poisoned(_) => PoisonedError::new_err(msg),
+        Error::InvalidOption { .. } => InvalidOptionError::new_err(msg),
+        Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
+        Error::Io { .. } => IOError::new_err(msg),
+        Error::UnsupportedVersion { .. } => UnsupportedVersionError::new_err(msg),
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type_bound::<SettError>())?;
+    m.add("ConflictError", py.get_type_bound::<ConflictError>())?;
+    m.add("CorruptionError", py.get_type_bound::<CorruptionError>())?;
+    m.add("ClosedError", py.get_type_bound::<ClosedError>())?;
+    m.add("TooBigError", py.get_type_bound::<TooBigError>())?;
+    m.add("LockedError", py.get_type_bound::<LockedError>())?;
+    m.add("ReadOnlyError", py.get_type_bound::<ReadOnlyError>())?;
+    m.add("PoisonedError", py.get_type_bound::<PoisonedError>())?;
+    m.add(
+        "InvalidOptionError",
+        py.get_type_bound::<InvalidOptionError>(),
+    )?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type_bound::<InvalidArgumentError>(),
+    )?;
+    m.add("IOError", py.get_type_bound::<IOError>())?;
+    m.add(
+        "UnsupportedVersionError",
+        py.get_type_bound::<UnsupportedVersionError>(),
+    )?;
+    Ok(())
+}

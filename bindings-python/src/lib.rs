@@ -1,0 +1,25 @@
+//! The `sett._sett` extension module: pyo3 classes over the `sett` crate. The
+//! Python package `sett` (python/sett/__init__.py) adds context managers and
+//! helpers on top.
+//!
+//! The GIL is released around work that can block or take long (writes, which
+//! may fsync or stall; batches; multi-get; GC; backup; flatten; iteration
+//! chunks; close), and kept for a single point read.
+
+mod convert;
+mod db;
+mod errors;
+mod iter;
+mod txn;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<db::Db>()?;
+    m.add_class::<txn::Txn>()?;
+    m.add_class::<iter::Iter>()?;
+    errors::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,287 @@
+"""The Python API: mapping protocol, batches, transactions, iterators, TTL,
+maintenance, and every error path, each leaving stored data intact."""
+
+import threading
+import time
+
+import pytest
+import sett
+
+
+def test_mapping_protocol(db):
+    db[b"k"] = b"v"
+    assert db[b"k"] == b"v"
+    assert b"k" in db and b"absent" not in db
+    assert db.get(b"absent") is None
+    assert db.get(b"absent", b"default") == b"default"
+    with pytest.raises(KeyError):
+        db[b"absent"]
+    del db[b"k"]
+    assert b"k" not in db
+    db[bytearray(b"ba")] = bytearray(b"value")
+    assert db[b"ba"] == b"value"
+    big = bytes(range(256)) * 40
+    db.put(b"big", big)
+    assert db[b"big"] == big
+
+
+@pytest.mark.parametrize("bad", ["text", 5, None, 1.5, [1]])
+def test_non_bytes_keys_and_values_are_type_errors(db, bad):
+    db[b"keep"] = b"me"
+    with pytest.raises(TypeError):
+        db[bad] = b"v"
+    with pytest.raises(TypeError):
+        db[b"k"] = bad
+    with pytest.raises(TypeError):
+        db.get(bad)
+    with pytest.raises(TypeError):
+        db.batch().put(bad, b"v")
+    assert db[b"keep"] == b"me"
+
+
+def test_str_error_says_to_encode(db):
+    with pytest.raises(TypeError, match="encode"):
+        db.put("key", b"v")
+
+
+def test_batch_commits_on_success_and_discards_on_error(db):
+    with db.batch() as b:
+        b.put(b"a", b"1")
+        b.put(b"b", b"2", meta=3)
+        b.delete(b"a")
+        assert len(b) == 3
+    assert db.get(b"a") is None and db[b"b"] == b"2"
+    with pytest.raises(RuntimeError):
+        with db.batch() as b:
+            b.put(b"c", b"3")
+            raise RuntimeError("boom")
+    assert b"c" not in db
+
+
+def test_get_many(db):
+    db[b"x"] = b"1"
+    db[b"z"] = b"3"
+    assert db.get_many([b"x", b"y", b"z"]) == [b"1", None, b"3"]
+
+
+def test_transactions_conflict_view_and_update(db):
+    db[b"n"] = b"0"
+    t1, t2 = db.begin(), db.begin()
+    assert t1.get(b"n") == b"0" and t2.get(b"n") == b"0"
+    t1.put(b"n", b"1")
+    t2.put(b"n", b"2")
+    t1.commit()
+    with pytest.raises(sett.ConflictError):
+        t2.commit()
+    with pytest.raises(sett.ClosedError):
+        t1.get(b"n")
+    with db.view() as v:
+        assert v.get(b"n") == b"1"
+        db[b"n"] = b"changed"
+        assert v.get(b"n") == b"1", "a view is a stable snapshot"
+        with pytest.raises(sett.InvalidArgumentError):
+            v.put(b"x", b"y")
+    with db.transaction() as t:
+        t.put(b"t", b"in-txn")
+        assert t.get(b"t") == b"in-txn"
+        assert [k for k in t.iter(prefix=b"t", keys_only=True)] == [b"t"]
+    assert db[b"t"] == b"in-txn"
+
+    def incr(t: sett.Txn) -> int:
+        n = int(t.get(b"counter", b"0"))
+        t.put(b"counter", str(n + 1).encode())
+        return n + 1
+
+    threads = [
+        threading.Thread(target=lambda: [db.update(incr) for _ in range(25)]) for _ in range(4)
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert db[b"counter"] == b"100"
+
+
+def test_iterators_prefix_reverse_bounds_keys_only(db):
+    for i in range(500):
+        db[b"p/%04d" % i] = b"v%d" % i
+    db[b"q/other"] = b"x"
+    items = list(db.iter(prefix=b"p/"))
+    assert len(items) == 500 and items[0] == (b"p/0000", b"v0") and items[-1][0] == b"p/0499"
+    rev = list(db.iter(prefix=b"p/", reverse=True, keys_only=True))
+    assert rev == [k for k, _ in reversed(items)]
+    bounded = list(db.iter(start=b"p/0010", end=b"p/0020", keys_only=True))
+    assert bounded == [b"p/%04d" % i for i in range(10, 20)]
+    assert list(db.iter(start=b"q")) == [(b"q/other", b"x")]
+
+
+def test_iterator_outliving_its_with_block_raises_closed(db_path):
+    with sett.open(db_path) as d:
+        for i in range(2000):
+            d[b"k%05d" % i] = b"v"
+        it = d.iter()
+        first = next(it)
+    assert first == (b"k00000", b"v")
+    with pytest.raises(sett.ClosedError):
+        for _ in it:
+            pass
+
+
+def test_use_after_close_raises_closed_error(db_path):
+    d = sett.open(db_path)
+    d[b"k"] = b"v"
+    d.close()
+    d.close()
+    assert d.closed
+    for op in (
+        lambda: d[b"k"],
+        lambda: d.put(b"k", b"v"),
+        lambda: d.iter(),
+        lambda: d.begin(),
+        d.stats,
+    ):
+        with pytest.raises(sett.ClosedError):
+            op()
+    with sett.open(db_path) as again:
+        assert again[b"k"] == b"v"
+
+
+def test_too_big_and_invalid_arguments_keep_the_data(db_path):
+    with sett.open(db_path, max_value_size=1000) as d:
+        d[b"keep"] = b"me"
+        with pytest.raises(sett.TooBigError):
+            d[b"k" * 70000] = b"v"
+        with pytest.raises(sett.TooBigError):
+            d[b"v"] = b"x" * 1001
+        with pytest.raises(sett.InvalidArgumentError):
+            d[b""] = b"empty key"
+        assert d[b"keep"] == b"me"
+
+
+def test_options_are_checked(db_path):
+    with pytest.raises(sett.InvalidOptionError, match="block_size"):
+        sett.open(db_path, block_size=3)
+    with pytest.raises(TypeError, match="unknown option"):
+        sett.open(db_path, no_such_option=1)
+    with pytest.raises(TypeError):
+        sett.open(db_path, sync_writes="yes")
+
+
+def test_second_open_is_locked_and_read_only_refuses_writes(db_path):
+    with sett.open(db_path) as d:
+        d[b"k"] = b"v"
+        with pytest.raises(sett.LockedError):
+            sett.open(db_path)
+    with sett.open(db_path, read_only=True) as ro:
+        assert ro[b"k"] == b"v"
+        with pytest.raises(sett.ReadOnlyError):
+            ro[b"x"] = b"y"
+
+
+def test_corruption_is_reported_not_returned(db_path):
+    with sett.open(db_path) as d:
+        for i in range(1000):
+            d[b"k%04d" % i] = b"value-%d" % i
+    sst = sorted(db_path.glob("*.sst"))[0]
+    data = bytearray(sst.read_bytes())
+    data[20] ^= 0xFF
+    sst.write_bytes(bytes(data))
+    with sett.open(db_path) as d:
+        with pytest.raises(sett.CorruptionError, match=r"\.sst at offset"):
+            for i in range(1000):
+                assert d[b"k%04d" % i] == b"value-%d" % i
+    assert issubclass(sett.CorruptionError, sett.Error)
+
+
+def test_ttl_and_meta(db):
+    db.put(b"short", b"v", ttl=1, meta=9)
+    value, meta, expires_at, version = db.get_entry(b"short")
+    assert (value, meta) == (b"v", 9) and expires_at >= int(time.time()) and version > 0
+    db.put(b"long", b"v", ttl=3600)
+    time.sleep(2.05)
+    assert db.get(b"short") is None
+    assert db[b"long"] == b"v"
+    with pytest.raises(ValueError):
+        db.put(b"k", b"v", ttl=-1)
+
+
+def test_maintenance_gc_flatten_backup_drop(db, tmp_path):
+    for r in range(5):
+        for i in range(200):
+            db[b"k%03d" % i] = bytes([r]) * 200
+    db.flatten()
+    while db.run_value_log_gc(0.5):
+        pass
+    s = db.stats()
+    assert s["levels"][-1][0] > 0 and s["vlog_files"] >= 1 and s["last_seq"] > 0
+    backup = tmp_path / "db.backup"
+    since = db.backup(backup)
+    assert since > 0
+    with sett.open(tmp_path / "restored") as r:
+        assert r.restore(backup) == 200
+        assert r[b"k042"] == bytes([4]) * 200
+    db.drop_prefix(b"k0")
+    assert db.get(b"k042") is None and db[b"k142"] == bytes([4]) * 200
+    db.drop_all()
+    assert list(db.iter()) == []
+
+
+def test_gil_is_released_during_long_calls(db):
+    keys = [b"key%07d" % i for i in range(200_000)]
+    with db.batch() as b:
+        for k in keys[:50_000]:
+            b.put(k, b"v")
+    ticks = 0
+    stop = False
+
+    def spin() -> None:
+        nonlocal ticks
+        while not stop:
+            ticks += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.05)
+    before = ticks
+    start = time.perf_counter()
+    db.get_many(keys)
+    during = ticks - before
+    elapsed = time.perf_counter() - start
+    stop = True
+    t.join()
+    # With the GIL held for the whole call the other thread could not run at all.
+    assert elapsed > 0.01
+    assert during > 1000, f"the other thread advanced {during} times in {elapsed:.3f}s"
+
+
+def test_many_threads_share_one_db(db):
+    errors = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(300):
+                k = b"t%d/%d" % (n, i)
+                db[k] = k * 3
+                assert db[k] == k * 3
+        except Exception as e:  # noqa: BLE001 (collected and reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert len(list(db.iter(keys_only=True))) == 8 * 300
+
+
+def test_version_and_hierarchy():
+    assert sett.__version__.count(".") == 2
+    for exc in (
+        sett.ConflictError,
+        sett.ClosedError,
+        sett.TooBigError,
+        sett.LockedError,
+        sett.IOError,
+    ):
+        assert issubclass(exc, sett.Error)

@@ -8,7 +8,10 @@ CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -g
 CXXFLAGS_TEST := -std=c++17 -Wall -Wextra -Werror -g
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
 
-.PHONY: bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+PYVENV := target/venv
+PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
+
+.PHONY: py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -60,8 +63,9 @@ fmt-check: deps
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# (sett-python is an extension module: it is tested through pytest, not cargo test.)
 unit: deps
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --exclude sett-python
 
 # Tiny runs of the main job and of every CLI command, and the bank test with 4 threads.
 smoke: deps
@@ -119,5 +123,22 @@ gotest: go-build
 	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 8 || { echo "badger-bench smoke: expected 7 rows"; cat target/bench-smoke/badger-bench.csv; exit 1; }
 	@echo "badger-bench smoke run: results in target/bench-smoke/badger-bench.md"
 
-test: fmt-check lint header-check unit ctest gotest smoke
+# A virtualenv with the test tools, and the real wheel installed by pip from bindings-python.
+py: deps
+	test -x $(PYVENV)/bin/python || python3 -m venv $(PYVENV)
+	$(PYVENV)/bin/pip install -q $(PY_TEST_DEPS)
+	$(PYVENV)/bin/pip install -q --force-reinstall ./bindings-python
+
+# pytest, ruff, mypy --strict on a typed example, and every notebook run headless on tiny sizes.
+pytest: py
+	$(PYVENV)/bin/ruff check bindings-python
+	$(PYVENV)/bin/ruff format --check bindings-python
+	$(PYVENV)/bin/python -m pytest -q bindings-python/tests
+	$(PYVENV)/bin/mypy --strict bindings-python/tests/typed_example.py
+	for nb in bindings-python/notebooks/*.ipynb; do \
+		$(PYVENV)/bin/papermill --log-level WARNING "$$nb" "target/$$(basename $$nb)" --cwd bindings-python/notebooks \
+			-y "{VALUE_SIZES: [16, 128, 1024, 16384], KEYS_PER_SIZE: [2000, 2000, 1000, 200]}" || exit 1; \
+	done
+
+test: fmt-check lint header-check unit ctest gotest pytest smoke
 	@echo "make test: all checks passed"

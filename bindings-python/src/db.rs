@@ -2,7 +2,7 @@
 
 use crate::convert::{bytes_arg, opt_bytes_arg};
 use crate::errors::to_py;
-use crate::iter::Iter;
+use crate::iter::PyIter;
 use crate::txn::Txn;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -232,13 +232,13 @@ impl Db {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
         keys_only: bool,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<PyIter> {
         let o = iter_options(prefix, start, end, reverse, keys_only)?;
         let py = slf.py();
         let db = slf.borrow();
         let inner = &db.inner;
         let it = py.allow_threads(|| inner.iter(o)).map_err(to_py)?;
-        Ok(Iter::new(
+        Ok(PyIter::new(
             it,
             keys_only,
             Some(slf.clone().into_any().unbind()),

@@ -12,17 +12,17 @@ const CHUNK: usize = 256;
 
 /// Iterator of (key, value) tuples, or of keys when `keys_only`. It keeps its
 /// database object alive; once that database is closed it raises ClosedError.
-#[pyclass(module = "sett._sett")]
-pub struct Iter {
+#[pyclass(module = "sett._sett", name = "Iter")]
+pub struct PyIter {
     it: Mutex<Option<DbIterator>>,
     buf: Mutex<VecDeque<(Vec<u8>, Vec<u8>)>>,
     keys_only: bool,
     _owner: Option<PyObject>,
 }
 
-impl Iter {
-    pub(crate) fn new(it: DbIterator, keys_only: bool, owner: Option<PyObject>) -> Iter {
-        Iter {
+impl PyIter {
+    pub(crate) fn new(it: DbIterator, keys_only: bool, owner: Option<PyObject>) -> PyIter {
+        PyIter {
             it: Mutex::new(Some(it)),
             buf: Mutex::new(VecDeque::new()),
             keys_only,
@@ -32,7 +32,7 @@ impl Iter {
 }
 
 #[pymethods]
-impl Iter {
+impl PyIter {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }

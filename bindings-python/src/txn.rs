@@ -3,7 +3,7 @@
 use crate::convert::bytes_arg;
 use crate::db::{iter_options, put_options};
 use crate::errors::{to_py, ClosedError};
-use crate::iter::Iter;
+use crate::iter::PyIter;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Mutex;
@@ -76,10 +76,10 @@ impl Txn {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
         keys_only: bool,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<PyIter> {
         let o = iter_options(prefix, start, end, reverse, keys_only)?;
         let it = self.with(|t| t.iter(o))?;
-        Ok(Iter::new(it, keys_only, None))
+        Ok(PyIter::new(it, keys_only, None))
     }
 
     /// Commits; raises ConflictError if it must be retried.

@@ -266,6 +266,11 @@ int sett_restore(struct sett_db_t *db,
                  struct sett_error_t **err);
 
 /**
+ * Makes every write durable: the memtables are flushed to tables.
+ */
+int sett_flush(struct sett_db_t *db, struct sett_error_t **err);
+
+/**
  * Flushes the memtables and compacts everything into the last level.
  */
 int sett_flatten(struct sett_db_t *db, struct sett_error_t **err);

@@ -257,6 +257,28 @@ func (d *DB) MultiGet(keys [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
+// Flush makes every write durable (the memtables become tables).
+func (d *DB) Flush() error {
+	h, err := d.handle()
+	if err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	var cerr *C.sett_error_t
+	return status(C.sett_flush(h, &cerr), cerr)
+}
+
+// DropAll deletes every key.
+func (d *DB) DropAll() error {
+	h, err := d.handle()
+	if err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	var cerr *C.sett_error_t
+	return status(C.sett_drop_all(h, &cerr), cerr)
+}
+
 // Batch collects writes applied atomically by Commit.
 type Batch struct {
 	db *DB

@@ -149,6 +149,16 @@ pub unsafe extern "C" fn sett_restore(
     })
 }
 
+/// Makes every write durable: the memtables are flushed to tables.
+#[no_mangle]
+pub unsafe extern "C" fn sett_flush(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: live handle (contract in sett.h).
+        unsafe { handle(db, "db") }?.db.flush()?;
+        Ok(())
+    })
+}
+
 /// Flushes the memtables and compacts everything into the last level.
 #[no_mangle]
 pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {

@@ -395,6 +395,8 @@ static void test_maintenance(sett_db_t *db) {
     CHECK_RC(sett_stats(db, &st, NULL), SETT_OK);
     CHECK(st.num_levels == 7 && st.last_seq > 0);
     CHECK_RC(sett_stats(db, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_flush(db, NULL), SETT_OK);
+    CHECK_RC(sett_flush(NULL, NULL), SETT_INVALID_ARGUMENT);
     CHECK_RC(sett_flatten(db, NULL), SETT_OK);
     CHECK_RC(sett_stats(db, &st, NULL), SETT_OK);
     CHECK(st.level_tables[6] > 0 && st.level_tables[0] == 0);

@@ -1,0 +1,79 @@
+package stores
+
+import (
+	"fmt"
+	"os"
+)
+
+// KV is what KVBench and kvserver need from a store.
+type KV interface {
+	Name() string
+	Set(key, value []byte) error
+	// BatchSet writes all pairs in one engine batch.
+	BatchSet(keys, vals [][]byte) error
+	// Get returns a copy of the value; found is false for a missing key.
+	Get(key []byte) (value []byte, found bool, err error)
+	// BatchGet returns one value per key, nil where absent.
+	BatchGet(keys [][]byte) ([][]byte, error)
+	Delete(key []byte) error
+	// Prefix calls fn for the keys starting with prefix, in order, at most limit
+	// of them (values are copied only if fn keeps them); it returns how many.
+	Prefix(prefix []byte, limit int, fn func(k, v []byte) bool) (int, error)
+	// Clear deletes every key (FLUSHDB).
+	Clear() error
+	// Flush makes every write durable.
+	Flush() error
+	Close() error
+}
+
+// KVOptions apply to every store alike.
+type KVOptions struct {
+	// Fsync makes each write durable before it returns.
+	Fsync bool
+	// AOF gives the in-memory baselines an append-only file (as KVBench's had).
+	AOF bool
+}
+
+// KVKinds lists the stores of KVBench.
+var KVKinds = []string{"sett", "badger", "pebble", "bbolt", "goleveldb", "rocksdb", "map", "btree"}
+
+// Persistent reports whether a store keeps its data on disk without an AOF.
+func Persistent(kind string) bool { return kind != "map" && kind != "btree" }
+
+// OpenKV opens store kind in dir.
+func OpenKV(kind, dir string, o KVOptions) (KV, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "sett":
+		return openSettKV(dir, o)
+	case "badger":
+		return openBadgerKV(dir, o)
+	case "pebble":
+		return openPebbleKV(dir, o)
+	case "bbolt":
+		return openBoltKV(dir, o)
+	case "goleveldb":
+		return openLevelKV(dir, o)
+	case "rocksdb":
+		return openRocksKV(dir, o)
+	case "map":
+		return openMemKV(dir, o, false)
+	case "btree":
+		return openMemKV(dir, o, true)
+	}
+	return nil, fmt.Errorf("unknown store %q (want one of %v)", kind, KVKinds)
+}
+
+// prefixEnd is the smallest key above every key starting with p (nil: none).
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package stores
+
+/*
+#include <stdlib.h>
+#include "rocksdb/c.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"runtime"
+	"unsafe"
+)
+
+type rocksKV struct{ *rocksStore }
+
+func openRocksKV(dir string, o KVOptions) (KV, error) {
+	s, err := openRocks(dir, Options{Sync: o.Fsync}, false)
+	if err != nil {
+		return nil, err
+	}
+	return rocksKV{s.(*rocksStore)}, nil
+}
+
+func (s rocksKV) Set(key, value []byte) error {
+	return s.WriteBatch([][]byte{key}, [][]byte{value})
+}
+
+func (s rocksKV) BatchSet(keys, vals [][]byte) error { return s.WriteBatch(keys, vals) }
+
+func (s rocksKV) Get(key []byte) ([]byte, bool, error) {
+	v, err := s.rocksStore.Get(key, nil)
+	if err == ErrNotFound {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (s rocksKV) BatchGet(keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, _, err := s.Get(k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (s rocksKV) Delete(key []byte) error {
+	var cerr *C.char
+	C.rocksdb_delete(s.db, s.wo, bptr(key), C.size_t(len(key)), &cerr)
+	runtime.KeepAlive(key)
+	return rocksErr(cerr)
+}
+
+func (s rocksKV) Prefix(prefix []byte, limit int, fn func(k, v []byte) bool) (int, error) {
+	it := C.rocksdb_create_iterator(s.db, s.ro)
+	defer C.rocksdb_iter_destroy(it)
+	n := 0
+	for C.rocksdb_iter_seek(it, bptr(prefix), C.size_t(len(prefix))); C.rocksdb_iter_valid(it) != 0 && n < limit; C.rocksdb_iter_next(it) {
+		var kl, vl C.size_t
+		k := unsafe.Slice((*byte)(unsafe.Pointer(C.rocksdb_iter_key(it, &kl))), int(kl))
+		if !bytes.HasPrefix(k, prefix) {
+			break
+		}
+		v := unsafe.Slice((*byte)(unsafe.Pointer(C.rocksdb_iter_value(it, &vl))), int(vl))
+		n++
+		if !fn(k, v) {
+			break
+		}
+	}
+	runtime.KeepAlive(prefix)
+	var cerr *C.char
+	C.rocksdb_iter_get_error(it, &cerr)
+	return n, rocksErr(cerr)
+}
+
+func (s rocksKV) Clear() error {
+	var keys [][]byte
+	if _, err := s.Prefix(nil, 1<<62, func(k, _ []byte) bool {
+		keys = append(keys, append([]byte(nil), k...))
+		return true
+	}); err != nil {
+		return err
+	}
+	wb := C.rocksdb_writebatch_create()
+	defer C.rocksdb_writebatch_destroy(wb)
+	for _, k := range keys {
+		C.rocksdb_writebatch_delete(wb, bptr(k), C.size_t(len(k)))
+	}
+	runtime.KeepAlive(keys)
+	var cerr *C.char
+	C.rocksdb_write(s.db, s.wo, wb, &cerr)
+	return rocksErr(cerr)
+}
+
+func (s rocksKV) Flush() error {
+	fo := C.rocksdb_flushoptions_create()
+	defer C.rocksdb_flushoptions_destroy(fo)
+	C.rocksdb_flushoptions_set_wait(fo, 1)
+	var cerr *C.char
+	C.rocksdb_flush(s.db, fo, &cerr)
+	return rocksErr(cerr)
+}

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: kvbench py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -38,7 +38,16 @@ bench: go-build
 # The Go programs of the suites, against the release libsett.
 go-build: lib
 	cd bench-go && go build -o ../target/go/populate ./cmd/populate && \
-		go test -c -o ../target/go/bench.test . && go build -o ../target/go/runbench ./cmd/runbench
+		go test -c -o ../target/go/bench.test . && go build -o ../target/go/runbench ./cmd/runbench && \
+		go build -o ../target/go/kvbench ./cmd/kvbench && go build -o ../target/go/kvserver ./cmd/kvserver && \
+		go build -o ../target/go/kvrun ./cmd/kvrun
+
+# KVBench: every store in its own process with and without fsync, then redis-benchmark
+# against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes.
+KVBENCH_ARGS ?=
+kvbench: go-build
+	@command -v redis-benchmark >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-tools; }
+	./target/go/kvrun --kvbench target/go/kvbench --kvserver target/go/kvserver --out results $(KVBENCH_ARGS)
 
 # The Rust-only benchmark of the engine (no other engines): populate, reads, iteration.
 bench-rust: deps
@@ -122,6 +131,12 @@ gotest: go-build
 		{ tail -40 target/bench-smoke.log; exit 1; }
 	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 8 || { echo "badger-bench smoke: expected 7 rows"; cat target/bench-smoke/badger-bench.csv; exit 1; }
 	@echo "badger-bench smoke run: results in target/bench-smoke/badger-bench.md"
+	@command -v redis-benchmark >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-tools; }
+	./target/go/kvrun --kvbench target/go/kvbench --kvserver target/go/kvserver --out target/kvbench-smoke \
+		-d 200ms -set 5000 --fsync-set 2000 --redis-n 3000 --redis-stores sett > target/kvbench-smoke.log 2>&1 || \
+		{ tail -40 target/kvbench-smoke.log; exit 1; }
+	@test "$$(wc -l < target/kvbench-smoke/kvbench.csv)" -eq 17 || { echo "kvbench smoke: expected 16 rows"; exit 1; }
+	@echo "kvbench smoke run: results in target/kvbench-smoke/kvbench.md"
 
 # A virtualenv with the test tools, and the real wheel installed by pip from bindings-python.
 py: deps

@@ -466,7 +466,12 @@ type Iterator struct {
 	err     error
 }
 
-const iterBatchBytes = 256 << 10
+// Iterators start with a small batch buffer (a prefix scan of ten keys should
+// not allocate 256 KiB) and double it while batches come back full.
+const (
+	iterFirstBytes = 4 << 10
+	iterMaxBytes   = 256 << 10
+)
 
 func newIterOptions(o IteratorOptions) *C.sett_iter_options_t {
 	co := C.sett_iter_options_new()
@@ -496,7 +501,7 @@ func (d *DB) NewIterator(o IteratorOptions) (*Iterator, error) {
 	if err := status(C.sett_iter_new(h, co, &it, &cerr), cerr); err != nil {
 		return nil, err
 	}
-	i := &Iterator{it: it, buf: make([]byte, iterBatchBytes)}
+	i := &Iterator{it: it, buf: make([]byte, iterFirstBytes)}
 	i.fill()
 	return i, nil
 }
@@ -513,7 +518,7 @@ func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
 	if err := status(C.sett_txn_iter_new(t.t, co, &it, &cerr), cerr); err != nil {
 		return nil, err
 	}
-	i := &Iterator{it: it, buf: make([]byte, iterBatchBytes)}
+	i := &Iterator{it: it, buf: make([]byte, iterFirstBytes)}
 	i.fill()
 	return i, nil
 }
@@ -543,6 +548,9 @@ func (i *Iterator) fill() {
 		if count == 0 {
 			i.done = true
 			return
+		}
+		if int(used)*2 > len(i.buf) && len(i.buf) < iterMaxBytes {
+			defer func() { i.buf = make([]byte, min(len(i.buf)*2, iterMaxBytes)) }()
 		}
 		at := 0
 		for n := 0; n < int(count); n++ {

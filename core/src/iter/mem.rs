@@ -7,13 +7,17 @@ use crate::memtable::{Memtable, OwnedEntry};
 use std::ops::Bound;
 use std::sync::Arc;
 
-const CHUNK: usize = 256;
+/// Entries copied per refill: a seek starts small (a short prefix scan copies
+/// little) and refills grow to the largest chunk.
+const FIRST_CHUNK: usize = 16;
+const MAX_CHUNK: usize = 256;
 
 pub(crate) struct MemIter {
     mem: Arc<Memtable>,
     reverse: bool,
     buf: Vec<OwnedEntry>,
     pos: usize,
+    chunk: usize,
 }
 
 impl MemIter {
@@ -23,14 +27,15 @@ impl MemIter {
             reverse,
             buf: Vec::new(),
             pos: 0,
+            chunk: FIRST_CHUNK,
         }
     }
 
     fn fill(&mut self, bound: Bound<&[u8]>) {
         self.buf = if self.reverse {
-            self.mem.scan_backward(bound, CHUNK)
+            self.mem.scan_backward(bound, self.chunk)
         } else {
-            self.mem.scan_forward(bound, CHUNK)
+            self.mem.scan_forward(bound, self.chunk)
         };
         self.pos = 0;
     }
@@ -38,11 +43,13 @@ impl MemIter {
 
 impl Source for MemIter {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.chunk = FIRST_CHUNK;
         self.fill(Bound::Included(target));
         Ok(())
     }
 
     fn rewind(&mut self) -> Result<()> {
+        self.chunk = FIRST_CHUNK;
         self.fill(Bound::Unbounded);
         Ok(())
     }
@@ -50,8 +57,9 @@ impl Source for MemIter {
     fn next(&mut self) -> Result<()> {
         if self.pos + 1 < self.buf.len() {
             self.pos += 1;
-        } else if self.buf.len() == CHUNK {
+        } else if self.buf.len() == self.chunk {
             let last = self.buf[self.pos].0.clone();
+            self.chunk = (self.chunk * 4).min(MAX_CHUNK);
             self.fill(Bound::Excluded(&last));
         } else {
             self.pos = self.buf.len();

@@ -1,0 +1,308 @@
+// Command kvrun runs KVBench over every store, each in its own process, with
+// and without fsync, then starts cmd/kvserver on each store and drives it with
+// redis-benchmark (-t set,get at -P 1 and -P 64), and writes results/kvbench.md
+// (throughput table, index ranking, redis-benchmark table) and kvbench.csv.
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	kvbench := flag.String("kvbench", "", "kvbench binary")
+	kvserver := flag.String("kvserver", "", "kvserver binary")
+	out := flag.String("out", "results", "output directory")
+	storesFlag := flag.String("stores", "sett,badger,pebble,bbolt,goleveldb,rocksdb,map,btree", "stores")
+	dur := flag.String("d", "2s", "duration of each kvbench case")
+	conc := flag.Int("c", 4, "kvbench concurrency")
+	size := flag.Int("size", 256, "value size")
+	set := flag.Int("set", 100000, "entries of the batch-write case")
+	fsyncSet := flag.Int("fsync-set", 20000, "entries of the batch-write case with fsync")
+	redisN := flag.Int("redis-n", 100000, "requests per redis-benchmark test (0 skips the server runs)")
+	redisStores := flag.String("redis-stores", "", "stores driven by redis-benchmark (default: all)")
+	flag.Parse()
+	if *kvbench == "" || *kvserver == "" {
+		fail(fmt.Errorf("--kvbench and --kvserver are required"))
+	}
+	must(os.MkdirAll(*out, 0o755))
+	csvPath := filepath.Join(*out, "kvbench.csv")
+	_ = os.Remove(csvPath)
+	list := strings.Split(*storesFlag, ",")
+	for _, fsync := range []bool{false, true} {
+		n := *set
+		if fsync {
+			n = *fsyncSet
+		}
+		for _, s := range list {
+			args := []string{"-s", s, "-d", *dur, "-c", strconv.Itoa(*conc), "-size", strconv.Itoa(*size),
+				"-set", strconv.Itoa(n), "-save", csvPath}
+			if fsync {
+				args = append(args, "-fsync")
+			}
+			cmd := exec.Command(*kvbench, args...)
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			if err := cmd.Run(); err != nil {
+				fail(fmt.Errorf("kvbench %s fsync=%v: %w", s, fsync, err))
+			}
+		}
+	}
+	rows := readCSV(csvPath)
+	var md strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&md, "# KVBench: sett against seven other stores\n\nRun %s on %s (%d cores). Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches. Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), *size, *conc, *dur, *set, *fsyncSet)
+	for _, fsync := range []string{"false", "true"} {
+		fmt.Fprintf(&md, "## fsync %s\n\n", fsync)
+		md.WriteString("| store | BatchWrite s | MemUsage MiB | DiskUsage MiB (apparent / allocated) | Prefix op/s | Set op/s | Get op/s | Setmixed op/s | Getmixed op/s | Del op/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		var sel []map[string]string
+		for _, r := range rows {
+			if r["fsync"] == fsync {
+				sel = append(sel, r)
+				fmt.Fprintf(&md, "| %s | %.3f | %.0f | %.1f / %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", r["store"], f(r, "batchwrite_s"),
+					f(r, "mem_bytes")/(1<<20), f(r, "disk_apparent")/(1<<20), f(r, "disk_allocated")/(1<<20), f(r, "prefix_ops"), f(r, "set_ops"),
+					f(r, "get_ops"), f(r, "setmixed_ops"), f(r, "getmixed_ops"), f(r, "del_ops"))
+			}
+		}
+		md.WriteString("\n" + ranking(sel) + "\n")
+		md.WriteString(notFirst(sel) + "\n")
+	}
+	if *redisN > 0 {
+		rl := list
+		if *redisStores != "" {
+			rl = strings.Split(*redisStores, ",")
+		}
+		md.WriteString("## redis-benchmark against kvserver\n\n`redis-benchmark -t set,get -n " + strconv.Itoa(*redisN) + " -d " + strconv.Itoa(*size) + " -P {1,64}` (redis-tools " + redisVersion() + "), fsync off; any error reply fails the run.\n\n")
+		md.WriteString("| store | pipeline | SET req/s | SET p50 ms | SET p99 ms | GET req/s | GET p50 ms | GET p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for i, s := range rl {
+			lines, err := redisRun(*kvserver, s, 6500+i, *redisN, *size)
+			if err != nil {
+				fail(err)
+			}
+			for _, line := range lines {
+				md.WriteString(line + "\n")
+			}
+		}
+	}
+	must(os.WriteFile(filepath.Join(*out, "kvbench.md"), []byte(md.String()), 0o644))
+	fmt.Println()
+	fmt.Print(md.String())
+}
+
+func f(r map[string]string, k string) float64 {
+	v, _ := strconv.ParseFloat(r[k], 64)
+	return v
+}
+
+// metrics of the ranking: name, column, higher is better.
+var metrics = []struct {
+	name, col string
+	higher    bool
+}{
+	{"BatchWrite", "batchwrite_s", false}, {"MemUsage", "mem_bytes", false}, {"DiskUsage", "disk_allocated", false},
+	{"Prefix", "prefix_ops", true}, {"Set", "set_ops", true}, {"Get", "get_ops", true},
+	{"Setmixed", "setmixed_ops", true}, {"Getmixed", "getmixed_ops", true}, {"Del", "del_ops", true},
+}
+
+// ranking is KVBench's "Index ranking": each store's value as a percentage of
+// the best store's in each column (100 = best), and their mean.
+func ranking(rows []map[string]string) string {
+	type scored struct {
+		store string
+		idx   []float64
+		mean  float64
+	}
+	var all []scored
+	for _, r := range rows {
+		s := scored{store: r["store"]}
+		for _, m := range metrics {
+			best := 0.0
+			for _, o := range rows {
+				v := f(o, m.col)
+				if m.col == "disk_allocated" && v == 0 {
+					continue // in-memory baselines have no disk: not ranked on it
+				}
+				if best == 0 || (m.higher && v > best) || (!m.higher && v < best) {
+					best = v
+				}
+			}
+			v := f(r, m.col)
+			idx := 0.0
+			switch {
+			case m.col == "disk_allocated" && v == 0:
+				idx = 100
+			case m.higher && best > 0:
+				idx = 100 * v / best
+			case !m.higher && v > 0:
+				idx = 100 * best / v
+			}
+			s.idx = append(s.idx, idx)
+			s.mean += idx / float64(len(metrics))
+		}
+		all = append(all, s)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mean > all[j].mean })
+	var b strings.Builder
+	b.WriteString("Index ranking (100 = best store in the column; BatchWrite, MemUsage and DiskUsage: lower is better):\n\n| rank | store |")
+	for _, m := range metrics {
+		b.WriteString(" " + m.name + " |")
+	}
+	b.WriteString(" mean |\n|---:|---|" + strings.Repeat("---:|", len(metrics)+1) + "\n")
+	for i, s := range all {
+		fmt.Fprintf(&b, "| %d | %s |", i+1, s.store)
+		for _, v := range s.idx {
+			fmt.Fprintf(&b, " %.0f |", v)
+		}
+		fmt.Fprintf(&b, " %.0f |\n", s.mean)
+	}
+	return b.String()
+}
+
+// notFirst names the columns where sett is not first among the persistent stores.
+func notFirst(rows []map[string]string) string {
+	var sett map[string]string
+	for _, r := range rows {
+		if r["store"] == "sett" {
+			sett = r
+		}
+	}
+	if sett == nil {
+		return ""
+	}
+	var out []string
+	for _, m := range metrics {
+		for _, r := range rows {
+			if r["store"] == "sett" || r["store"] == "map" || r["store"] == "btree" {
+				continue
+			}
+			a, b := f(sett, m.col), f(r, m.col)
+			if (m.higher && b > a) || (!m.higher && b < a) {
+				out = append(out, fmt.Sprintf("%s (%s first)", m.name, best(rows, m.col, m.higher)))
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "sett is first among the persistent stores in every column.\n"
+	}
+	return "Columns where sett is not first among the persistent stores: " + strings.Join(out, ", ") + ".\n"
+}
+
+func best(rows []map[string]string, col string, higher bool) string {
+	name, v := "", 0.0
+	for _, r := range rows {
+		if r["store"] == "map" || r["store"] == "btree" {
+			continue
+		}
+		x := f(r, col)
+		if name == "" || (higher && x > v) || (!higher && x < v) {
+			name, v = r["store"], x
+		}
+	}
+	return name
+}
+
+func readCSV(path string) []map[string]string {
+	fh, err := os.Open(path)
+	must(err)
+	defer fh.Close()
+	recs, err := csv.NewReader(fh).ReadAll()
+	must(err)
+	var rows []map[string]string
+	for _, rec := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			m[h] = rec[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func redisVersion() string {
+	out, _ := exec.Command("redis-benchmark", "--version").Output()
+	fields := strings.Fields(string(out))
+	if len(fields) >= 2 {
+		return fields[1]
+	}
+	return "?"
+}
+
+// redisRun starts kvserver on store, runs redis-benchmark at -P 1 and -P 64 and
+// returns the table rows; any error reply fails the whole run.
+func redisRun(kvserver, store string, port, n, size int) ([]string, error) {
+	dir, err := os.MkdirTemp("", "kvserver-"+store+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	srv := exec.Command(kvserver, "-s", store, "-addr", addr, "-dir", dir)
+	srv.Stdout, srv.Stderr = os.Stdout, os.Stderr
+	if err := srv.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = srv.Process.Signal(os.Interrupt)
+		_ = srv.Wait()
+	}()
+	ready := false
+	for i := 0; i < 100 && !ready; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			ready = true
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !ready {
+		return nil, fmt.Errorf("kvserver %s did not start", store)
+	}
+	var rows []string
+	for _, p := range []int{1, 64} {
+		out, err := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "set,get",
+			"-n", strconv.Itoa(n), "-d", strconv.Itoa(size), "-r", strconv.Itoa(n), "-P", strconv.Itoa(p), "--csv").CombinedOutput()
+		text := string(out)
+		// redis-benchmark 7 stops at the first error reply and prints it.
+		if err != nil || strings.Contains(text, "ERR") || strings.Contains(text, "Error from server") {
+			return nil, fmt.Errorf("redis-benchmark against %s (-P %d) failed: %v\n%s", store, p, err, text)
+		}
+		res := map[string][]string{}
+		sc := bufio.NewScanner(strings.NewReader(text))
+		for sc.Scan() {
+			rec, err := csv.NewReader(strings.NewReader(sc.Text())).Read()
+			if err == nil && len(rec) >= 7 && (rec[0] == "SET" || rec[0] == "GET") {
+				res[rec[0]] = rec
+			}
+		}
+		s, g := res["SET"], res["GET"]
+		if s == nil || g == nil {
+			return nil, fmt.Errorf("redis-benchmark against %s printed no SET/GET result:\n%s", store, text)
+		}
+		fmt.Printf("redis-benchmark %s -P %d: SET %s req/s, GET %s req/s\n", store, p, s[1], g[1])
+		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s | %s |", store, p, s[1], s[4], s[6], g[1], g[4], g[6]))
+	}
+	return rows, nil
+}
+
+func must(err error) {
+	if err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "kvrun:", err)
+	os.Exit(1)
+}

@@ -226,18 +226,21 @@ func (d *DB) MultiGet(keys [][]byte) ([][]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	// Key pointers are passed in C memory: C may not hold Go pointers to Go memory.
-	cptrs := (*[1 << 28]*C.uint8_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(uintptr(0)))))[:n:n]
-	clens := (*[1 << 28]C.size_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.size_t(0)))))[:n:n]
+	// The key pointer array lives in C memory (C may not hold Go pointers to Go
+	// memory); it is typed uintptr so that storing into it is not a Go pointer
+	// write (no write barrier on C memory). The keys themselves are pinned.
+	cptrs := unsafe.Slice((*uintptr)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(uintptr(0))))), n)
+	clens := unsafe.Slice((*C.size_t)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(C.size_t(0))))), n)
 	defer C.free(unsafe.Pointer(&cptrs[0]))
 	defer C.free(unsafe.Pointer(&clens[0]))
 	var pinner runtime.Pinner
 	defer pinner.Unpin()
 	for i, k := range keys {
+		cptrs[i] = 0
 		if len(k) > 0 {
 			pinner.Pin(&k[0])
+			cptrs[i] = uintptr(unsafe.Pointer(&k[0]))
 		}
-		cptrs[i] = ptr(k)
 		clens[i] = C.size_t(len(k))
 	}
 	vals := make([]C.sett_buf_t, n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -233,4 +234,39 @@ func TestVersionMatchesHeader(t *testing.T) {
 	if Version() < 100 {
 		t.Fatalf("version %d", Version())
 	}
+}
+
+func TestMultiGetUnderGarbageCollection(t *testing.T) {
+	db := openTemp(t)
+	keys := make([][]byte, 64)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("mg%03d", i))
+		if i%2 == 0 {
+			_ = db.Set(keys[i], keys[i])
+		}
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < 300; r++ {
+				vals, err := db.MultiGet(keys)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, v := range vals {
+					if (i%2 == 0) != (v != nil) || (v != nil && !bytes.Equal(v, keys[i])) {
+						t.Errorf("key %d: %q", i, v)
+						return
+					}
+				}
+				if r%50 == 0 {
+					runtime.GC()
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

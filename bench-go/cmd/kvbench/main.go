@@ -91,14 +91,16 @@ func run(kind, dir string, conc int, dur time.Duration, size int, n int64, fsync
 	r.BatchWriteSec = time.Since(start).Seconds()
 	// DiskUsage: the footprint of the n entries, measured after close (the later
 	// cases overwrite and delete, which would measure each engine's garbage instead).
-	if err := kv.Close(); err != nil {
-		return r, err
-	}
-	if r.DiskApparent, r.DiskAllocated, err = stores.DiskUsage(dir); err != nil {
-		return r, err
-	}
-	if kv, err = stores.OpenKV(kind, dir, stores.KVOptions{Fsync: fsync, AOF: aof}); err != nil {
-		return r, err
+	if stores.Persistent(kind) || aof {
+		if err := kv.Close(); err != nil {
+			return r, err
+		}
+		if r.DiskApparent, r.DiskAllocated, err = stores.DiskUsage(dir); err != nil {
+			return r, err
+		}
+		if kv, err = stores.OpenKV(kind, dir, stores.KVOptions{Fsync: fsync, AOF: aof}); err != nil {
+			return r, err
+		}
 	}
 
 	// Prefix: every call names 10 keys (kvbench-%011d covers ten).

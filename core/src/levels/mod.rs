@@ -49,15 +49,16 @@ impl Version {
 
     /// The newest version of `user_key` at or below `read_seq` in any table.
     pub(crate) fn get(&self, user_key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        let hash = crate::table::bloom::hash(user_key);
         for t in &self.levels[0] {
-            if let Some(found) = t.get(user_key, read_seq)? {
+            if let Some(found) = t.get(user_key, hash, read_seq)? {
                 return Ok(Some(found));
             }
         }
         for level in &self.levels[1..] {
             let i = level.partition_point(|t| key::user_key(t.largest()) < user_key);
             if let Some(t) = level.get(i) {
-                if let Some(found) = t.get(user_key, read_seq)? {
+                if let Some(found) = t.get(user_key, hash, read_seq)? {
                     return Ok(Some(found));
                 }
             }

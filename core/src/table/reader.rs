@@ -28,6 +28,9 @@ pub(crate) struct Table {
     entries: u64,
     /// Set when the table left the live set; the file is deleted when the last user drops it.
     obsolete: AtomicBool,
+    /// Blocks whose checksum was checked once: the file never changes while open,
+    /// so later reads skip the crc (a 4 KiB crc costs about as much as the lookup).
+    verified: Vec<AtomicBool>,
 }
 
 impl Table {
@@ -95,10 +98,12 @@ impl Table {
         let index_bytes = checked_slice(path, &mmap, index_off, index_len, fpos)?;
         let (smallest, index) = parse_index(index_bytes, filter_off)
             .ok_or_else(|| corrupt(index_off as usize, "malformed index block"))?;
+        let verified = index.iter().map(|_| AtomicBool::new(false)).collect();
         Ok(Table {
             id,
             path: path.to_path_buf(),
             mmap,
+            verified,
             index,
             smallest,
             filter,
@@ -162,25 +167,39 @@ impl Table {
             .partition_point(|e| key::compare(&e.last_key, target) == Ordering::Less)
     }
 
-    /// Decodes block `i`, checking its crc.
+    /// The bytes of block `i`, its crc checked the first time.
+    fn block_bytes(&self, i: usize) -> Result<&[u8]> {
+        let e = &self.index[i];
+        if self.verified[i].load(AtomicOrdering::Acquire) {
+            // Offsets were checked against the file size when the index was parsed.
+            let start = e.offset as usize;
+            return Ok(&self.mmap[start..start + e.len as usize]);
+        }
+        let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+        self.verified[i].store(true, AtomicOrdering::Release);
+        Ok(data)
+    }
+
+    /// Decodes block `i`, checking its crc the first time.
     pub(crate) fn block(&self, i: usize) -> Result<(DecodedBlock, usize)> {
         let e = &self.index[i];
-        let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+        let data = self.block_bytes(i)?;
         let block = DecodedBlock::decode(data)
             .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
         Ok((block, e.offset as usize))
     }
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
-    pub(crate) fn get(&self, user_key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
-        if !self.covers(user_key) || !bloom::may_contain(&self.filter, bloom::hash(user_key)) {
+    /// `hash` is `bloom::hash(user_key)`, computed once per lookup by the caller.
+    pub(crate) fn get(&self, user_key: &[u8], hash: u64, read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        if !self.covers(user_key) || !bloom::may_contain(&self.filter, hash) {
             return Ok(None);
         }
         let target = key::encode(user_key, read_seq);
         let mut b = self.find_block(&target);
         while b < self.index.len() {
             let e = &self.index[b];
-            let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+            let data = self.block_bytes(b)?;
             let found = super::block::seek(data, &target)
                 .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
             if let Some((k, v)) = found {
@@ -293,17 +312,17 @@ mod tests {
         for i in [0u32, 1, 250, 499] {
             let k = format!("k{i:05}");
             assert_eq!(
-                t.get(k.as_bytes(), 9).unwrap().unwrap(),
+                t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9).unwrap().unwrap(),
                 (3, format!("v{i}@3").into_bytes())
             );
             assert_eq!(
-                t.get(k.as_bytes(), 2).unwrap().unwrap(),
+                t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 2).unwrap().unwrap(),
                 (1, format!("v{i}@1").into_bytes())
             );
-            assert_eq!(t.get(k.as_bytes(), 0).unwrap(), None);
+            assert_eq!(t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 0).unwrap(), None);
         }
-        assert_eq!(t.get(b"k00250x", 9).unwrap(), None);
-        assert_eq!(t.get(b"a", 9).unwrap(), None);
+        assert_eq!(t.get(b"k00250x", bloom::hash(b"k00250x"), 9).unwrap(), None);
+        assert_eq!(t.get(b"a", bloom::hash(b"a"), 9).unwrap(), None);
     }
 
     #[test]
@@ -319,7 +338,8 @@ mod tests {
                 continue;
             };
             for i in 0..60u32 {
-                match t.get(format!("k{i:05}").as_bytes(), 9) {
+                let k = format!("k{i:05}");
+                match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
                     Ok(Some((_, v))) => {
                         assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}")
                     }

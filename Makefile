@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: kvbench py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: bench-memtable kvbench py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -48,6 +48,12 @@ KVBENCH_ARGS ?=
 kvbench: go-build
 	@command -v redis-benchmark >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-tools; }
 	./target/go/kvrun --kvbench target/go/kvbench --kvserver target/go/kvserver --out results $(KVBENCH_ARGS)
+
+# Memtable ReadWrite/frac_0..10 (sett's memtable vs RwLock<BTreeMap>, criterion) and,
+# in the same run, Go Badger's skl BenchmarkReadWrite from its module.
+bench-memtable: deps
+	$(CARGO) bench -p sett --bench memtable
+	cd bench-go && go test github.com/dgraph-io/badger/v4/skl -run '^$$' -bench 'ReadWrite' -benchtime 1s
 
 # The Rust-only benchmark of the engine (no other engines): populate, reads, iteration.
 bench-rust: deps

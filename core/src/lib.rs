@@ -73,6 +73,12 @@ mod value;
 mod vlog;
 mod wal;
 
+/// Engine parts exposed for the microbenchmarks in `core/benches`; not part of the API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::memtable::Memtable;
+}
+
 pub use batch::{PutOptions, WriteBatch};
 pub use bulk::BulkLoader;
 pub use db::{Db, GcOutcome, Item, Stats};

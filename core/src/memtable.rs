@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// Estimated bytes of skiplist node, tower and allocation headers per entry.
 const ENTRY_OVERHEAD: usize = 80;
 
-pub(crate) struct Memtable {
+pub struct Memtable {
     map: SkipMap<IKey, Box<[u8]>>,
     bytes: AtomicUsize,
     max_seq: AtomicU64,
@@ -21,7 +21,7 @@ pub(crate) struct Memtable {
 pub(crate) type OwnedEntry = (Box<[u8]>, Box<[u8]>);
 
 impl Memtable {
-    pub(crate) fn new(wal_id: u64) -> Memtable {
+    pub fn new(wal_id: u64) -> Memtable {
         Memtable {
             map: SkipMap::new(),
             bytes: AtomicUsize::new(0),
@@ -36,7 +36,7 @@ impl Memtable {
 
     /// Inserts `user_key@seq`. A second insert of the same version replaces it
     /// (a batch that writes one key twice keeps its last write).
-    pub(crate) fn insert(&self, user_key: &[u8], seq: u64, value: &[u8]) {
+    pub fn insert(&self, user_key: &[u8], seq: u64, value: &[u8]) {
         let k = key::encode(user_key, seq);
         self.bytes
             .fetch_add(k.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
@@ -45,7 +45,7 @@ impl Memtable {
     }
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
-    pub(crate) fn get(&self, user_key: &[u8], read_seq: u64) -> Option<(u64, Vec<u8>)> {
+    pub fn get(&self, user_key: &[u8], read_seq: u64) -> Option<(u64, Vec<u8>)> {
         let seek = key::encode(user_key, read_seq);
         let e = self.map.lower_bound(Bound::Included(KeyRef::new(&seek)))?;
         let (uk, seq) = key::split(&e.key().0);
@@ -85,7 +85,7 @@ impl Memtable {
     }
 
     /// Estimated memory held, in bytes.
-    pub(crate) fn size(&self) -> usize {
+    pub fn size(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
 

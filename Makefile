@@ -53,7 +53,7 @@ kvbench: go-build
 # in the same run, Go Badger's skl BenchmarkReadWrite from its module.
 bench-memtable: deps
 	$(CARGO) bench -p sett --bench memtable
-	cd bench-go && go test github.com/dgraph-io/badger/v4/skl -run '^$$' -bench 'ReadWrite' -benchtime 1s
+	cd bench-go && go test github.com/dgraph-io/badger/v4/skl -run '^$$' -bench '^BenchmarkReadWrite$$' -benchtime 1s
 
 # The Rust-only benchmark of the engine (no other engines): populate, reads, iteration.
 bench-rust: deps

@@ -90,6 +90,7 @@ smoke: deps
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	./target/debug/sett bench --valsz 2048 --keys 3000 --reads 100 --writers 2 --batch 100 --dir "$$tmp" --keep >/dev/null; \
 	./target/debug/sett info "$$tmp/vsz2048"; \
+	./target/debug/sett verify "$$tmp/vsz2048"; \
 	./target/debug/sett backup "$$tmp/vsz2048" "$$tmp/full.backup"; \
 	./target/debug/sett restore "$$tmp/restored" "$$tmp/full.backup"; \
 	./target/debug/sett flatten "$$tmp/restored"; \

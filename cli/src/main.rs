@@ -4,7 +4,7 @@
 //!   badger-bench format, random reads, iteration keys-only and with values;
 //!   prints keys/s, ns/op and peak RSS.
 //! - `sett bench-load` — bulk load against batched writes of the same sorted data.
-//! - `sett info|backup|restore|flatten|gc` — operate on a database directory.
+//! - `sett info|verify|backup|restore|flatten|gc` — operate on a database directory.
 //! - `sett bank` — Badger's bank test; exits 1 on a violation.
 
 mod args;
@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage:
   sett info DIR
+  sett verify DIR
   sett backup DIR FILE [--since VERSION]
   sett restore DIR FILE
   sett flatten DIR
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
         };
     match args.first().map(String::as_str) {
         Some("info") => tool(tools::info),
+        Some("verify") => tool(tools::verify),
         Some("backup") => tool(tools::backup),
         Some("restore") => tool(tools::restore),
         Some("flatten") => tool(tools::flatten),

@@ -36,6 +36,17 @@ pub fn info(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
+pub fn verify(a: &Args) -> Result<(), String> {
+    a.only(&[])?;
+    let db = open(a.dir()?, true)?;
+    let r = db.verify().map_err(|e| e.to_string())?;
+    println!(
+        "ok: {} tables ({} blocks), {} entries, {} value-log entries checked",
+        r.tables, r.blocks, r.entries, r.values
+    );
+    Ok(())
+}
+
 pub fn backup(a: &Args) -> Result<(), String> {
     a.only(&["since"])?;
     let out = a.positional.get(1).ok_or("missing the backup file")?;

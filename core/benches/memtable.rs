@@ -34,10 +34,16 @@ struct Locked(RwLock<BTreeMap<Vec<u8>, Vec<u8>>>);
 
 impl Table for Locked {
     fn put(&self, k: &[u8], v: &[u8], _seq: u64) {
-        self.0.write().unwrap_or_else(|p| p.into_inner()).insert(k.to_vec(), v.to_vec());
+        self.0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(k.to_vec(), v.to_vec());
     }
     fn get(&self, k: &[u8]) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).contains_key(k)
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(k)
     }
 }
 
@@ -71,14 +77,22 @@ fn read_write(c: &mut Criterion) {
     g.warm_up_time(Duration::from_millis(500));
     g.sample_size(10);
     for frac in 0..=10u64 {
-        g.bench_with_input(BenchmarkId::new("sett-memtable", format!("frac_{frac}")), &frac, |b, &frac| {
-            let m = Memtable::new(0);
-            b.iter_custom(|iters| run(&m, frac, iters, threads));
-        });
-        g.bench_with_input(BenchmarkId::new("rwlock-btreemap", format!("frac_{frac}")), &frac, |b, &frac| {
-            let m = Locked(RwLock::new(BTreeMap::new()));
-            b.iter_custom(|iters| run(&m, frac, iters, threads));
-        });
+        g.bench_with_input(
+            BenchmarkId::new("sett-memtable", format!("frac_{frac}")),
+            &frac,
+            |b, &frac| {
+                let m = Memtable::new(0);
+                b.iter_custom(|iters| run(&m, frac, iters, threads));
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("rwlock-btreemap", format!("frac_{frac}")),
+            &frac,
+            |b, &frac| {
+                let m = Locked(RwLock::new(BTreeMap::new()));
+                b.iter_custom(|iters| run(&m, frac, iters, threads));
+            },
+        );
     }
     g.finish();
 }
@@ -88,7 +102,11 @@ fn memory_per_entry(_: &mut Criterion) {
     let rss = || {
         std::fs::read_to_string("/proc/self/statm")
             .ok()
-            .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+            .and_then(|s| {
+                s.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<u64>().ok())
+            })
             .map_or(0, |pages| pages * 4096)
     };
     let n = 1_000_000u64;
@@ -108,7 +126,10 @@ fn memory_per_entry(_: &mut Criterion) {
     let before = rss();
     let mut b = BTreeMap::new();
     for _ in 0..n {
-        b.insert(rng_next(&mut x).to_be_bytes().to_vec(), b"00123456".to_vec());
+        b.insert(
+            rng_next(&mut x).to_be_bytes().to_vec(),
+            b"00123456".to_vec(),
+        );
     }
     println!(
         "BTreeMap<Vec<u8>, Vec<u8>> memory per entry: RSS growth {:.0} B",

@@ -81,7 +81,7 @@ pub mod internals {
 
 pub use batch::{PutOptions, WriteBatch};
 pub use bulk::BulkLoader;
-pub use db::{Db, GcOutcome, Item, Stats};
+pub use db::{Db, GcOutcome, Item, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, IterOptions};
 pub use options::{Clock, Options};

@@ -254,6 +254,30 @@ pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState
             "damaged manifest snapshot record",
         ));
     }
+    // Each record is fsynced before anything acts on it, so a torn tail is a
+    // record cut short. A whole-length last record with a bad checksum is damage:
+    // dropping it would silently revert the state (and lose what it recorded).
+    let tail = scan.valid_len as usize;
+    if tail < data.len() {
+        let declared = crate::coding::u32_at(&data, tail + 4)
+            .map(|n| tail + wal::RECORD_HEADER_LEN + n as usize);
+        // A flipped length byte: the rest of the file is still one whole record
+        // whose checksum matches its true length.
+        let rest = &data[tail..];
+        let whole_with_bad_length = rest.len() >= wal::RECORD_HEADER_LEN && {
+            let mut h = crc32fast::Hasher::new();
+            h.update(&((rest.len() - wal::RECORD_HEADER_LEN) as u32).to_le_bytes());
+            h.update(&rest[wal::RECORD_HEADER_LEN..]);
+            crate::coding::u32_at(rest, 0) == Some(h.finalize())
+        };
+        if declared == Some(data.len()) || whole_with_bad_length {
+            return Err(Error::corruption(
+                &path,
+                tail as u64,
+                "last manifest record fails its checksum",
+            ));
+        }
+    }
     let mut state = ManifestState::new(num_levels);
     for (offset, range) in scan.records {
         let edits = decode_edits(&data[range])
@@ -408,6 +432,40 @@ mod tests {
         assert!(s.levels[0].is_empty());
         assert_eq!(s.levels[1].len(), 1);
         assert_eq!(s.next_file_id, 4);
+    }
+
+    #[test]
+    fn a_cut_last_record_is_torn_but_a_damaged_whole_one_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = Manifest::create(dir.path(), ManifestState::new(3)).unwrap();
+        m.log(&[Edit::AddTable {
+            level: 0,
+            table: table(1),
+        }])
+        .unwrap();
+        drop(m);
+        let path = dir.path().join(FILE_NAME);
+        let good = std::fs::read(&path).unwrap();
+        let last = good.len()
+            - (encode_edits(&[Edit::AddTable {
+                level: 0,
+                table: table(1),
+            }])
+            .len()
+                + 8);
+        // Cut short: a write that never completed; the state before it loads.
+        std::fs::write(&path, &good[..good.len() - 5]).unwrap();
+        assert!(load(dir.path(), 3).unwrap().unwrap().levels[0].is_empty());
+        // Whole record, one byte flipped anywhere in it (length field included): corruption.
+        for off in last..good.len() {
+            let mut bad = good.clone();
+            bad[off] ^= 0x21;
+            std::fs::write(&path, &bad).unwrap();
+            assert!(
+                load(dir.path(), 3).unwrap_err().is_corruption(),
+                "flip at {off} taken as a torn tail"
+            );
+        }
     }
 
     #[test]

@@ -180,6 +180,17 @@ impl Table {
         Ok(data)
     }
 
+    /// Checks every block's crc and format; returns the number of blocks.
+    pub(crate) fn verify(&self) -> Result<usize> {
+        for (i, e) in self.index.iter().enumerate() {
+            let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+            DecodedBlock::decode(data)
+                .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+            self.verified[i].store(true, AtomicOrdering::Release);
+        }
+        Ok(self.index.len())
+    }
+
     /// Decodes block `i`, checking its crc the first time.
     pub(crate) fn block(&self, i: usize) -> Result<(DecodedBlock, usize)> {
         let e = &self.index[i];
@@ -191,7 +202,12 @@ impl Table {
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
     /// `hash` is `bloom::hash(user_key)`, computed once per lookup by the caller.
-    pub(crate) fn get(&self, user_key: &[u8], hash: u64, read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        hash: u64,
+        read_seq: u64,
+    ) -> Result<Option<(u64, Vec<u8>)>> {
         if !self.covers(user_key) || !bloom::may_contain(&self.filter, hash) {
             return Ok(None);
         }
@@ -312,14 +328,21 @@ mod tests {
         for i in [0u32, 1, 250, 499] {
             let k = format!("k{i:05}");
             assert_eq!(
-                t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9).unwrap().unwrap(),
+                t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9)
+                    .unwrap()
+                    .unwrap(),
                 (3, format!("v{i}@3").into_bytes())
             );
             assert_eq!(
-                t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 2).unwrap().unwrap(),
+                t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 2)
+                    .unwrap()
+                    .unwrap(),
                 (1, format!("v{i}@1").into_bytes())
             );
-            assert_eq!(t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 0).unwrap(), None);
+            assert_eq!(
+                t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 0).unwrap(),
+                None
+            );
         }
         assert_eq!(t.get(b"k00250x", bloom::hash(b"k00250x"), 9).unwrap(), None);
         assert_eq!(t.get(b"a", bloom::hash(b"a"), 9).unwrap(), None);

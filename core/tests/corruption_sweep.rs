@@ -13,7 +13,7 @@ const KEYS: u64 = 300;
 
 fn expected(k: u64) -> (Vec<u8>, Vec<u8>) {
     let key = format!("key{k:04}").into_bytes();
-    let v = value_for(&key, 1, if k % 3 == 0 { 200 } else { 20 });
+    let v = value_for(&key, 1, if k.is_multiple_of(3) { 200 } else { 20 });
     (key, v)
 }
 

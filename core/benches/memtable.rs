@@ -53,7 +53,7 @@ fn run(table: &dyn Table, frac: u64, iters: u64, threads: u64) -> Duration {
     std::thread::scope(|s| {
         for t in 0..threads {
             s.spawn(move || {
-                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (t + 1) * 0x1234_5678;
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ ((t + 1) * 0x1234_5678);
                 for _ in 0..iters / threads {
                     let k = (rng_next(&mut x) % (1 << 20)).to_be_bytes();
                     if rng_next(&mut x) % 10 < frac {

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: bench-memtable kvbench py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: stress bench-memtable kvbench py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -48,6 +48,12 @@ KVBENCH_ARGS ?=
 kvbench: go-build
 	@command -v redis-benchmark >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-tools; }
 	./target/go/kvrun --kvbench target/go/kvbench --kvserver target/go/kvserver --out results $(KVBENCH_ARGS)
+
+# The reliability suite for STRESS_SECONDS (default 1800) with a summary table.
+stress: deps
+	$(CARGO) build --release -p sett-cli
+	@command -v bc >/dev/null || { apt-get update -q && apt-get install -y -q bc; }
+	STRESS_SECONDS=$${STRESS_SECONDS:-1800} scripts/stress.sh
 
 # Memtable ReadWrite/frac_0..10 (sett's memtable vs RwLock<BTreeMap>, criterion) and,
 # in the same run, Go Badger's skl BenchmarkReadWrite from its module.
@@ -87,6 +93,8 @@ smoke: deps
 	$(CARGO) build -q -p sett-cli
 	./target/debug/sett bench --valsz 128,4096 --keys 20000,2000 --reads 2000 --writers 4 --batch 100
 	./target/debug/sett bank --seconds 5 --threads 4
+	./target/debug/sett crashloop --cycles 8 --sync
+	./target/debug/sett crashloop --cycles 8
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	./target/debug/sett bench --valsz 2048 --keys 3000 --reads 100 --writers 2 --batch 100 --dir "$$tmp" --keep >/dev/null; \
 	./target/debug/sett info "$$tmp/vsz2048"; \

@@ -6,10 +6,12 @@
 //! - `sett bench-load` — bulk load against batched writes of the same sorted data.
 //! - `sett info|verify|backup|restore|flatten|gc` — operate on a database directory.
 //! - `sett bank` — Badger's bank test; exits 1 on a violation.
+//! - `sett crashloop` — SIGKILL a writer at random moments and verify what survives.
 
 mod args;
 mod bank;
 mod bench;
+mod crashloop;
 mod getbench;
 mod load;
 mod tools;
@@ -26,6 +28,7 @@ const USAGE: &str = "usage:
   sett bank [--dir DIR] [--accounts 100] [--threads 4] [--seconds 5] [--sync]
   sett bench-load [--keys 1000000] [--valsz 128]
   sett bench-get DIR N M
+  sett crashloop [--cycles 20 | --seconds T] [--sync] [--dir DIR]
   sett bench [--dir DIR] [--valsz N[,N...]] [--keys N[,N...]] \
 [--writers N] [--batch N] [--reads N] [--readers N] [--sync] [--value-threshold N] [--keep]
   --valsz            value sizes in bytes (default 128,4096)
@@ -60,6 +63,17 @@ fn main() -> ExitCode {
         Some("gc") => tool(tools::gc),
         Some("bench-load") => tool(load::run),
         Some("bench-get") => tool(getbench::run),
+        Some("crashloop") => {
+            match args::Args::parse(&args[1..], &["sync"]).and_then(|a| crashloop::run(&a)) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("sett crashloop: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("crashloop-child") => tool(crashloop::child),
         Some("bank") => {
             match args::Args::parse(&args[1..], &["sync"]).and_then(|a| bank::run(&a)) {
                 Ok(true) => ExitCode::SUCCESS,

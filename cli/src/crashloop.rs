@@ -1,0 +1,225 @@
+//! `sett crashloop`: kill a writer with SIGKILL at random moments and verify
+//! what survives, for N cycles or T seconds.
+//!
+//! The child writes numbered batches — puts on both sides of the value
+//! threshold, a moving marker key (put the new one, delete the old one), every
+//! fifth batch as a transaction — and runs flushes and value-log GC as it goes,
+//! printing "ack N" after each acknowledged batch. After each kill the parent
+//! reopens and checks: every batch is whole or absent, the present ones are a
+//! prefix of the write order, and with --sync every acknowledged one is there.
+
+use crate::args::Args;
+use sett::{Db, Options, WriteBatch};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn options(dir: &Path, sync: bool) -> Options {
+    let mut o = Options::new(dir);
+    o.sync_writes = sync;
+    o.value_threshold = 64;
+    o.memtable_size = 64 << 10;
+    o.table_size = 64 << 10;
+    o.level_base_size = 256 << 10;
+    o.vlog_file_size = 256 << 10;
+    o
+}
+
+fn batch_entries(i: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..1 + i % 4)
+        .map(|j| {
+            let k = format!("b{i:09}:{j}").into_bytes();
+            let len = if (i + j) % 2 == 0 { 16 } else { 200 };
+            let mut v = format!("{i}:{j}:").into_bytes();
+            v.resize(len, b'0' + (i % 10) as u8);
+            (k, v)
+        })
+        .collect()
+}
+
+fn marker(i: u64) -> Vec<u8> {
+    format!("m{i:09}").into_bytes()
+}
+
+/// The child: writes batches from `start` until killed.
+pub fn child(a: &Args) -> Result<(), String> {
+    let dir = a.dir()?;
+    let sync = a.has("sync");
+    let start: u64 = a.num("start", 0)?;
+    let db = Db::open(options(Path::new(dir), sync)).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    for i in start.. {
+        let entries = batch_entries(i);
+        if i % 5 == 0 {
+            db.update(|t| {
+                for (k, v) in &entries {
+                    t.set(k, v)?;
+                }
+                t.set(&marker(i), b"m")?;
+                if i > 0 {
+                    t.delete(&marker(i - 1))?;
+                }
+                Ok(())
+            })
+            .map_err(|e| e.to_string())?;
+        } else {
+            let mut b = WriteBatch::new();
+            for (k, v) in entries {
+                b.put(k, v);
+            }
+            b.put(marker(i), b"m".to_vec());
+            if i > 0 {
+                b.delete(marker(i - 1));
+            }
+            db.write(b).map_err(|e| e.to_string())?;
+        }
+        writeln!(out, "ack {i}")
+            .and_then(|_| out.flush())
+            .map_err(|e| e.to_string())?;
+        if i % 40 == 39 {
+            db.flush().map_err(|e| e.to_string())?;
+            let _ = db.run_value_log_gc(0.3).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the database after a kill; returns the number of batches present.
+fn verify(dir: &Path, acked: Option<u64>, sync: bool) -> Result<u64, String> {
+    let db = Db::open(options(dir, false)).map_err(|e| format!("reopen failed: {e}"))?;
+    let mut present = 0;
+    let mut gap = None;
+    let upper = acked.map_or(0, |a| a + 100);
+    for i in 0..upper {
+        let entries = batch_entries(i);
+        let mut found = 0;
+        for (k, v) in &entries {
+            match db.get(k).map_err(|e| format!("batch {i}: {e}"))? {
+                Some(got) if &got == v => found += 1,
+                Some(_) => return Err(format!("batch {i}: a value is wrong")),
+                None => {}
+            }
+        }
+        if found != 0 && found != entries.len() {
+            return Err(format!(
+                "batch {i} is torn ({found} of {} entries)",
+                entries.len()
+            ));
+        }
+        if found == entries.len() {
+            if let Some(g) = gap {
+                return Err(format!(
+                    "batch {i} survived but batch {g} did not: not a prefix"
+                ));
+            }
+            present = i + 1;
+        } else if gap.is_none() {
+            gap = Some(i);
+        }
+    }
+    if sync {
+        if let Some(a) = acked {
+            if present <= a {
+                return Err(format!(
+                    "acknowledged batch {a} lost with sync on ({present} present)"
+                ));
+            }
+        }
+    }
+    if present > 0 {
+        if db
+            .get(&marker(present - 1))
+            .map_err(|e| e.to_string())?
+            .is_none()
+        {
+            return Err("the marker of the last batch is missing".into());
+        }
+        if present > 1
+            && db
+                .get(&marker(present - 2))
+                .map_err(|e| e.to_string())?
+                .is_some()
+        {
+            return Err("a delete of the previous marker was lost".into());
+        }
+    }
+    db.verify().map_err(|e| format!("verify: {e}"))?;
+    db.close().map_err(|e| e.to_string())?;
+    Ok(present)
+}
+
+/// The parent loop. Returns false when a check failed.
+pub fn run(a: &Args) -> Result<bool, String> {
+    a.only(&["dir", "cycles", "seconds", "sync"])?;
+    let cycles: u64 = a.num("cycles", 20)?;
+    let seconds: f64 = a.num("seconds", 0.0)?;
+    let sync = a.has("sync");
+    let (dir, temp) = match a.str("dir") {
+        Some(d) => (std::path::PathBuf::from(d), false),
+        None => (
+            std::env::temp_dir().join(format!("sett-crashloop-{}", std::process::id())),
+            true,
+        ),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ u64::from(std::process::id());
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut cycle, mut start, mut acked_total, mut failures) = (0u64, 0u64, 0u64, 0u64);
+    while (seconds > 0.0 && started.elapsed().as_secs_f64() < seconds)
+        || (seconds <= 0.0 && cycle < cycles)
+    {
+        let mut args = vec![
+            "crashloop-child".to_string(),
+            dir.display().to_string(),
+            "--start".into(),
+            start.to_string(),
+        ];
+        if sync {
+            args.push("--sync".into());
+        }
+        let mut child = Command::new(&exe)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let stdout = child.stdout.take().ok_or("no child stdout")?;
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| l.strip_prefix("ack ").and_then(|n| n.parse::<u64>().ok()))
+                .collect::<Vec<_>>()
+        });
+        std::thread::sleep(Duration::from_millis(50 + next() % 400));
+        let _ = child.kill();
+        let _ = child.wait();
+        let acks = reader.join().map_err(|_| "reader thread panicked")?;
+        acked_total += acks.len() as u64;
+        match verify(&dir, acks.iter().copied().max(), sync) {
+            Ok(present) => start = present,
+            Err(e) => {
+                failures += 1;
+                println!("cycle {cycle}: FAILURE: {e}");
+                break;
+            }
+        }
+        cycle += 1;
+    }
+    println!(
+        "crashloop: {cycle} cycles in {:.0} s, sync={sync}, {acked_total} batches acknowledged, {start} batches verified present at the end, {failures} failures",
+        started.elapsed().as_secs_f64()
+    );
+    if temp && failures == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(failures == 0)
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The reliability suite for STRESS_SECONDS (default 1800), then one summary table:
+# crash loops with and without sync, the bank test, the corruption sweeps, and
+# libFuzzer on every decoder when cargo-fuzz and a nightly toolchain are there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T=${STRESS_SECONDS:-1800}
+part=$((T / 5))
+sett=./target/release/sett
+log=target/stress
+mkdir -p "$log"
+
+$sett crashloop --seconds "$part" --sync | tee "$log/crash-sync.txt"
+$sett crashloop --seconds "$part" | tee "$log/crash-nosync.txt"
+$sett bank --seconds "$part" --threads 4 | tee "$log/bank.txt"
+cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee "$log/corruption.txt"
+
+fuzz_runs=0
+fuzz_status="not run (needs cargo-fuzz and a nightly toolchain)"
+if cargo fuzz --version >/dev/null 2>&1 && cargo +nightly --version >/dev/null 2>&1; then
+  fuzz_status="ok"
+  for target in decode backup_stream; do
+    if ! (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=$((part / 2)) 2>&1) | tee "$log/fuzz-$target.txt"; then
+      fuzz_status="CRASH in $target (see fuzz/artifacts)"
+    fi
+    n=$(grep -o 'Done [0-9]* runs' "$log/fuzz-$target.txt" | grep -o '[0-9]*' | tail -1 || true)
+    fuzz_runs=$((fuzz_runs + ${n:-0}))
+  done
+fi
+
+cycles() { grep -o '[0-9]* cycles' "$1" | grep -o '[0-9]*'; }
+fails() { grep -o '[0-9]* failures' "$1" | grep -o '[0-9]*'; }
+flips=$(grep -o '[0-9]* reported as corruption' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
+harmless=$(grep -o '[0-9]* flips harmless' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
+bank=$(grep -o 'bank: [0-9]* transfers.*' "$log/bank.txt" | tail -1)
+echo
+echo "| part | runs | failures / data lost |"
+echo "|---|---:|---:|"
+echo "| crash loop, sync on | $(cycles "$log/crash-sync.txt") cycles | $(fails "$log/crash-sync.txt") |"
+echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles | $(fails "$log/crash-nosync.txt") |"
+echo "| bank test | ${bank:-?} | $(grep -c VIOLATION "$log/bank.txt" || true) violations |"
+echo "| corruption sweep | $((flips + harmless)) byte flips | 0 wrong values (test passed) |"
+echo "| fuzzing | $fuzz_runs executions | $fuzz_status |"
+echo "| fault injection (EIO/ENOSPC at the Nth call) | not built yet | - |"

@@ -30,7 +30,7 @@ fn batch_entries(i: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
     (0..1 + i % 4)
         .map(|j| {
             let k = format!("b{i:09}:{j}").into_bytes();
-            let len = if (i + j) % 2 == 0 { 16 } else { 200 };
+            let len = if (i + j).is_multiple_of(2) { 16 } else { 200 };
             let mut v = format!("{i}:{j}:").into_bytes();
             v.resize(len, b'0' + (i % 10) as u8);
             (k, v)
@@ -51,7 +51,7 @@ pub fn child(a: &Args) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     for i in start.. {
         let entries = batch_entries(i);
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             db.update(|t| {
                 for (k, v) in &entries {
                     t.set(k, v)?;

@@ -83,10 +83,12 @@ fmt-check: deps
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p sett --all-targets --features fault-injection -- -D warnings
 
 # (sett-python is an extension module: it is tested through pytest, not cargo test.)
 unit: deps
 	$(CARGO) test --workspace --exclude sett-python
+	$(CARGO) test -p sett --features fault-injection --test fault
 
 # Tiny runs of the main job and of every CLI command, and the bank test with 4 threads.
 smoke: deps

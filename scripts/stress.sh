@@ -14,6 +14,7 @@ $sett crashloop --seconds "$part" --sync | tee "$log/crash-sync.txt"
 $sett crashloop --seconds "$part" | tee "$log/crash-nosync.txt"
 $sett bank --seconds "$part" --threads 4 | tee "$log/bank.txt"
 cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee "$log/corruption.txt"
+cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee "$log/fault.txt"
 
 fuzz_runs=0
 fuzz_status="not run (needs cargo-fuzz and a nightly toolchain)"
@@ -41,4 +42,5 @@ echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles | $(fail
 echo "| bank test | ${bank:-?} | $(grep -c VIOLATION "$log/bank.txt" || true) violations |"
 echo "| corruption sweep | $((flips + harmless)) byte flips | 0 wrong values (test passed) |"
 echo "| fuzzing | $fuzz_runs executions | $fuzz_status |"
-echo "| fault injection (EIO/ENOSPC at the Nth call) | not built yet | - |"
+faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' || echo 0)
+echo "| fault injection (EIO/ENOSPC at the Nth write or fsync) | $faults faults | 0 acknowledged writes lost (test passed) |"

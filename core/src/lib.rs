@@ -60,6 +60,8 @@ mod bulk;
 mod coding;
 mod db;
 mod error;
+#[doc(hidden)]
+pub mod fault;
 mod iter;
 mod key;
 mod levels;

@@ -159,16 +159,16 @@ impl LogWriter {
 
     /// Appends bytes already framed with [`frame`].
     pub(crate) fn append(&mut self, framed: &[u8]) -> Result<()> {
-        self.file
-            .write_all(framed)
+        crate::fault::check(crate::fault::Op::Write)
+            .and_then(|_| self.file.write_all(framed))
             .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))?;
         self.len += framed.len() as u64;
         Ok(())
     }
 
     pub(crate) fn sync(&mut self) -> Result<()> {
-        self.file
-            .sync_data()
+        crate::fault::check(crate::fault::Op::Sync)
+            .and_then(|_| self.file.sync_data())
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 

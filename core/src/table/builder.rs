@@ -92,8 +92,8 @@ impl TableBuilder {
 
     fn write_with_crc(&mut self, data: &[u8]) -> Result<(u64, u32)> {
         let at = self.offset;
-        self.out
-            .write_all(data)
+        crate::fault::check(crate::fault::Op::Write)
+            .and_then(|_| self.out.write_all(data))
             .and_then(|_| self.out.write_all(&crc32fast::hash(data).to_le_bytes()))
             .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
         self.offset += data.len() as u64 + 4;
@@ -144,7 +144,9 @@ impl TableBuilder {
         let ctx = |e| Error::io(format!("finishing {}", self.path.display()), e);
         self.out.write_all(&footer).map_err(ctx)?;
         self.out.flush().map_err(ctx)?;
-        self.out.get_ref().sync_all().map_err(ctx)?;
+        crate::fault::check(crate::fault::Op::Sync)
+            .and_then(|_| self.out.get_ref().sync_all())
+            .map_err(ctx)?;
         let largest = self
             .index
             .last()

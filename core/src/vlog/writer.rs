@@ -68,15 +68,16 @@ impl VlogWriter {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let res = self.file.write_all(&self.buf);
+        let res = crate::fault::check(crate::fault::Op::Write)
+            .and_then(|_| self.file.write_all(&self.buf));
         self.buf.clear();
         res.map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))
     }
 
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.flush()?;
-        self.file
-            .sync_data()
+        crate::fault::check(crate::fault::Op::Sync)
+            .and_then(|_| self.file.sync_data())
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 }

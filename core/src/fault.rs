@@ -1,6 +1,6 @@
 //! Fault injection for the reliability tests: with the `fault-injection`
 //! feature, the Nth write or fsync on the write path (WAL, value log, tables,
-//! manifest) fails with EIO or ENOSPC. Without the feature every check is a
+//! manifest), or the Nth value-log read, fails with EIO or ENOSPC. Without the feature every check is a
 //! no-op that the compiler removes.
 
 /// Which calls can fail.
@@ -8,6 +8,8 @@
 pub enum Op {
     Write,
     Sync,
+    /// A positional read of the value log.
+    Read,
 }
 
 #[cfg(feature = "fault-injection")]

@@ -12,6 +12,9 @@ use std::path::Path;
 
 const BATCHES: u64 = 120;
 
+/// The injector is process-wide: the tests of this file take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn opts(dir: &Path) -> Options {
     let mut o = tiny_options(dir);
     o.sync_writes = true;
@@ -49,6 +52,7 @@ fn workload(db: &Db) -> (u64, Option<sett::Error>) {
 
 #[test]
 fn a_failed_write_or_fsync_poisons_the_db_and_loses_no_acknowledged_write() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // How many write-path calls a clean run makes.
     let probe = tempfile::tempdir().unwrap();
     fault::arm(0, 0);
@@ -119,4 +123,38 @@ fn a_failed_write_or_fsync_poisons_the_db_and_loses_no_acknowledged_write() {
     }
     eprintln!("fault sweep: {total} write-path calls, {injected} faults injected mid-workload, {poisoned} Dbs refused the next write");
     assert!(injected > 50);
+}
+
+#[test]
+fn a_failed_value_log_read_is_an_error_for_that_read_only() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    fault::arm(0, 0);
+    let db = Db::open(opts(dir.path())).unwrap();
+    let (acked, err) = workload(&db);
+    assert!(err.is_none() && acked == BATCHES);
+    db.flatten().unwrap();
+    // Only reads from here: every get of a separated value is one value-log read.
+    let mut failed = 0;
+    for at in [1u64, 7, 30] {
+        fault::arm(at, libc::EIO);
+        for i in 0..40 {
+            let (k, v) = batch(i)[1].clone();
+            match db.get(&k) {
+                Ok(got) => assert_eq!(got, Some(v)),
+                Err(e) => {
+                    assert!(e.to_string().contains("Input/output error"), "{e}");
+                    failed += 1;
+                }
+            }
+        }
+        fault::arm(0, 0);
+    }
+    assert_eq!(failed, 3, "exactly the armed reads fail");
+    // Reads do not poison: writes and reads go on.
+    db.put(b"after-read-fault", b"ok").unwrap();
+    assert_eq!(
+        db.get(b"after-read-fault").unwrap().as_deref(),
+        Some(&b"ok"[..])
+    );
 }

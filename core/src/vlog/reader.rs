@@ -133,6 +133,7 @@ impl VlogFile {
 
 /// Reads as many bytes as the file has at `offset`, up to `buf.len()`.
 fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    crate::fault::check(crate::fault::Op::Read)?;
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], offset + done as u64) {

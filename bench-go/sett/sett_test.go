@@ -48,6 +48,12 @@ func TestSetGetDeleteAndNotFound(t *testing.T) {
 	if err := db.Set(nil, []byte("v")); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("empty key: %v", err)
 	}
+	if err := db.Set(bytes.Repeat([]byte("k"), 70000), []byte("v")); !errors.Is(err, ErrTooBig) {
+		t.Fatalf("oversized key: %v", err)
+	}
+	if v, err := db.Get([]byte("big")); err != nil || !bytes.Equal(v, big) {
+		t.Fatalf("stored data after refused writes: %d bytes, %v", len(v), err)
+	}
 	if err := db.SetEntry([]byte("ttl"), []byte("v"), 3, time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -4,21 +4,19 @@ import (
 	"errors"
 
 	badger "github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 )
 
-type badgerKV struct{ db *badger.DB }
+// badgerKV is the KVBench face of the badger-bench adapter.
+type badgerKV struct{ *badgerStore }
 
 func openBadgerKV(dir string, o KVOptions) (KV, error) {
-	db, err := badger.Open(badger.DefaultOptions(dir).WithValueThreshold(ValueThreshold).
-		WithSyncWrites(o.Fsync).WithCompression(options.None).WithLogger(nil))
+	s, err := openBadger(dir, Options{Sync: o.Fsync})
 	if err != nil {
 		return nil, err
 	}
-	return &badgerKV{db: db}, nil
+	return &badgerKV{s.(*badgerStore)}, nil
 }
 
-func (s *badgerKV) Name() string { return "badger" }
 func (s *badgerKV) Set(key, value []byte) error {
 	return s.db.Update(func(t *badger.Txn) error { return t.Set(key, value) })
 }
@@ -27,18 +25,8 @@ func (s *badgerKV) Delete(key []byte) error {
 }
 func (s *badgerKV) Clear() error { return s.db.DropAll() }
 func (s *badgerKV) Flush() error { return s.db.Sync() }
-func (s *badgerKV) Close() error { return s.db.Close() }
 
-func (s *badgerKV) BatchSet(keys, vals [][]byte) error {
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for i := range keys {
-		if err := wb.Set(keys[i], vals[i]); err != nil {
-			return err
-		}
-	}
-	return wb.Flush()
-}
+func (s *badgerKV) BatchSet(keys, vals [][]byte) error { return s.WriteBatch(keys, vals) }
 
 func (s *badgerKV) Get(key []byte) ([]byte, bool, error) {
 	var v []byte

@@ -40,7 +40,12 @@ func (s *settStore) Get(key, dst []byte) ([]byte, error) {
 }
 
 func (s *settStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {
-	it, err := s.db.NewIterator(sett.IteratorOptions{KeysOnly: keysOnly})
+	return s.scan(sett.IteratorOptions{KeysOnly: keysOnly}, limit, fn)
+}
+
+// scan walks an iterator with opts, at most limit items.
+func (s *settStore) scan(opts sett.IteratorOptions, limit int, fn func(k, v []byte) bool) (int, error) {
+	it, err := s.db.NewIterator(opts)
 	if err != nil {
 		return 0, err
 	}

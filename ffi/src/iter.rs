@@ -3,7 +3,7 @@
 use crate::db::sett_db_t;
 use crate::error::{sett_error_t, FfiError, SETT_BUFFER_TOO_SMALL, SETT_OK};
 use crate::txn::sett_txn_t;
-use crate::util::{bytes, guard, guard_ok, handle, handle_mut, write_out};
+use crate::util::{bytes, flag, guard, guard_ok, handle, handle_mut, write_out};
 use sett_core::{DbIterator, IterOptions};
 use std::ffi::c_int;
 
@@ -117,14 +117,6 @@ pub unsafe extern "C" fn sett_iter_options_set_prefetch(
         o.prefetch = value as usize;
         Ok(())
     })
-}
-
-fn flag(v: u32, name: &str) -> Result<bool, FfiError> {
-    match v {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(FfiError::invalid(format!("{name} must be 0 or 1, not {v}"))),
-    }
 }
 
 fn options(opts: *const sett_iter_options_t) -> IterOptions {

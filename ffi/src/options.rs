@@ -2,7 +2,7 @@
 //! where an out-of-range one fails with SETT_INVALID_OPTION naming it.
 
 use crate::error::{FfiError, SETT_OK};
-use crate::util::{guard, handle_mut};
+use crate::util::{flag, guard, handle_mut};
 use sett_core::Options;
 use std::ffi::c_int;
 
@@ -35,14 +35,6 @@ fn set(opts: *mut sett_options_t, f: impl FnOnce(&mut Options) -> Result<(), Ffi
         f(&mut o.opts)?;
         Ok(SETT_OK)
     })
-}
-
-fn flag(v: u32, name: &str) -> Result<bool, FfiError> {
-    match v {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(FfiError::invalid(format!("{name} must be 0 or 1, not {v}"))),
-    }
 }
 
 /// Values of at least this many bytes go to the value log (default 1024). Returns SETT_INVALID_ARGUMENT for NULL opts.

@@ -3,7 +3,7 @@
 use crate::buf::sett_buf_t;
 use crate::db::{put_options, sett_db_t};
 use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
-use crate::util::{bytes, guard, guard_ok, handle, handle_mut, write_out};
+use crate::util::{bytes, flag, guard, guard_ok, handle, handle_mut, write_out};
 use sett_core::Txn;
 use std::ffi::c_int;
 
@@ -38,11 +38,7 @@ pub unsafe extern "C" fn sett_txn_begin(
         // SAFETY: live handle and writable out-pointer (contract in sett.h).
         unsafe { write_out(txn, std::ptr::null_mut(), "txn") }?;
         let h = unsafe { handle(db, "db") }?;
-        let update = match update {
-            0 => false,
-            1 => true,
-            v => return Err(FfiError::invalid(format!("update must be 0 or 1, not {v}"))),
-        };
+        let update = flag(update, "update")?;
         let t = h.db.begin(update)?;
         unsafe { txn.write(Box::into_raw(Box::new(sett_txn_t { txn: Some(t) }))) };
         Ok(())

@@ -96,3 +96,12 @@ pub(crate) unsafe fn write_out<T>(out: *mut T, v: T, what: &str) -> Result<(), F
     unsafe { out.write(v) };
     Ok(())
 }
+
+/// A C boolean taken as `uint32_t`: 0 or 1, anything else is an error naming it.
+pub(crate) fn flag(v: u32, name: &str) -> Result<bool, FfiError> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(FfiError::invalid(format!("{name} must be 0 or 1, not {v}"))),
+    }
+}

@@ -10,6 +10,8 @@ pub(crate) struct MergeIter {
     sources: Vec<Box<dyn Source>>,
     reverse: bool,
     cur: Option<usize>,
+    /// Reused by `next` to note sources sitting on the current key.
+    same: Vec<usize>,
 }
 
 impl MergeIter {
@@ -18,6 +20,7 @@ impl MergeIter {
             sources,
             reverse,
             cur: None,
+            same: Vec::new(),
         }
     }
 
@@ -64,13 +67,19 @@ impl Source for MergeIter {
 
     fn next(&mut self) -> Result<()> {
         let Some(c) = self.cur else { return Ok(()) };
-        // Step every source sitting on the same key too (duplicates across sources).
-        let cur_key = self.sources[c].key().to_vec();
-        for s in &mut self.sources {
-            if s.valid() && key::compare(s.key(), &cur_key) == Ordering::Equal {
-                s.next()?;
+        // Step every other source sitting on the same key too (duplicates across
+        // sources), then the current one; no copy of the key on this hot path.
+        self.same.clear();
+        let cur_key = self.sources[c].key();
+        for (i, s) in self.sources.iter().enumerate() {
+            if i != c && s.valid() && key::compare(s.key(), cur_key) == Ordering::Equal {
+                self.same.push(i);
             }
         }
+        for &i in &self.same {
+            self.sources[i].next()?;
+        }
+        self.sources[c].next()?;
         self.pick();
         Ok(())
     }

@@ -185,6 +185,12 @@ static void test_point_operations(sett_db_t *db) {
     sett_error_free(err);
     err = NULL;
     free(huge_key);
+    /* None of the refused calls touched what was stored. */
+    CHECK_RC(sett_get_into(db, B("big"), 3, NULL, 0, &len, NULL), SETT_BUFFER_TOO_SMALL);
+    CHECK(len == big);
+    CHECK_RC(sett_get(db, B("k"), 1, &v, NULL), SETT_OK);
+    CHECK(v.len == 0);
+    sett_buf_free(&v);
 
     /* TTL and user meta. */
     CHECK_RC(sett_put_with(db, B("meta"), 4, B("m"), 1, 42, 60000, NULL), SETT_OK);

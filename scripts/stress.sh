@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reliability suite for STRESS_SECONDS (default 1800), then one summary table:
 # crash loops with and without sync, the bank test, the corruption sweeps, and
-# libFuzzer on every decoder when cargo-fuzz and a nightly toolchain are there.
+# the full-disk test, fault injection, and libFuzzer on every decoder and on
+# random operation sequences when cargo-fuzz and a nightly toolchain are there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${STRESS_SECONDS:-1800}
@@ -15,12 +16,16 @@ $sett crashloop --seconds "$part" | tee "$log/crash-nosync.txt"
 $sett bank --seconds "$part" --threads 4 | tee "$log/bank.txt"
 cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee "$log/corruption.txt"
 cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee "$log/fault.txt"
+: >"$log/full-disk.txt"
+for _ in $(seq 10); do
+  cargo test -q --release -p sett --test full_disk -- --nocapture 2>&1 | tee -a "$log/full-disk.txt"
+done
 
 fuzz_runs=0
 fuzz_status="not run (needs cargo-fuzz and a nightly toolchain)"
 if cargo fuzz --version >/dev/null 2>&1 && cargo +nightly --version >/dev/null 2>&1; then
   fuzz_status="ok"
-  for target in decode backup_stream; do
+  for target in decode backup_stream ops; do
     if ! (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=$((part / 2)) 2>&1) | tee "$log/fuzz-$target.txt"; then
       fuzz_status="CRASH in $target (see fuzz/artifacts)"
     fi
@@ -42,5 +47,8 @@ echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles | $(fail
 echo "| bank test | ${bank:-?} | $(grep -c VIOLATION "$log/bank.txt" || true) violations |"
 echo "| corruption sweep | $((flips + harmless)) byte flips | 0 wrong values (test passed) |"
 echo "| fuzzing | $fuzz_runs executions | $fuzz_status |"
-faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' || echo 0)
+faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' | paste -sd+ | bc || echo 0)
+full=$(grep -c 'disk full after' "$log/full-disk.txt" || true)
+fullfail=$(grep -c 'FAILED\|panicked' "$log/full-disk.txt" || true)
 echo "| fault injection (EIO/ENOSPC at the Nth write or fsync) | $faults faults | 0 acknowledged writes lost (test passed) |"
+echo "| full disk (6 MiB tmpfs filled while writing, space freed, reopened) | $full runs | $fullfail failed |"

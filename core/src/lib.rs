@@ -62,6 +62,7 @@ mod db;
 mod error;
 #[doc(hidden)]
 pub mod fault;
+mod fuzzing;
 mod iter;
 mod key;
 mod levels;
@@ -81,78 +82,7 @@ mod wal;
 pub mod internals {
     pub use crate::memtable::Memtable;
 
-    /// Feeds arbitrary bytes to every decoder that reads from disk: each must
-    /// return an error or a value, never panic or loop. `kind` picks the decoder.
-    pub fn fuzz_decode(kind: FuzzTarget, data: &[u8]) {
-        use crate::table::block;
-        match kind {
-            FuzzTarget::Block => {
-                if let Some(b) = block::DecodedBlock::decode(data) {
-                    for i in 0..b.len() {
-                        let _ = (b.key(i), b.value_range(i));
-                    }
-                }
-                let _ = block::seek(data, &crate::key::encode(b"k", 1));
-            }
-            FuzzTarget::Bloom => {
-                let _ = crate::table::bloom::may_contain(data, crate::table::bloom::hash(data));
-            }
-            FuzzTarget::LogRecords => {
-                let mut framed = crate::wal::file_header(b"FUZZLOG\0", 1).to_vec();
-                framed.extend_from_slice(data);
-                let _ = crate::wal::scan(std::path::Path::new("fuzz"), &framed);
-            }
-            FuzzTarget::Batch => {
-                let _ = crate::batch::decode_record(data);
-            }
-            FuzzTarget::Value => {
-                let _ = crate::value::decode(data);
-            }
-            FuzzTarget::VlogEntry => {
-                let _ = crate::vlog::check_entry(data);
-            }
-            FuzzTarget::Manifest => {
-                let _ = crate::manifest::decode_edits(data);
-            }
-        }
-    }
-
-    /// The decoders `fuzz_decode` drives.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum FuzzTarget {
-        Block,
-        Bloom,
-        LogRecords,
-        Batch,
-        Value,
-        VlogEntry,
-        Manifest,
-    }
-
-    impl FuzzTarget {
-        pub const ALL: [FuzzTarget; 7] = [
-            FuzzTarget::Block,
-            FuzzTarget::Bloom,
-            FuzzTarget::LogRecords,
-            FuzzTarget::Batch,
-            FuzzTarget::Value,
-            FuzzTarget::VlogEntry,
-            FuzzTarget::Manifest,
-        ];
-
-        /// The directory name of the target's corpus under fuzz/corpus.
-        pub fn name(self) -> &'static str {
-            match self {
-                FuzzTarget::Block => "block",
-                FuzzTarget::Bloom => "bloom",
-                FuzzTarget::LogRecords => "log_records",
-                FuzzTarget::Batch => "batch",
-                FuzzTarget::Value => "value",
-                FuzzTarget::VlogEntry => "vlog_entry",
-                FuzzTarget::Manifest => "manifest",
-            }
-        }
-    }
+    pub use crate::fuzzing::{fuzz_decode, fuzz_ops, FuzzTarget};
 }
 
 pub use batch::{PutOptions, WriteBatch};

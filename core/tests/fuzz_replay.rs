@@ -5,7 +5,7 @@
 mod common;
 
 use common::Rng;
-use sett::internals::{fuzz_decode, FuzzTarget};
+use sett::internals::{fuzz_decode, fuzz_ops, FuzzTarget};
 use sett::{Db, Options};
 use std::path::Path;
 
@@ -120,4 +120,23 @@ fn damaged_backup_streams_are_refused_not_panicked_on() {
     }
     eprintln!("backup streams: {ok} restored, {refused} refused");
     assert!(refused > 0);
+}
+
+#[test]
+fn random_operation_sequences_match_the_model() {
+    let mut rng = Rng::new(0x0905);
+    let mut inputs = corpus("ops");
+    // Seeded sequences of a few hundred operations each, on top of the corpus.
+    for _ in 0..12 {
+        let n = 200 + rng.below(600) as usize;
+        inputs.push(rng.bytes(n));
+    }
+    for input in &inputs {
+        fuzz_ops(input);
+    }
+    eprintln!(
+        "operation sequences: {} replayed against the model",
+        inputs.len()
+    );
+    assert!(inputs.len() >= 12);
 }

@@ -86,11 +86,13 @@ pub fn child(a: &Args) -> Result<(), String> {
 }
 
 /// Checks the database after a kill; returns the number of batches present.
-fn verify(dir: &Path, acked: Option<u64>, sync: bool) -> Result<u64, String> {
+/// `before` batches were verified present after the previous kill.
+fn verify(dir: &Path, before: u64, acked: Option<u64>, sync: bool) -> Result<u64, String> {
     let db = Db::open(options(dir, false)).map_err(|e| format!("reopen failed: {e}"))?;
     let mut present = 0;
     let mut gap = None;
-    let upper = acked.map_or(0, |a| a + 100);
+    // A child killed before its first ack still leaves `before` batches to check.
+    let upper = acked.map_or(before, |a| a.max(before)) + 100;
     for i in 0..upper {
         let entries = batch_entries(i);
         let mut found = 0;
@@ -117,6 +119,11 @@ fn verify(dir: &Path, acked: Option<u64>, sync: bool) -> Result<u64, String> {
         } else if gap.is_none() {
             gap = Some(i);
         }
+    }
+    if present < before {
+        return Err(format!(
+            "{before} batches were present after the previous kill, {present} now"
+        ));
     }
     if sync {
         if let Some(a) = acked {
@@ -204,7 +211,7 @@ pub fn run(a: &Args) -> Result<bool, String> {
         let _ = child.wait();
         let acks = reader.join().map_err(|_| "reader thread panicked")?;
         acked_total += acks.len() as u64;
-        match verify(&dir, acks.iter().copied().max(), sync) {
+        match verify(&dir, start, acks.iter().copied().max(), sync) {
             Ok(present) => start = present,
             Err(e) => {
                 failures += 1;

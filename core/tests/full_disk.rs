@@ -30,7 +30,10 @@ impl Tmpfs {
             other => {
                 let uid = Command::new("id").arg("-u").output().ok();
                 let root = uid.is_some_and(|o| o.stdout.starts_with(b"0\n"));
-                assert!(!root, "running as root but could not mount a tmpfs: {other:?}");
+                assert!(
+                    !root,
+                    "running as root but could not mount a tmpfs: {other:?}"
+                );
                 eprintln!("SKIPPED: not root, cannot mount a tmpfs for the full-disk test");
                 None
             }
@@ -71,7 +74,11 @@ fn check_batches(db: &Db, acked: u64, what: &str) {
             let got = db
                 .get(&k)
                 .unwrap_or_else(|e| panic!("{what}: reading batch {n}: {e}"));
-            assert_eq!(got, Some(value_for(&k, n, len)), "{what}: batch {n} key {i}");
+            assert_eq!(
+                got,
+                Some(value_for(&k, n, len)),
+                "{what}: batch {n} key {i}"
+            );
         }
     }
 }
@@ -107,7 +114,10 @@ fn a_full_disk_fails_the_write_keeps_acked_data_and_recovers_after_space_is_free
     };
     eprintln!("disk full after {acked} acknowledged batches: {err}");
     assert!(is_no_space(&err), "expected ENOSPC, got {err:?}");
-    assert!(acked > 50, "only {acked} batches fit before the disk filled");
+    assert!(
+        acked > 50,
+        "only {acked} batches fit before the disk filled"
+    );
 
     // Poisoned for writes, still readable.
     let again = write_batch(&db, acked).unwrap_err();

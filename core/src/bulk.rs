@@ -132,7 +132,10 @@ impl BulkLoader {
         self.vlog.sync()?;
         sync_dir(&db.dir)?;
         let vid = self.vlog.id();
-        let vfile = Arc::new(VlogFile::open(&db.dir.join(vlog::file_name(vid)), vid)?);
+        let vfile = Arc::new(VlogFile::open_sealed(
+            &db.dir.join(vlog::file_name(vid)),
+            vid,
+        )?);
         let last = (db.opts.num_levels - 1) as u8;
         let mut edits = vec![Edit::AddVlog(vid), Edit::LastSeq(self.seq)];
         let mut added = Vec::new();

@@ -139,7 +139,8 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     let mut vlogs = VlogSet::default();
     for &id in &mstate.vlogs {
         let path = dir.join(vlog::file_name(id));
-        let f = VlogFile::open(&path, id).map_err(|e| {
+        // Every file listed is sealed: each open starts a new head file.
+        let f = VlogFile::open_sealed(&path, id).map_err(|e| {
             missing_is_corruption(e, "value-log file listed in MANIFEST is missing")
         })?;
         vlogs = vlogs.with(Arc::new(f));

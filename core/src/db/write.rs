@@ -321,13 +321,19 @@ impl DbInner {
         })?;
         let vlog = VlogWriter::create(&self.dir, id)?;
         let file = Arc::new(VlogFile::open(&self.dir.join(vlog::file_name(id)), id)?);
+        // The old head is complete now: read it through a mapping from here on.
+        let old_id = log.vlog.id();
+        let sealed = Arc::new(VlogFile::open_sealed(
+            &self.dir.join(vlog::file_name(old_id)),
+            old_id,
+        )?);
         sync_dir(&self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
         self.update_state(|st| ReadState {
             mem: st.mem.clone(),
             imm: st.imm.clone(),
             version: st.version.clone(),
-            vlogs: Arc::new(st.vlogs.with(file)),
+            vlogs: Arc::new(st.vlogs.with(sealed).with(file)),
         });
         log.vlog = vlog;
         Ok(())

@@ -11,14 +11,16 @@ sett=./target/release/sett
 log=target/stress
 mkdir -p "$log"
 
-$sett crashloop --seconds "$part" --sync | tee "$log/crash-sync.txt"
-$sett crashloop --seconds "$part" | tee "$log/crash-nosync.txt"
-$sett bank --seconds "$part" --threads 4 | tee "$log/bank.txt"
-cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee "$log/corruption.txt"
-cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee "$log/fault.txt"
+# A failing part is reported in the table (and the exit status), not fatal.
+status=0
+$sett crashloop --seconds "$part" --sync | tee "$log/crash-sync.txt" || status=1
+$sett crashloop --seconds "$part" | tee "$log/crash-nosync.txt" || status=1
+$sett bank --seconds "$part" --threads 4 | tee "$log/bank.txt" || status=1
+cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee "$log/corruption.txt" || status=1
+cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee "$log/fault.txt" || status=1
 : >"$log/full-disk.txt"
 for _ in $(seq 10); do
-  cargo test -q --release -p sett --test full_disk -- --nocapture 2>&1 | tee -a "$log/full-disk.txt"
+  cargo test -q --release -p sett --test full_disk -- --nocapture 2>&1 | tee -a "$log/full-disk.txt" || status=1
 done
 
 fuzz_runs=0
@@ -28,6 +30,7 @@ if cargo fuzz --version >/dev/null 2>&1 && cargo +nightly --version >/dev/null 2
   for target in decode backup_stream ops; do
     if ! (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=$((part / 2)) 2>&1) | tee "$log/fuzz-$target.txt"; then
       fuzz_status="CRASH in $target (see fuzz/artifacts)"
+      status=1
     fi
     n=$(grep -o 'Done [0-9]* runs' "$log/fuzz-$target.txt" | grep -o '[0-9]*' | tail -1 || true)
     fuzz_runs=$((fuzz_runs + ${n:-0}))
@@ -52,3 +55,4 @@ full=$(grep -c 'disk full after' "$log/full-disk.txt" || true)
 fullfail=$(grep -c 'FAILED\|panicked' "$log/full-disk.txt" || true)
 echo "| fault injection (EIO/ENOSPC at the Nth write or fsync) | $faults faults | 0 acknowledged writes lost (test passed) |"
 echo "| full disk (6 MiB tmpfs filled while writing, space freed, reopened) | $full runs | $fullfail failed |"
+exit $status

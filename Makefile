@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: stress bench-memtable kvbench py pytest bench-rust bench-ffi go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: stress bench-memtable kvbench py pytest bench-rust bench-bindings go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -66,17 +66,15 @@ bench-rust: deps
 	$(CARGO) build --release -p sett-cli
 	./target/release/sett bench $(BENCH_ARGS)
 
-# Per-call cost of sett_get_into (C ABI) against Db::get (Rust), same data, one run.
-bench-ffi: lib
+# Point get, put, batch put and iteration through Rust, C, Go and Python on the same
+# data (scripts/bench-bindings.sh); writes results/bindings.md. BINDINGS_N keys.
+BINDINGS_N ?= 300000
+bench-bindings: lib py
 	$(CARGO) build --release -p sett-cli
-	mkdir -p target/bench
-	cc -O2 -std=c11 -Wall -Wextra -Werror -o target/bench/get_into ffi/bench/get_into.c $$(PKG_CONFIG_PATH=target/pkgconfig pkg-config --cflags --libs sett)
-	rm -rf target/bench/get-db
-	target/bench/get_into target/bench/get-db 1000000 2000000
-	./target/release/sett bench-get target/bench/get-db 1000000 2000000
-	target/bench/get_into target/bench/get-db 1000000 2000000
-	./target/release/sett bench-get target/bench/get-db 1000000 2000000
-	rm -rf target/bench/get-db
+	mkdir -p target/bench target/go
+	cc -O2 -std=c11 -Wall -Wextra -Werror -o target/bench/ops ffi/bench/ops.c $$(PKG_CONFIG_PATH=target/pkgconfig pkg-config --cflags --libs sett)
+	cd bench-go && go build -o ../target/go/opsbench ./cmd/opsbench
+	scripts/bench-bindings.sh $(BINDINGS_N)
 
 fmt-check: deps
 	$(CARGO) fmt --all -- --check

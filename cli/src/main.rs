@@ -12,8 +12,8 @@ mod args;
 mod bank;
 mod bench;
 mod crashloop;
-mod getbench;
 mod load;
+mod opsbench;
 mod tools;
 
 use std::process::ExitCode;
@@ -27,7 +27,7 @@ const USAGE: &str = "usage:
   sett gc DIR [--ratio 0.5]
   sett bank [--dir DIR] [--accounts 100] [--threads 4] [--seconds 5] [--sync]
   sett bench-load [--keys 1000000] [--valsz 128]
-  sett bench-get DIR N M
+  sett bench-ops DIR N
   sett crashloop [--cycles 20 | --seconds T] [--sync] [--dir DIR]
   sett bench [--dir DIR] [--valsz N[,N...]] [--keys N[,N...]] \
 [--writers N] [--batch N] [--reads N] [--readers N] [--sync] [--value-threshold N] [--keep]
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         Some("flatten") => tool(tools::flatten),
         Some("gc") => tool(tools::gc),
         Some("bench-load") => tool(load::run),
-        Some("bench-get") => tool(getbench::run),
+        Some("bench-ops") => tool(opsbench::run),
         Some("crashloop") => {
             match args::Args::parse(&args[1..], &["sync"]).and_then(|a| crashloop::run(&a)) {
                 Ok(true) => ExitCode::SUCCESS,

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: stress bench-memtable kvbench py pytest bench-rust bench-bindings go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -69,12 +69,21 @@ bench-rust: deps
 # Point get, put, batch put and iteration through Rust, C, Go and Python on the same
 # data (scripts/bench-bindings.sh); writes results/bindings.md. BINDINGS_N keys.
 BINDINGS_N ?= 300000
-bench-bindings: lib py
+BINDINGS_ROUNDS ?= 2
+bench-bindings: lib py bindings-build
+	scripts/bench-bindings.sh $(BINDINGS_N) $(BINDINGS_ROUNDS)
+
+bindings-build: lib
 	$(CARGO) build --release -p sett-cli
 	mkdir -p target/bench target/go
 	cc -O2 -std=c11 -Wall -Wextra -Werror -o target/bench/ops ffi/bench/ops.c $$(PKG_CONFIG_PATH=target/pkgconfig pkg-config --cflags --libs sett)
 	cd bench-go && go build -o ../target/go/opsbench ./cmd/opsbench
-	scripts/bench-bindings.sh $(BINDINGS_N)
+
+# The same programs on a tiny data set, so that make test keeps them working
+# (after pytest has installed the wheel into the venv).
+bindings-smoke: bindings-build
+	test -x $(PYVENV)/bin/python || $(MAKE) py
+	BINDINGS_OUT=target/bindings-smoke.md scripts/bench-bindings.sh 3000 1
 
 fmt-check: deps
 	$(CARGO) fmt --all -- --check
@@ -170,5 +179,5 @@ pytest: py
 			-y "{VALUE_SIZES: [16, 128, 1024, 16384], KEYS_PER_SIZE: [2000, 2000, 1000, 200]}" || exit 1; \
 	done
 
-test: fmt-check lint header-check unit ctest gotest pytest smoke
+test: fmt-check lint header-check unit ctest gotest pytest smoke bindings-smoke
 	@echo "make test: all checks passed"

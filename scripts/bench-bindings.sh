@@ -2,7 +2,7 @@
 # Point get, put, batch put and iteration through each binding (Rust, C, Go,
 # Python) on the same in-memory data set, so that each layer's cost shows.
 # Every program runs ROUNDS times (interleaved) on a fresh directory; the table
-# keeps each phase's best round. Writes results/bindings.md.
+# keeps each phase's best round. Writes results/bindings.md (or $BINDINGS_OUT).
 #   scripts/bench-bindings.sh [N] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,4 +40,4 @@ best() { grep "^RESULT $1 $2 " "$out" | awk '{print $4}' | sort -n | head -1; }
   done
   echo
   echo "The last three columns are what each layer adds per operation (negative: within run-to-run noise)."
-} | tee results/bindings.md
+} | tee "${BINDINGS_OUT:-results/bindings.md}"

@@ -5,7 +5,6 @@
 //! Ordering compares the user key first and the suffix second; plain byte order
 //! would be wrong when one user key is a prefix of another.
 
-use std::borrow::Borrow;
 use std::cmp::Ordering;
 
 /// Bytes of the version suffix.
@@ -62,28 +61,6 @@ impl Ord for KeyRef {
 }
 
 impl PartialOrd for KeyRef {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// An owned internal key with the internal ordering (the memtable's key type).
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct IKey(pub(crate) Box<[u8]>);
-
-impl Borrow<KeyRef> for IKey {
-    fn borrow(&self) -> &KeyRef {
-        KeyRef::new(&self.0)
-    }
-}
-
-impl Ord for IKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for IKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }

@@ -1,16 +1,33 @@
 //! The memtable: a concurrent skiplist of internal key → value record, behind a
 //! narrow type so that the structure can be swapped if measurements ask for it.
+//!
+//! Key and value bytes live in an arena of large chunks owned by the memtable;
+//! the skiplist holds only pointers into it. One small allocation per entry
+//! (the skiplist node) instead of three, and the bytes go back to the system
+//! in a few large unmaps when the memtable is dropped, rather than as millions
+//! of small frees spread over the allocator's per-thread arenas (where they
+//! stayed resident: see PERFORMANCE.md).
 
-use crate::key::{self, IKey, KeyRef};
+use crate::key::{self, KeyRef};
 use crossbeam_skiplist::SkipMap;
+use memmap2::MmapMut;
+use std::borrow::Borrow;
+use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
-/// Estimated bytes of skiplist node, tower and allocation headers per entry.
-const ENTRY_OVERHEAD: usize = 80;
+/// Bytes of skiplist node and tower per entry (the node is the only
+/// per-entry allocation; keys and values are counted exactly).
+const ENTRY_OVERHEAD: usize = 64;
+/// Arena chunk size; a larger entry gets a chunk of its own.
+const CHUNK: usize = 1 << 20;
 
 pub struct Memtable {
-    map: SkipMap<IKey, Box<[u8]>>,
+    // Declared before `arena`, so it is dropped first: its entries point into the arena.
+    map: SkipMap<Slot, ()>,
+    arena: Arena,
     bytes: AtomicUsize,
     max_seq: AtomicU64,
     /// The id of the WAL file that holds this memtable's writes.
@@ -20,10 +37,108 @@ pub struct Memtable {
 /// An owned (internal key, value record) pair.
 pub(crate) type OwnedEntry = (Box<[u8]>, Box<[u8]>);
 
+/// An entry: internal key then value record, contiguous in the arena.
+struct Slot {
+    ptr: NonNull<u8>,
+    klen: u32,
+    vlen: u32,
+}
+
+// SAFETY: a Slot points at bytes in its memtable's arena that are written once,
+// before the Slot is published in the skiplist, and never changed or freed while
+// the memtable (and so the skiplist holding the Slot) lives.
+unsafe impl Send for Slot {}
+// SAFETY: as above; shared access only reads immutable bytes.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    fn key(&self) -> &[u8] {
+        // SAFETY: ptr..ptr+klen was initialized by Arena::push and stays valid
+        // while the memtable lives, which outlives every borrow of its skiplist.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.klen as usize) }
+    }
+
+    fn value(&self) -> &[u8] {
+        // SAFETY: as in key(); the value follows the key in the same allocation.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr().add(self.klen as usize),
+                self.vlen as usize,
+            )
+        }
+    }
+}
+
+impl Borrow<KeyRef> for Slot {
+    fn borrow(&self) -> &KeyRef {
+        KeyRef::new(self.key())
+    }
+}
+
+impl PartialEq for Slot {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for Slot {}
+
+impl Ord for Slot {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        key::compare(self.key(), other.key())
+    }
+}
+
+impl PartialOrd for Slot {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Append-only storage in chunks that never move until the arena is dropped.
+/// Chunks are anonymous memory maps, not allocator memory: a dropped memtable
+/// gives its pages straight back to the system, whichever thread allocated them.
+#[derive(Default)]
+struct Arena {
+    state: Mutex<ArenaState>,
+}
+
+#[derive(Default)]
+struct ArenaState {
+    chunks: Vec<MmapMut>,
+    /// Bytes used in the last chunk.
+    used: usize,
+}
+
+impl Arena {
+    /// Copies `a` then `b` into the arena, contiguously; returns where they start.
+    fn push(&self, a: &[u8], b: &[u8]) -> NonNull<u8> {
+        let len = a.len() + b.len();
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let fits = st.chunks.last().is_some_and(|c| c.len() - st.used >= len);
+        if !fits {
+            let chunk = MmapMut::map_anon(len.max(CHUNK)).unwrap_or_else(|e| {
+                // As a failed allocation would: the process is out of memory.
+                panic!("memtable arena: mapping {} bytes: {e}", len.max(CHUNK))
+            });
+            st.chunks.push(chunk);
+            st.used = 0;
+        }
+        let at = st.used;
+        st.used += len;
+        let chunk = st.chunks.last_mut().expect("a chunk was just ensured");
+        chunk[at..at + a.len()].copy_from_slice(a);
+        chunk[at + a.len()..at + len].copy_from_slice(b);
+        // A mapping's pages do not move when the Vec of chunks grows.
+        NonNull::from(&mut chunk[at..at + len]).cast()
+    }
+}
+
 impl Memtable {
     pub fn new(wal_id: u64) -> Memtable {
         Memtable {
             map: SkipMap::new(),
+            arena: Arena::default(),
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
             wal_id,
@@ -38,18 +153,23 @@ impl Memtable {
     /// (a batch that writes one key twice keeps its last write).
     pub fn insert(&self, user_key: &[u8], seq: u64, value: &[u8]) {
         let k = key::encode(user_key, seq);
+        let (Ok(klen), Ok(vlen)) = (u32::try_from(k.len()), u32::try_from(value.len())) else {
+            // Options::validate caps keys and inline values at 1 MiB each.
+            unreachable!("memtable key or value record of 4 GiB or more");
+        };
         self.bytes
             .fetch_add(k.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_seq.fetch_max(seq, Ordering::Relaxed);
-        self.map.insert(IKey(k.into_boxed_slice()), value.into());
+        let ptr = self.arena.push(&k, value);
+        self.map.insert(Slot { ptr, klen, vlen }, ());
     }
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
     pub fn get(&self, user_key: &[u8], read_seq: u64) -> Option<(u64, Vec<u8>)> {
         let seek = key::encode(user_key, read_seq);
         let e = self.map.lower_bound(Bound::Included(KeyRef::new(&seek)))?;
-        let (uk, seq) = key::split(&e.key().0);
-        (uk == user_key).then(|| (seq, e.value().to_vec()))
+        let (uk, seq) = key::split(e.key().key());
+        (uk == user_key).then(|| (seq, e.key().value().to_vec()))
     }
 
     /// Up to `limit` entries after `from` (or from the start), in order.
@@ -58,7 +178,7 @@ impl Memtable {
         self.map
             .range::<KeyRef, _>((from, Bound::Unbounded))
             .take(limit)
-            .map(|e| (e.key().0.clone(), e.value().clone()))
+            .map(|e| (e.key().key().into(), e.key().value().into()))
             .collect()
     }
 
@@ -69,7 +189,7 @@ impl Memtable {
             .range::<KeyRef, _>((Bound::Unbounded, to))
             .rev()
             .take(limit)
-            .map(|e| (e.key().0.clone(), e.value().clone()))
+            .map(|e| (e.key().key().into(), e.key().value().into()))
             .collect()
     }
 
@@ -79,7 +199,7 @@ impl Memtable {
         mut f: impl FnMut(&[u8], &[u8]) -> crate::Result<()>,
     ) -> crate::Result<()> {
         for e in self.map.iter() {
-            f(&e.key().0, e.value())?;
+            f(e.key().key(), e.key().value())?;
         }
         Ok(())
     }
@@ -137,5 +257,37 @@ mod tests {
         assert_eq!(back.len(), 1);
         assert_eq!(key::user_key(&back[0].0), b"a");
         assert!(m.size() > 0);
+    }
+
+    #[test]
+    fn concurrent_inserts_and_reads_see_whole_entries_across_arena_chunks() {
+        let m = Memtable::new(1);
+        let value = |t: u64, i: u64| vec![(t * 31 + i) as u8; 1 + (i as usize * 37) % 3000];
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let m = &m;
+                s.spawn(move || {
+                    for i in 0..2000u64 {
+                        let k = format!("t{t}-{i:05}");
+                        m.insert(k.as_bytes(), i + 1, &value(t, i));
+                        // Read back an earlier entry while others write.
+                        let j = i / 2;
+                        let got = m.get(format!("t{t}-{j:05}").as_bytes(), u64::MAX >> 8);
+                        assert_eq!(got, Some((j + 1, value(t, j))));
+                    }
+                });
+            }
+        });
+        // One entry larger than a whole chunk gets a chunk of its own.
+        let big = vec![7u8; CHUNK + 10];
+        m.insert(b"big", 9, &big);
+        assert_eq!(m.get(b"big", 10), Some((9, big)));
+        let mut n = 0;
+        m.for_each(|_, _| {
+            n += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 8001);
     }
 }

@@ -156,7 +156,7 @@ pub(crate) fn run(
     // Newest first: L0 inputs are already newest first, and every input is newer than `next`.
     let sources: Vec<Box<dyn Source>> = c
         .all_tables()
-        .map(|t| Box::new(TableIter::new(t.clone(), false)) as Box<dyn Source>)
+        .map(|t| Box::new(TableIter::streaming(t.clone())) as Box<dyn Source>)
         .collect();
     let mut merge = MergeIter::new(sources, false);
     merge.rewind()?;

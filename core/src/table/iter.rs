@@ -16,7 +16,13 @@ pub(crate) struct TableIter {
     base: usize,
     pos: usize,
     valid: bool,
+    /// Compaction inputs: the table bytes before this offset were consumed and
+    /// their pages are given back once a stretch of them is (see `load`).
+    release_from: Option<usize>,
 }
+
+/// A compaction input gives back its consumed pages in steps of this many bytes.
+const RELEASE_STEP: usize = 1 << 20;
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, reverse: bool) -> TableIter {
@@ -28,11 +34,26 @@ impl TableIter {
             base: 0,
             pos: 0,
             valid: false,
+            release_from: None,
         }
+    }
+
+    /// A forward walk that reads the table once, start to end (a compaction
+    /// input): pages it has passed leave the process's resident set.
+    pub(crate) fn streaming(table: Arc<Table>) -> TableIter {
+        let mut it = TableIter::new(table, false);
+        it.release_from = Some(0);
+        it
     }
 
     fn load(&mut self, i: usize) -> Result<()> {
         let (block, base) = self.table.block(i)?;
+        if let Some(from) = self.release_from {
+            if base >= from + RELEASE_STEP {
+                self.table.release_pages(from, base);
+                self.release_from = Some(base);
+            }
+        }
         self.block = block;
         self.base = base;
         self.block_idx = i;

@@ -5,7 +5,7 @@ use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
 use crate::coding::Reader;
 use crate::error::{Error, Result};
 use crate::key;
-use memmap2::Mmap;
+use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -228,6 +228,25 @@ impl Table {
             b += 1;
         }
         Ok(None)
+    }
+
+    /// Drops this process's mapping of `[start, end)` (page cache untouched), so
+    /// that a compaction streaming through a table does not keep all of it in
+    /// the process's resident memory. Later reads fault the pages back in.
+    pub(crate) fn release_pages(&self, start: usize, end: usize) {
+        const PAGE: usize = 4096;
+        let start = start.next_multiple_of(PAGE);
+        let end = end.min(self.mmap.len()) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the mapping is a read-only shared mapping of a file that
+            // never changes while open, so MADV_DONTNEED cannot change what any
+            // live slice into it reads: touched pages fault back in with the same
+            // bytes. The range is inside the mapping (checked above).
+            let _ = unsafe {
+                self.mmap
+                    .unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
     }
 
     pub(crate) fn mark_obsolete(&self) {

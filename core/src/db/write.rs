@@ -47,8 +47,56 @@ pub(crate) struct Writer {
     is_moves: bool,
     bytes: usize,
     seq: u64,
+    /// Set by the leader once the group is in the logs: this writer's own
+    /// entries, for it to insert into the memtable beside the leader.
+    job: Mutex<Option<InsertJob>>,
     result: Mutex<Option<Result<()>>>,
 }
+
+/// A batch's memtable insert, handed by the leader to the batch's own writer
+/// so that the group's inserts run on several threads at once.
+struct InsertJob {
+    mem: Arc<Memtable>,
+    seq: u64,
+    entries: EncodedBatch,
+    done: Arc<Countdown>,
+}
+
+impl InsertJob {
+    fn run(self) {
+        for (k, v) in &self.entries {
+            self.mem.insert(k, self.seq, v);
+        }
+        self.done.count_down();
+    }
+}
+
+/// The leader waits on this until every handed-out insert is done.
+struct Countdown {
+    left: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Countdown {
+    fn count_down(&self) {
+        let mut left = lock(&self.left);
+        *left -= 1;
+        if *left == 0 {
+            self.cv.notify_all();
+        }
+    }
+
+    fn wait(&self) {
+        let mut left = lock(&self.left);
+        while *left > 0 {
+            left = self.cv.wait(left).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// A follower's batch is inserted by its own thread when it has at least this
+/// many entries; smaller ones are not worth the wake-up.
+const PARALLEL_INSERT_MIN: usize = 64;
 
 /// What a committing transaction asks the oracle to check.
 pub(crate) struct TxnCheck {
@@ -118,12 +166,20 @@ impl DbInner {
             is_moves,
             bytes,
             seq,
+            job: Mutex::new(None),
             result: Mutex::new(None),
         });
         q.writers.push_back(me.clone());
         loop {
             if let Some(r) = lock(&me.result).take() {
                 return r;
+            }
+            let job = lock(&me.job).take();
+            if let Some(job) = job {
+                drop(q);
+                job.run();
+                q = lock(&self.queue);
+                continue;
             }
             if q.writers.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
                 break;
@@ -184,7 +240,7 @@ impl DbInner {
         let threshold = self.opts.value_threshold;
         let now = self.now();
         let mut framed = Vec::with_capacity(group.iter().map(|w| w.bytes + 16).sum());
-        let mut applied: Vec<(u64, EncodedBatch)> = Vec::with_capacity(group.len());
+        let mut applied: Vec<(Arc<Writer>, EncodedBatch)> = Vec::with_capacity(group.len());
         let mut last = 0;
         for w in group {
             let Some(WriterKind::Batch(batch)) = lock(&w.kind).take() else {
@@ -211,22 +267,50 @@ impl DbInner {
             }
             let refs: Vec<(&[u8], &[u8])> = entries.iter().map(|(k, v)| (&k[..], &v[..])).collect();
             wal::frame(&mut framed, &batch::encode_record(w.seq, &refs));
-            applied.push((w.seq, entries));
+            applied.push((w.clone(), entries));
             last = w.seq;
         }
         self.append_logs(log, &framed, self.opts.sync_writes)?;
-        for (seq, entries) in &applied {
-            for (k, v) in entries {
-                mem.insert(k, *seq, v);
-            }
-        }
+        let batches = applied.len() as u64;
+        self.insert_group(&mem, applied);
         self.visible_seq.fetch_max(last, Ordering::AcqRel);
         self.counters.groups.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .batches
-            .fetch_add(applied.len() as u64, Ordering::Relaxed);
+        self.counters.batches.fetch_add(batches, Ordering::Relaxed);
         self.after_append(log);
         Ok(())
+    }
+
+    /// Inserts a logged group into the memtable. Followers with big enough
+    /// batches insert their own, on their own threads, while the leader does the
+    /// rest; returns when all are in. The caller still holds the log lock, so the
+    /// memtable cannot be switched out meanwhile, and nothing is visible yet.
+    fn insert_group(&self, mem: &Arc<Memtable>, applied: Vec<(Arc<Writer>, EncodedBatch)>) {
+        let (handed, own): (Vec<_>, Vec<_>) = applied
+            .into_iter()
+            .enumerate()
+            .partition(|(i, (_, e))| *i > 0 && e.len() >= PARALLEL_INSERT_MIN);
+        let done = Arc::new(Countdown {
+            left: Mutex::new(handed.len()),
+            cv: Condvar::new(),
+        });
+        if !handed.is_empty() {
+            for (_, (w, entries)) in handed {
+                *lock(&w.job) = Some(InsertJob {
+                    mem: mem.clone(),
+                    seq: w.seq,
+                    entries,
+                    done: done.clone(),
+                });
+            }
+            let _q = lock(&self.queue);
+            self.queue_cv.notify_all();
+        }
+        for (_, (w, entries)) in own {
+            for (k, v) in &entries {
+                mem.insert(k, w.seq, v);
+            }
+        }
+        done.wait();
     }
 
     /// Writes the value log's buffered entries and then the WAL bytes; syncs both

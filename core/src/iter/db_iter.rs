@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::key;
 use crate::table::bloom;
 use crate::value::{self, Stored, ValuePointer};
-use crate::vlog::VlogSet;
+use crate::vlog::{ValueBytes, VlogSet};
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -65,7 +65,7 @@ pub struct DbIterator {
     keys_only: bool,
     prefetch: usize,
     chunk: usize,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    buf: VecDeque<(Vec<u8>, ValueBytes)>,
     /// The merge has nothing more within bounds.
     done: bool,
     /// An error met while reading ahead, returned after the buffered items.
@@ -166,7 +166,7 @@ impl DbIterator {
 
     /// The current value (empty when not valid or keys-only).
     pub fn value(&self) -> &[u8] {
-        self.buf.front().map(|(_, v)| &v[..]).unwrap_or(&[])
+        self.buf.front().map(|(_, v)| v.as_slice()).unwrap_or(&[])
     }
 
     /// Moves to the next entry.
@@ -280,8 +280,8 @@ impl DbIterator {
         }
         for (k, p) in pending {
             let v = match p {
-                Pending::Ready(v) => v,
-                Pending::Pointer(_) => values.next().unwrap_or_default(),
+                Pending::Ready(v) => ValueBytes::Owned(v),
+                Pending::Pointer(_) => values.next().unwrap_or(ValueBytes::Owned(Vec::new())),
             };
             self.buf.push_back((k, v));
         }
@@ -296,12 +296,12 @@ impl Iterator for DbIterator {
         if self.buf.is_empty() {
             return self.err.take().map(Err);
         }
-        let item = self.buf.pop_front()?;
+        let (k, v) = self.buf.pop_front()?;
         if self.buf.is_empty() && self.err.is_none() {
             if let Err(e) = self.fill() {
                 self.err = Some(e);
             }
         }
-        Some(Ok(item))
+        Some(Ok((k, v.into_vec())))
     }
 }

@@ -8,7 +8,7 @@
 mod reader;
 mod writer;
 
-pub(crate) use reader::{VlogFile, VlogSet};
+pub(crate) use reader::{ValueBytes, VlogFile, VlogSet};
 pub(crate) use writer::VlogWriter;
 
 /// Magic of a value-log file header.

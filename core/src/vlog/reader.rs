@@ -81,26 +81,9 @@ impl VlogFile {
 
     /// Reads and checks the entry at `ptr`, returning its value.
     pub(crate) fn read(&self, ptr: ValuePointer) -> Result<Vec<u8>> {
-        if let Some(map) = &self.map {
-            crate::fault::check(crate::fault::Op::Read)
-                .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
-            let start = ptr.offset as usize;
-            let entry = start
-                .checked_add(ptr.len as usize)
-                .and_then(|end| map.get(start..end))
-                .ok_or_else(|| {
-                    Error::corruption(
-                        &self.path,
-                        ptr.offset,
-                        format!(
-                            "value pointer runs past the end of the file ({} bytes)",
-                            map.len()
-                        ),
-                    )
-                })?;
-            let (klen, _) = check_entry(entry)
-                .map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
-            return Ok(entry[ENTRY_HEADER_LEN + klen..].to_vec());
+        if let Some(found) = self.check_mapped(ptr) {
+            let (start, len) = found?;
+            return Ok(self.map.as_deref().unwrap_or_default()[start..start + len].to_vec());
         }
         let mut buf = vec![0u8; ptr.len as usize];
         let n = read_up_to(&self.file, &mut buf, ptr.offset)
@@ -186,6 +169,66 @@ fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize
     Ok(done)
 }
 
+/// A value read from the value log: copied out by a positional read, or left
+/// in place in a sealed file's mapping (checked, not copied).
+pub(crate) enum ValueBytes {
+    Owned(Vec<u8>),
+    Mapped {
+        file: Arc<VlogFile>,
+        start: usize,
+        len: usize,
+    },
+}
+
+impl ValueBytes {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            ValueBytes::Owned(v) => v,
+            ValueBytes::Mapped { file, start, len } => file
+                .map
+                .as_deref()
+                .and_then(|m| m.get(*start..*start + *len))
+                .unwrap_or_default(),
+        }
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            ValueBytes::Owned(v) => v,
+            mapped => mapped.as_slice().to_vec(),
+        }
+    }
+}
+
+impl VlogFile {
+    /// Checks the entry at `ptr` in a mapped file and returns where its value
+    /// lies in the mapping; `None` if the file is not mapped.
+    fn check_mapped(&self, ptr: ValuePointer) -> Option<Result<(usize, usize)>> {
+        let map = self.map.as_ref()?;
+        Some((|| {
+            crate::fault::check(crate::fault::Op::Read)
+                .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+            let start = ptr.offset as usize;
+            let entry = start
+                .checked_add(ptr.len as usize)
+                .and_then(|end| map.get(start..end))
+                .ok_or_else(|| {
+                    Error::corruption(
+                        &self.path,
+                        ptr.offset,
+                        format!(
+                            "value pointer runs past the end of the file ({} bytes)",
+                            map.len()
+                        ),
+                    )
+                })?;
+            let (klen, vlen) = check_entry(entry)
+                .map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
+            Ok((start + ENTRY_HEADER_LEN + klen, vlen))
+        })())
+    }
+}
+
 /// The live value-log files, by id. Immutable: a change makes a new set, and
 /// readers keep the set they started with, so a file removed by garbage
 /// collection stays readable (its descriptor open) until the last of them is done.
@@ -235,10 +278,12 @@ impl VlogSet {
     /// Reads the values behind many pointers, merging reads of entries that lie
     /// close together in one file (a scan of values written in order costs a few
     /// large reads instead of one read per value).
-    pub(crate) fn read_many(&self, ptrs: &[ValuePointer], dir: &Path) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn read_many(&self, ptrs: &[ValuePointer], dir: &Path) -> Result<Vec<ValueBytes>> {
         let mut order: Vec<usize> = (0..ptrs.len()).collect();
         order.sort_by_key(|&i| (ptrs[i].file, ptrs[i].offset));
-        let mut out: Vec<Vec<u8>> = vec![Vec::new(); ptrs.len()];
+        let mut out: Vec<ValueBytes> = (0..ptrs.len())
+            .map(|_| ValueBytes::Owned(Vec::new()))
+            .collect();
         let mut i = 0;
         while i < order.len() {
             let first = ptrs[order[i]];
@@ -259,12 +304,19 @@ impl VlogSet {
             }
             let file = self.file(first, dir)?;
             if file.map.is_some() {
-                // Mapped: each value is one copy; merging reads saves nothing.
+                // Mapped: each value is checked where it lies, and not copied.
                 for &k in &order[i..j] {
-                    out[k] = file.read(ptrs[k])?;
+                    if let Some(found) = file.check_mapped(ptrs[k]) {
+                        let (start, len) = found?;
+                        out[k] = ValueBytes::Mapped {
+                            file: file.clone(),
+                            start,
+                            len,
+                        };
+                    }
                 }
             } else if j == i + 1 {
-                out[order[i]] = file.read(first)?;
+                out[order[i]] = ValueBytes::Owned(file.read(first)?);
             } else {
                 let mut buf = vec![0u8; (end - start) as usize];
                 let n = read_up_to(&file.file, &mut buf, start)
@@ -283,7 +335,7 @@ impl VlogSet {
                     let entry = &buf[lo..hi];
                     let (klen, _) = check_entry(entry)
                         .map_err(|what| Error::corruption(&file.path, p.offset, what))?;
-                    out[k] = entry[ENTRY_HEADER_LEN + klen..].to_vec();
+                    out[k] = ValueBytes::Owned(entry[ENTRY_HEADER_LEN + klen..].to_vec());
                 }
             }
             i = j;

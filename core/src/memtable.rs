@@ -34,10 +34,30 @@ pub struct Memtable {
     wal_id: u64,
 }
 
-/// An owned (internal key, value record) pair.
-pub(crate) type OwnedEntry = (Box<[u8]>, Box<[u8]>);
+/// An entry of a memtable, by reference: valid only while that memtable lives.
+#[derive(Clone, Copy)]
+pub(crate) struct EntryRef(Slot);
+
+impl EntryRef {
+    /// The entry's internal key.
+    ///
+    /// # Safety
+    /// The memtable this entry came from must still be alive (hold its `Arc`).
+    pub(crate) unsafe fn key(&self) -> &[u8] {
+        self.0.key()
+    }
+
+    /// The entry's value record.
+    ///
+    /// # Safety
+    /// As for [`EntryRef::key`].
+    pub(crate) unsafe fn value(&self) -> &[u8] {
+        self.0.value()
+    }
+}
 
 /// An entry: internal key then value record, contiguous in the arena.
+#[derive(Clone, Copy)]
 struct Slot {
     ptr: NonNull<u8>,
     klen: u32,
@@ -172,25 +192,30 @@ impl Memtable {
         (uk == user_key).then(|| (seq, e.key().value().to_vec()))
     }
 
-    /// Up to `limit` entries after `from` (or from the start), in order.
-    pub(crate) fn scan_forward(&self, from: Bound<&[u8]>, limit: usize) -> Vec<OwnedEntry> {
+    /// Up to `limit` entries after `from` (or from the start), in order, by
+    /// reference (no copies: they stay valid while the memtable lives).
+    pub(crate) fn scan_forward(&self, from: Bound<&[u8]>, limit: usize, out: &mut Vec<EntryRef>) {
         let from = map_bound(from);
-        self.map
-            .range::<KeyRef, _>((from, Bound::Unbounded))
-            .take(limit)
-            .map(|e| (e.key().key().into(), e.key().value().into()))
-            .collect()
+        out.clear();
+        out.extend(
+            self.map
+                .range::<KeyRef, _>((from, Bound::Unbounded))
+                .take(limit)
+                .map(|e| EntryRef(*e.key())),
+        );
     }
 
     /// Up to `limit` entries before `to` (or from the end), in reverse order.
-    pub(crate) fn scan_backward(&self, to: Bound<&[u8]>, limit: usize) -> Vec<OwnedEntry> {
+    pub(crate) fn scan_backward(&self, to: Bound<&[u8]>, limit: usize, out: &mut Vec<EntryRef>) {
         let to = map_bound(to);
-        self.map
-            .range::<KeyRef, _>((Bound::Unbounded, to))
-            .rev()
-            .take(limit)
-            .map(|e| (e.key().key().into(), e.key().value().into()))
-            .collect()
+        out.clear();
+        out.extend(
+            self.map
+                .range::<KeyRef, _>((Bound::Unbounded, to))
+                .rev()
+                .take(limit)
+                .map(|e| EntryRef(*e.key())),
+        );
     }
 
     /// Every entry in order, for a flush.
@@ -250,12 +275,19 @@ mod tests {
             m.insert(*k, i as u64 + 1, b"v");
         }
         let from = key::encode(b"b", key::MAX_SEQ);
-        let fwd = m.scan_forward(Bound::Included(&from), 2);
-        let keys: Vec<&[u8]> = fwd.iter().map(|(k, _)| key::user_key(k)).collect();
+        let mut fwd = Vec::new();
+        m.scan_forward(Bound::Included(&from), 2, &mut fwd);
+        // SAFETY: `m` outlives these references.
+        let keys: Vec<&[u8]> = fwd
+            .iter()
+            .map(|e| key::user_key(unsafe { e.key() }))
+            .collect();
         assert_eq!(keys, vec![&b"b"[..], b"c"]);
-        let back = m.scan_backward(Bound::Excluded(&from), 10);
+        let mut back = Vec::new();
+        m.scan_backward(Bound::Excluded(&from), 10, &mut back);
         assert_eq!(back.len(), 1);
-        assert_eq!(key::user_key(&back[0].0), b"a");
+        // SAFETY: as above.
+        assert_eq!(key::user_key(unsafe { back[0].key() }), b"a");
         assert!(m.size() > 0);
     }
 

@@ -190,12 +190,18 @@ fn a_crash_at_any_point_of_gc_loses_no_value() {
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen: {e}"));
         gc_files_seen = gc_files_seen.max(db.stats().vlog_files);
         let mut newest = 0;
+        let mut missing = false;
         for k in 0..KEYS {
             let key = format!("key{k:03}");
-            let v = db
+            let got = db
                 .get(key.as_bytes())
-                .unwrap_or_else(|e| panic!("cycle {cycle}: key {k}: {e}"))
-                .unwrap_or_else(|| panic!("cycle {cycle}: key {k} lost"));
+                .unwrap_or_else(|e| panic!("cycle {cycle}: key {k}: {e}"));
+            let Some(v) = got else {
+                // Killed before finishing its first round (a slow start under
+                // load): keys never acknowledged may be missing, nothing else.
+                assert!(acked.is_none() && start == 0, "cycle {cycle}: key {k} lost");
+                continue;
+            };
             let text = String::from_utf8_lossy(&v[..20]).to_string();
             let round: u64 = text.split(':').nth(1).unwrap().parse().unwrap();
             assert_eq!(
@@ -212,7 +218,8 @@ fn a_crash_at_any_point_of_gc_loses_no_value() {
             newest = newest.max(round);
         }
         db.close().unwrap();
-        start = newest + 1;
+        // A round not yet written whole is written again from the start.
+        start = if missing { 0 } else { newest + 1 };
     }
     eprintln!(
         "GC crash loop: 12 cycles, {start} rounds written, up to {gc_files_seen} value-log files"

@@ -8,7 +8,7 @@ use crate::key;
 use crate::table::bloom;
 use crate::value::{self, Stored, ValuePointer};
 use crate::vlog::{ValueBytes, VlogSet};
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 /// What to walk and how.
@@ -42,9 +42,20 @@ impl Default for IterOptions {
     }
 }
 
-enum Pending {
-    Ready(Vec<u8>),
+/// Where a buffered item's value is.
+enum Val {
+    /// In `bytes` (inline values; empty in keys-only mode).
+    Here(u32, u32),
+    /// In the value log, not read yet.
     Pointer(ValuePointer),
+    /// Read from the value log.
+    Read(ValueBytes),
+}
+
+/// A buffered item: its user key's place in `bytes`, and its value.
+struct Item {
+    key: (u32, u32),
+    val: Val,
 }
 
 /// A cursor over the Db at the moment it was created. Writes made after that
@@ -65,7 +76,12 @@ pub struct DbIterator {
     keys_only: bool,
     prefetch: usize,
     chunk: usize,
-    buf: VecDeque<(Vec<u8>, ValueBytes)>,
+    /// Keys and inline values of the buffered items, back to back: one buffer
+    /// reused from chunk to chunk instead of two allocations per item.
+    bytes: Vec<u8>,
+    items: Vec<Item>,
+    /// The current item in `items`.
+    pos: usize,
     /// The merge has nothing more within bounds.
     done: bool,
     /// An error met while reading ahead, returned after the buffered items.
@@ -109,7 +125,9 @@ impl DbIterator {
             keys_only: opts.keys_only,
             prefetch: opts.prefetch.max(1),
             chunk: 1,
-            buf: VecDeque::new(),
+            bytes: Vec::new(),
+            items: Vec::new(),
+            pos: 0,
             done: false,
             err: None,
         };
@@ -148,7 +166,9 @@ impl DbIterator {
     }
 
     fn restart(&mut self) -> Result<()> {
-        self.buf.clear();
+        self.items.clear();
+        self.bytes.clear();
+        self.pos = 0;
         self.done = false;
         self.chunk = 1;
         self.fill()
@@ -156,23 +176,31 @@ impl DbIterator {
 
     /// True while the cursor is on an entry.
     pub fn valid(&self) -> bool {
-        !self.buf.is_empty()
+        self.pos < self.items.len()
+    }
+
+    fn span(&self, (start, len): (u32, u32)) -> &[u8] {
+        &self.bytes[start as usize..(start + len) as usize]
     }
 
     /// The current key (empty when not valid).
     pub fn key(&self) -> &[u8] {
-        self.buf.front().map(|(k, _)| &k[..]).unwrap_or(&[])
+        self.items.get(self.pos).map_or(&[], |it| self.span(it.key))
     }
 
     /// The current value (empty when not valid or keys-only).
     pub fn value(&self) -> &[u8] {
-        self.buf.front().map(|(_, v)| v.as_slice()).unwrap_or(&[])
+        match self.items.get(self.pos).map(|it| &it.val) {
+            Some(Val::Here(start, len)) => self.span((*start, *len)),
+            Some(Val::Read(v)) => v.as_slice(),
+            Some(Val::Pointer(_)) | None => &[],
+        }
     }
 
     /// Moves to the next entry.
     pub fn advance(&mut self) -> Result<()> {
-        self.buf.pop_front();
-        if self.buf.is_empty() {
+        self.pos += 1;
+        if self.pos >= self.items.len() {
             self.fill()?;
         }
         Ok(())
@@ -186,45 +214,54 @@ impl DbIterator {
         }
     }
 
-    /// Reads the next user-visible entry from the merge, if any.
-    fn pull(&mut self) -> Result<Option<(Vec<u8>, Option<Pending>)>> {
+    /// Appends the next user-visible entry from the merge to the buffer;
+    /// false when there is none.
+    fn pull(&mut self) -> Result<bool> {
         loop {
             if self.done || !self.merge.valid() {
                 self.done = true;
-                return Ok(None);
+                return Ok(false);
             }
             let (uk, _) = key::split(self.merge.key());
             if !self.in_bounds(uk) {
                 self.done = true;
-                return Ok(None);
+                return Ok(false);
             }
-            let uk = uk.to_vec();
+            let key_start = self.bytes.len();
+            self.bytes.extend_from_slice(uk);
+            let key_end = self.bytes.len();
             // The newest version at or below read_seq: forward walks meet it first
             // among the visible ones, reverse walks meet it last.
-            let mut chosen: Option<Option<Pending>> = None;
+            let mut chosen: Option<Option<Val>> = None;
             while self.merge.valid() {
                 let (k, seq) = key::split(self.merge.key());
-                if k != uk.as_slice() {
+                if k != &self.bytes[key_start..key_end] {
                     break;
                 }
                 // MAX_SEQ marks a transaction's own pending write: always visible.
                 let visible = seq <= self.read_seq || seq == key::MAX_SEQ;
                 if visible && (self.reverse || chosen.is_none()) {
+                    // A later pick (reverse) replaces an inline value kept before.
+                    self.bytes.truncate(key_end);
                     chosen = Some(self.decode_current()?);
                 }
                 self.merge.next()?;
             }
-            if let Some(Some(p)) = chosen {
-                return Ok(Some((uk, Some(p))));
-            }
-            if let Some(None) = chosen {
-                continue; // tombstone
+            match chosen {
+                Some(Some(val)) => {
+                    let key = (key_start as u32, (key_end - key_start) as u32);
+                    self.items.push(Item { key, val });
+                    return Ok(true);
+                }
+                // A tombstone, or nothing visible: drop the key and go on.
+                _ => self.bytes.truncate(key_start),
             }
         }
     }
 
-    /// The value of the merge's current entry: `None` for a tombstone.
-    fn decode_current(&self) -> Result<Option<Pending>> {
+    /// The value of the merge's current entry, inline ones appended to
+    /// `bytes`: `None` for a tombstone or an expired entry.
+    fn decode_current(&mut self) -> Result<Option<Val>> {
         let raw = self.merge.value();
         let rec = value::decode(raw).ok_or_else(|| {
             Error::corruption(
@@ -236,11 +273,15 @@ impl DbIterator {
         if rec.expires_at != 0 && rec.expires_at <= self.now {
             return Ok(None);
         }
+        let start = self.bytes.len() as u32;
         Ok(match rec.stored {
             Stored::Delete => None,
-            _ if self.keys_only => Some(Pending::Ready(Vec::new())),
-            Stored::Inline(v) => Some(Pending::Ready(v.to_vec())),
-            Stored::Pointer(p) => Some(Pending::Pointer(p)),
+            _ if self.keys_only => Some(Val::Here(start, 0)),
+            Stored::Inline(v) => {
+                self.bytes.extend_from_slice(v);
+                Some(Val::Here(start, v.len() as u32))
+            }
+            Stored::Pointer(p) => Some(Val::Pointer(p)),
         })
     }
 
@@ -249,41 +290,42 @@ impl DbIterator {
         if self.db.is_closed() {
             return Err(Error::Closed);
         }
-        let mut pending = Vec::new();
-        while pending.len() < self.chunk {
-            match self.pull()? {
-                Some((k, Some(p))) => pending.push((k, p)),
-                Some((_, None)) => {}
-                None => break,
-            }
+        self.items.clear();
+        self.bytes.clear();
+        self.pos = 0;
+        let filled = self.fill_chunk();
+        if filled.is_err() {
+            // Nothing half-read may be served.
+            self.items.clear();
         }
+        filled
+    }
+
+    fn fill_chunk(&mut self) -> Result<()> {
+        while self.items.len() < self.chunk && self.pull()? {}
         // Start small so that a seek followed by a few reads stays cheap.
         self.chunk = (self.chunk * 4).min(self.prefetch);
-        let ptrs: Vec<ValuePointer> = pending
+        let ptrs: Vec<ValuePointer> = self
+            .items
             .iter()
-            .filter_map(|(_, p)| match p {
-                Pending::Pointer(p) => Some(*p),
-                Pending::Ready(_) => None,
+            .filter_map(|it| match it.val {
+                Val::Pointer(p) => Some(p),
+                _ => None,
             })
             .collect();
-        let mut values = if ptrs.is_empty() {
-            Vec::new()
-        } else {
-            self.vlogs.read_many(&ptrs, self.db.dir())?
-        }
-        .into_iter();
-        if let Some(reads) = &self.reads {
-            let mut reads = lock(reads);
-            for (k, _) in &pending {
-                reads.insert(bloom::hash(k));
+        if !ptrs.is_empty() {
+            let mut values = self.vlogs.read_many(&ptrs, self.db.dir())?.into_iter();
+            for it in &mut self.items {
+                if matches!(it.val, Val::Pointer(_)) {
+                    it.val = Val::Read(values.next().unwrap_or(ValueBytes::Owned(Vec::new())));
+                }
             }
         }
-        for (k, p) in pending {
-            let v = match p {
-                Pending::Ready(v) => ValueBytes::Owned(v),
-                Pending::Pointer(_) => values.next().unwrap_or(ValueBytes::Owned(Vec::new())),
-            };
-            self.buf.push_back((k, v));
+        if let Some(reads) = &self.reads {
+            let mut reads = lock(reads);
+            for it in &self.items {
+                reads.insert(bloom::hash(self.span(it.key)));
+            }
         }
         Ok(())
     }
@@ -293,15 +335,17 @@ impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.buf.is_empty() {
+        if !self.valid() {
             return self.err.take().map(Err);
         }
-        let (k, v) = self.buf.pop_front()?;
-        if self.buf.is_empty() && self.err.is_none() {
-            if let Err(e) = self.fill() {
+        let item = (self.key().to_vec(), self.value().to_vec());
+        if self.err.is_none() {
+            if let Err(e) = self.advance() {
                 self.err = Some(e);
             }
+        } else {
+            self.pos += 1;
         }
-        Some(Ok((k, v.into_vec())))
+        Some(Ok(item))
     }
 }

@@ -1,9 +1,10 @@
-//! Walks a memtable in chunks of owned entries, so that the iterator holds no
-//! borrow of the skiplist and new inserts never invalidate it.
+//! Walks a memtable in chunks of entry references, so that the iterator holds
+//! no borrow of the skiplist and new inserts never invalidate it. The entries'
+//! bytes live in the memtable's arena, which this iterator keeps alive.
 
 use super::Source;
 use crate::error::Result;
-use crate::memtable::{Memtable, OwnedEntry};
+use crate::memtable::{EntryRef, Memtable};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ const MAX_CHUNK: usize = 256;
 pub(crate) struct MemIter {
     mem: Arc<Memtable>,
     reverse: bool,
-    buf: Vec<OwnedEntry>,
+    buf: Vec<EntryRef>,
     pos: usize,
     chunk: usize,
 }
@@ -32,11 +33,11 @@ impl MemIter {
     }
 
     fn fill(&mut self, bound: Bound<&[u8]>) {
-        self.buf = if self.reverse {
-            self.mem.scan_backward(bound, self.chunk)
+        if self.reverse {
+            self.mem.scan_backward(bound, self.chunk, &mut self.buf);
         } else {
-            self.mem.scan_forward(bound, self.chunk)
-        };
+            self.mem.scan_forward(bound, self.chunk, &mut self.buf);
+        }
         self.pos = 0;
     }
 }
@@ -58,9 +59,17 @@ impl Source for MemIter {
         if self.pos + 1 < self.buf.len() {
             self.pos += 1;
         } else if self.buf.len() == self.chunk {
-            let last = self.buf[self.pos].0.clone();
+            let last = self.buf[self.pos];
             self.chunk = (self.chunk * 4).min(MAX_CHUNK);
-            self.fill(Bound::Excluded(&last));
+            let mem = self.mem.clone();
+            // SAFETY: `last` came from `mem`, held alive here.
+            let last_key = unsafe { last.key() };
+            if self.reverse {
+                mem.scan_backward(Bound::Excluded(last_key), self.chunk, &mut self.buf);
+            } else {
+                mem.scan_forward(Bound::Excluded(last_key), self.chunk, &mut self.buf);
+            }
+            self.pos = 0;
         } else {
             self.pos = self.buf.len();
         }
@@ -72,10 +81,12 @@ impl Source for MemIter {
     }
 
     fn key(&self) -> &[u8] {
-        &self.buf[self.pos].0
+        // SAFETY: every buffered entry came from `self.mem`, which lives as long as self.
+        unsafe { self.buf[self.pos].key() }
     }
 
     fn value(&self) -> &[u8] {
-        &self.buf[self.pos].1
+        // SAFETY: as in key().
+        unsafe { self.buf[self.pos].value() }
     }
 }

@@ -191,13 +191,6 @@ impl ValueBytes {
                 .unwrap_or_default(),
         }
     }
-
-    pub(crate) fn into_vec(self) -> Vec<u8> {
-        match self {
-            ValueBytes::Owned(v) => v,
-            mapped => mapped.as_slice().to_vec(),
-        }
-    }
 }
 
 impl VlogFile {

@@ -24,20 +24,26 @@ for _ in $(seq 10); do
 done
 
 fuzz_runs=0
+fuzz_detail=""
 fuzz_status="not run (needs cargo-fuzz and a nightly toolchain)"
 if cargo fuzz --version >/dev/null 2>&1 && cargo +nightly --version >/dev/null 2>&1; then
   fuzz_status="ok"
   for target in decode backup_stream ops; do
-    if ! (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=$((part / 2)) 2>&1) | tee "$log/fuzz-$target.txt"; then
+    # Operation sequences need room: libFuzzer would otherwise start at 4 bytes.
+    extra=""
+    [ "$target" = ops ] && extra="-max_len=2048"
+    if ! (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=$((part / 2)) $extra 2>&1) | tee "$log/fuzz-$target.txt"; then
       fuzz_status="CRASH in $target (see fuzz/artifacts)"
       status=1
     fi
     n=$(grep -o 'Done [0-9]* runs' "$log/fuzz-$target.txt" | grep -o '[0-9]*' | tail -1 || true)
     fuzz_runs=$((fuzz_runs + ${n:-0}))
+    fuzz_detail="$fuzz_detail $target ${n:-0};"
   done
 fi
 
 cycles() { grep -o '[0-9]* cycles' "$1" | grep -o '[0-9]*'; }
+acks() { grep -o '[0-9]* batches acknowledged, [0-9]* batches verified' "$1" | sed 's/ batches verified/ verified present/'; }
 fails() { grep -o '[0-9]* failures' "$1" | grep -o '[0-9]*'; }
 flips=$(grep -o '[0-9]* reported as corruption' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
 harmless=$(grep -o '[0-9]* flips harmless' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
@@ -45,11 +51,11 @@ bank=$(grep -o 'bank: [0-9]* transfers.*' "$log/bank.txt" | tail -1)
 echo
 echo "| part | runs | failures / data lost |"
 echo "|---|---:|---:|"
-echo "| crash loop, sync on | $(cycles "$log/crash-sync.txt") cycles | $(fails "$log/crash-sync.txt") |"
-echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles | $(fails "$log/crash-nosync.txt") |"
+echo "| crash loop, sync on | $(cycles "$log/crash-sync.txt") cycles, $(acks "$log/crash-sync.txt") | $(fails "$log/crash-sync.txt") |"
+echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles, $(acks "$log/crash-nosync.txt") | $(fails "$log/crash-nosync.txt") |"
 echo "| bank test | ${bank:-?} | $(grep -c VIOLATION "$log/bank.txt" || true) violations |"
 echo "| corruption sweep | $((flips + harmless)) byte flips | 0 wrong values (test passed) |"
-echo "| fuzzing | $fuzz_runs executions | $fuzz_status |"
+echo "| fuzzing | $fuzz_runs executions ($fuzz_detail) | $fuzz_status |"
 faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' | paste -sd+ | bc || echo 0)
 full=$(grep -c 'disk full after' "$log/full-disk.txt" || true)
 fullfail=$(grep -c 'FAILED\|panicked' "$log/full-disk.txt" || true)

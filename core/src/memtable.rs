@@ -15,7 +15,7 @@ use std::borrow::Borrow;
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Bytes of skiplist node and tower per entry (the node is the only
@@ -63,6 +63,12 @@ struct Slot {
     klen: u32,
     vlen: u32,
 }
+
+// SAFETY: a Chunk's base pointer is into its own mapping, written only through
+// ranges claimed atomically by one thread each (see Arena::push).
+unsafe impl Send for Chunk {}
+// SAFETY: as above.
+unsafe impl Sync for Chunk {}
 
 // SAFETY: a Slot points at bytes in its memtable's arena that are written once,
 // before the Slot is published in the skiplist, and never changed or freed while
@@ -118,39 +124,81 @@ impl PartialOrd for Slot {
 /// Append-only storage in chunks that never move until the arena is dropped.
 /// Chunks are anonymous memory maps, not allocator memory: a dropped memtable
 /// gives its pages straight back to the system, whichever thread allocated them.
-#[derive(Default)]
+/// Space is claimed with one atomic add, so concurrent writers do not serialize.
 struct Arena {
-    state: Mutex<ArenaState>,
+    /// The chunk being filled; one of `chunks`, so never dangling.
+    current: AtomicPtr<Chunk>,
+    /// Every chunk, owned here; the lock is taken only to add one. Boxed so
+    /// that `current` stays valid when the Vec grows.
+    #[allow(clippy::vec_box)]
+    chunks: Mutex<Vec<Box<Chunk>>>,
 }
 
-#[derive(Default)]
-struct ArenaState {
-    chunks: Vec<MmapMut>,
-    /// Bytes used in the last chunk.
-    used: usize,
+struct Chunk {
+    map: MmapMut,
+    base: *mut u8,
+    /// Bytes claimed; may run past the end when claims race (the tail is wasted).
+    used: AtomicUsize,
+}
+
+impl Chunk {
+    fn new(len: usize) -> Box<Chunk> {
+        let mut map = MmapMut::map_anon(len).unwrap_or_else(|e| {
+            // As a failed allocation would: the process is out of memory.
+            panic!("memtable arena: mapping {len} bytes: {e}")
+        });
+        let base = map.as_mut_ptr();
+        Box::new(Chunk {
+            map,
+            base,
+            used: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl Default for Arena {
+    fn default() -> Arena {
+        let mut first = Chunk::new(CHUNK);
+        let current = AtomicPtr::new(&mut *first as *mut Chunk);
+        Arena {
+            current,
+            chunks: Mutex::new(vec![first]),
+        }
+    }
 }
 
 impl Arena {
     /// Copies `a` then `b` into the arena, contiguously; returns where they start.
     fn push(&self, a: &[u8], b: &[u8]) -> NonNull<u8> {
         let len = a.len() + b.len();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let fits = st.chunks.last().is_some_and(|c| c.len() - st.used >= len);
-        if !fits {
-            let chunk = MmapMut::map_anon(len.max(CHUNK)).unwrap_or_else(|e| {
-                // As a failed allocation would: the process is out of memory.
-                panic!("memtable arena: mapping {} bytes: {e}", len.max(CHUNK))
-            });
-            st.chunks.push(chunk);
-            st.used = 0;
+        loop {
+            let cur = self.current.load(Ordering::Acquire);
+            // SAFETY: `current` always points at a chunk owned by `chunks`, and
+            // chunks are only freed when the arena is dropped.
+            let chunk = unsafe { &*cur };
+            let at = chunk.used.fetch_add(len, Ordering::Relaxed);
+            if at
+                .checked_add(len)
+                .is_some_and(|end| end <= chunk.map.len())
+            {
+                // SAFETY: [at, at + len) lies inside the mapping and was claimed
+                // by this call alone (the atomic add hands out disjoint ranges).
+                unsafe {
+                    let dst = chunk.base.add(at);
+                    std::ptr::copy_nonoverlapping(a.as_ptr(), dst, a.len());
+                    std::ptr::copy_nonoverlapping(b.as_ptr(), dst.add(a.len()), b.len());
+                    return NonNull::new_unchecked(dst);
+                }
+            }
+            // Full: one caller adds a chunk, the others retry on it.
+            let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+            if self.current.load(Ordering::Acquire) == cur {
+                let mut fresh = Chunk::new(len.max(CHUNK));
+                self.current
+                    .store(&mut *fresh as *mut Chunk, Ordering::Release);
+                chunks.push(fresh);
+            }
         }
-        let at = st.used;
-        st.used += len;
-        let chunk = st.chunks.last_mut().expect("a chunk was just ensured");
-        chunk[at..at + a.len()].copy_from_slice(a);
-        chunk[at + a.len()..at + len].copy_from_slice(b);
-        // A mapping's pages do not move when the Vec of chunks grows.
-        NonNull::from(&mut chunk[at..at + len]).cast()
     }
 }
 

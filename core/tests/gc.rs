@@ -200,6 +200,7 @@ fn a_crash_at_any_point_of_gc_loses_no_value() {
                 // Killed before finishing its first round (a slow start under
                 // load): keys never acknowledged may be missing, nothing else.
                 assert!(acked.is_none() && start == 0, "cycle {cycle}: key {k} lost");
+                missing = true;
                 continue;
             };
             let text = String::from_utf8_lossy(&v[..20]).to_string();

@@ -53,10 +53,8 @@ fn fuzz_table(data: &[u8]) {
     if let Ok(table) = Table::open(&path, 1) {
         let table = Arc::new(table);
         let _ = table.verify();
-        let probes: Vec<Vec<u8>> = table
-            .index()
-            .iter()
-            .map(|e| e.last_key.to_vec())
+        let probes: Vec<Vec<u8>> = (0..table.index().len())
+            .map(|i| table.index_key(i).to_vec())
             .chain([table.smallest().to_vec(), b"k".to_vec()])
             .collect();
         for k in &probes {

@@ -11,8 +11,12 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
+/// One data block in the index. The block's last key lies in the table's
+/// `index_keys` arena: a binary search walks two contiguous arrays instead of
+/// chasing one heap allocation per block.
 pub(crate) struct IndexEntry {
-    pub last_key: Box<[u8]>,
+    key_start: u32,
+    key_len: u32,
     pub offset: u64,
     pub len: u32,
 }
@@ -22,6 +26,7 @@ pub(crate) struct Table {
     path: PathBuf,
     mmap: Mmap,
     index: Vec<IndexEntry>,
+    index_keys: Vec<u8>,
     smallest: Box<[u8]>,
     filter: Vec<u8>,
     max_seq: u64,
@@ -96,7 +101,7 @@ impl Table {
         }
         let filter = checked_slice(path, &mmap, filter_off, filter_len, fpos)?.to_vec();
         let index_bytes = checked_slice(path, &mmap, index_off, index_len, fpos)?;
-        let (smallest, index) = parse_index(index_bytes, filter_off)
+        let (smallest, index_keys, index) = parse_index(index_bytes, filter_off)
             .ok_or_else(|| corrupt(index_off as usize, "malformed index block"))?;
         let verified = index.iter().map(|_| AtomicBool::new(false)).collect();
         Ok(Table {
@@ -105,6 +110,7 @@ impl Table {
             mmap,
             verified,
             index,
+            index_keys,
             smallest,
             filter,
             max_seq,
@@ -134,11 +140,21 @@ impl Table {
     }
 
     pub(crate) fn largest(&self) -> &[u8] {
-        self.index.last().map(|e| &e.last_key[..]).unwrap_or(&[])
+        self.index
+            .len()
+            .checked_sub(1)
+            .map_or(&[], |i| self.index_key(i))
     }
 
     pub(crate) fn index(&self) -> &[IndexEntry] {
         &self.index
+    }
+
+    /// The last key of block `i`.
+    pub(crate) fn index_key(&self, i: usize) -> &[u8] {
+        let e = &self.index[i];
+        let start = e.key_start as usize;
+        &self.index_keys[start..start + e.key_len as usize]
     }
 
     pub(crate) fn bytes(&self) -> &[u8] {
@@ -149,11 +165,8 @@ impl Table {
     pub(crate) fn memory(&self) -> usize {
         self.filter.len()
             + self.smallest.len()
-            + self
-                .index
-                .iter()
-                .map(|e| e.last_key.len() + 40)
-                .sum::<usize>()
+            + self.index_keys.len()
+            + self.index.len() * std::mem::size_of::<IndexEntry>()
     }
 
     /// True if `user_key` lies within this table's key range.
@@ -163,8 +176,16 @@ impl Table {
 
     /// Index of the first block whose last key is ≥ `target` (may be `index.len()`).
     pub(crate) fn find_block(&self, target: &[u8]) -> usize {
-        self.index
-            .partition_point(|e| key::compare(&e.last_key, target) == Ordering::Less)
+        let (mut lo, mut hi) = (0, self.index.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if key::compare(self.index_key(mid), target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The bytes of block `i`, its crc checked the first time.
@@ -288,32 +309,43 @@ fn checked_slice<'a>(
     Ok(block)
 }
 
-fn parse_index(data: &[u8], data_end: u64) -> Option<(Box<[u8]>, Vec<IndexEntry>)> {
+/// The index block: (smallest key, last-key arena, entries).
+type ParsedIndex = (Box<[u8]>, Vec<u8>, Vec<IndexEntry>);
+
+fn parse_index(data: &[u8], data_end: u64) -> Option<ParsedIndex> {
     let mut r = Reader::new(data);
     let n = r.u32()? as usize;
     let smallest: Box<[u8]> = r.len_prefixed()?.into();
     let mut index = Vec::with_capacity(n.min(data.len()));
+    let mut keys = Vec::with_capacity(data.len());
     let mut prev_end = 0u64;
+    let mut prev_key = 0..0;
     for _ in 0..n {
-        let last_key: Box<[u8]> = r.len_prefixed()?.into();
+        let last_key = r.len_prefixed()?;
         let offset = r.u64()?;
         let len = r.u32()?;
         let end = offset.checked_add(u64::from(len) + 4)?;
         if last_key.len() < key::SUFFIX_LEN || offset != prev_end || end > data_end {
             return None;
         }
+        // Keys must ascend.
+        if !prev_key.is_empty() && key::compare(&keys[prev_key.clone()], last_key) != Ordering::Less
+        {
+            return None;
+        }
         prev_end = end;
+        let key_start = u32::try_from(keys.len()).ok()?;
+        keys.extend_from_slice(last_key);
+        prev_key = key_start as usize..keys.len();
         index.push(IndexEntry {
-            last_key,
+            key_start,
+            key_len: u32::try_from(last_key.len()).ok()?,
             offset,
             len,
         });
     }
-    let sorted = index
-        .windows(2)
-        .all(|w| key::compare(&w[0].last_key, &w[1].last_key) == Ordering::Less);
-    (r.remaining() == 0 && n > 0 && sorted && smallest.len() >= key::SUFFIX_LEN)
-        .then_some((smallest, index))
+    (r.remaining() == 0 && n > 0 && smallest.len() >= key::SUFFIX_LEN)
+        .then_some((smallest, keys, index))
 }
 
 #[cfg(test)]

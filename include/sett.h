@@ -650,7 +650,7 @@ int sett_options_set_value_threshold(struct sett_options_t *opts,
                                      size_t value);
 
 /**
- * Memtable size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * Memtable size in bytes (default 16 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_memtable_size(struct sett_options_t *opts, size_t value);
 
@@ -727,7 +727,7 @@ int sett_options_set_max_key_size(struct sett_options_t *opts, size_t value);
 int sett_options_set_max_value_size(struct sett_options_t *opts, size_t value);
 
 /**
- * Largest transaction in bytes written (default 15% of the memtable). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * Largest transaction in bytes written (default about 9.6 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_max_txn_size(struct sett_options_t *opts,
                                   size_t value);

@@ -47,7 +47,9 @@ pub struct Options {
     /// tree keeps a 16-byte pointer; smaller values are stored inline in the tree.
     /// Default 1024 bytes, chosen by measurement (see the README's "value threshold").
     pub value_threshold: usize,
-    /// Size at which the active memtable becomes immutable and is flushed. Default 64 MiB.
+    /// Size at which the active memtable becomes immutable and is flushed. Default
+    /// 16 MiB: smaller skiplists insert faster and hold less memory (measured in
+    /// PERFORMANCE.md, "Memtable size").
     pub memtable_size: usize,
     /// Memtables (active plus immutable) held at most; writers wait when all are full. Default 4.
     pub max_memtables: usize,
@@ -83,7 +85,8 @@ pub struct Options {
     /// while no writer has it. Default false.
     pub read_only: bool,
     /// Largest transaction accepted, in bytes of keys and values written. Default
-    /// 15% of `memtable_size` (as Badger). `WriteBatch` has no such limit.
+    /// about 9.6 MiB: 15% of a 64 MiB memtable, Badger's limit (kept when the
+    /// memtable default went to 16 MiB). `WriteBatch` has no such limit.
     pub max_txn_size: usize,
     /// The clock TTLs are measured against. Default: the system clock.
     pub clock: Clock,
@@ -95,7 +98,7 @@ impl Options {
         Options {
             dir: dir.into(),
             value_threshold: 1024,
-            memtable_size: 64 << 20,
+            memtable_size: 16 << 20,
             max_memtables: 4,
             block_size: 4096,
             bloom_bits_per_key: 10,

@@ -49,7 +49,7 @@ pub unsafe extern "C" fn sett_options_set_value_threshold(
     })
 }
 
-/// Memtable size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// Memtable size in bytes (default 16 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_memtable_size(
     opts: *mut sett_options_t,
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn sett_options_set_max_value_size(
     })
 }
 
-/// Largest transaction in bytes written (default 15% of the memtable). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// Largest transaction in bytes written (default about 9.6 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_max_txn_size(
     opts: *mut sett_options_t,

@@ -255,13 +255,13 @@ impl DbInner {
                         .map_or(0, |t| now + t.as_secs() + u64::from(t.subsec_nanos() > 0))
                 };
                 let mut rec = Vec::new();
-                match &op.value {
+                match op.value {
                     None => value::encode(&mut rec, &Stored::Delete, 0, 0),
                     Some(v) if v.len() >= threshold => {
-                        let p = log.vlog.append(&op.key, v);
+                        let p = log.vlog.append_owned(&op.key, v);
                         value::encode(&mut rec, &Stored::Pointer(p), op.user_meta, expires);
                     }
-                    Some(v) => value::encode(&mut rec, &Stored::Inline(v), op.user_meta, expires),
+                    Some(v) => value::encode(&mut rec, &Stored::Inline(&v), op.user_meta, expires),
                 }
                 entries.push((op.key, rec));
             }

@@ -71,4 +71,47 @@ mod tests {
         }
         assert!(check_entry(&buf[..buf.len() - 1]).is_err());
     }
+
+    #[test]
+    fn copied_and_handed_over_values_interleave_in_file_order() {
+        let dir = std::env::temp_dir().join(format!("sett-vlog-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut w = VlogWriter::create(&dir, 1).unwrap();
+        let mut written = Vec::new();
+        // Sizes on both sides of the hand-over threshold, over two flushes.
+        for (i, len) in [10usize, 5000, 20, 70_000, 4096, 4095, 1]
+            .into_iter()
+            .enumerate()
+        {
+            let key = format!("k{i}").into_bytes();
+            let value: Vec<u8> = (0..len).map(|j| (i * 7 + j) as u8).collect();
+            let p = if i % 2 == 0 {
+                w.append(&key, &value)
+            } else {
+                w.append_owned(&key, value.clone())
+            };
+            written.push((p, value));
+            if i == 3 {
+                w.flush().unwrap();
+            }
+        }
+        w.sync().unwrap();
+        for sealed in [false, true] {
+            let path = dir.join(file_name(1));
+            let f = if sealed {
+                VlogFile::open_sealed(&path, 1).unwrap()
+            } else {
+                VlogFile::open(&path, 1).unwrap()
+            };
+            for (p, value) in &written {
+                assert_eq!(
+                    &f.read(*p).unwrap(),
+                    value,
+                    "pointer {p:?}, sealed {sealed}"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::value::ValuePointer;
 use crate::wal::{file_header, HEADER_LEN};
 use std::fs::File;
-use std::io::Write;
+use std::io::{IoSlice, Write};
 use std::path::{Path, PathBuf};
 
 /// The head value-log file. Entries are buffered in memory by the write leader
@@ -16,8 +16,16 @@ pub(crate) struct VlogWriter {
     path: PathBuf,
     /// Logical length: bytes in the file plus bytes buffered.
     len: u64,
+    /// Entry bytes to write, except the large values in `owned`.
     buf: Vec<u8>,
+    /// Large values taken over from their batch, each written from where it
+    /// lies (no copy into `buf`): (offset in `buf` it goes before, value).
+    owned: Vec<(usize, Vec<u8>)>,
 }
+
+/// Values at least this long are written from their own buffer by `writev`
+/// instead of being copied into the write buffer.
+const OWNED_MIN: usize = 4096;
 
 impl VlogWriter {
     /// Creates value-log file `id` in `dir` with its header, synced.
@@ -38,6 +46,7 @@ impl VlogWriter {
             path,
             len: HEADER_LEN as u64,
             buf: Vec::with_capacity(1 << 20),
+            owned: Vec::new(),
         })
     }
 
@@ -63,14 +72,56 @@ impl VlogWriter {
         ptr
     }
 
+    /// Buffers an entry whose value the caller hands over; a large value is
+    /// written later from its own memory rather than copied.
+    pub(crate) fn append_owned(&mut self, key: &[u8], value: Vec<u8>) -> ValuePointer {
+        if value.len() < OWNED_MIN {
+            return self.append(key, &value);
+        }
+        let start = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
+        self.buf
+            .extend_from_slice(&(key.len() as u32).to_le_bytes());
+        self.buf
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.buf.extend_from_slice(key);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&self.buf[start + 4..]);
+        crc.update(&value);
+        self.buf[start..start + 4].copy_from_slice(&crc.finalize().to_le_bytes());
+        let len = (self.buf.len() - start + value.len()) as u32;
+        let ptr = ValuePointer {
+            file: self.id,
+            offset: self.len,
+            len,
+        };
+        self.len += u64::from(len);
+        self.owned.push((self.buf.len(), value));
+        ptr
+    }
+
     /// Writes buffered entries to the file (not synced).
     pub(crate) fn flush(&mut self) -> Result<()> {
-        if self.buf.is_empty() {
+        if self.buf.is_empty() && self.owned.is_empty() {
             return Ok(());
         }
-        let res = crate::fault::check(crate::fault::Op::Write)
-            .and_then(|_| self.file.write_all(&self.buf));
+        let res = crate::fault::check(crate::fault::Op::Write).and_then(|_| {
+            if self.owned.is_empty() {
+                return self.file.write_all(&self.buf);
+            }
+            // buf pieces and owned values, interleaved in file order.
+            let mut slices = Vec::with_capacity(2 * self.owned.len() + 1);
+            let mut at = 0;
+            for (before, value) in &self.owned {
+                slices.push(IoSlice::new(&self.buf[at..*before]));
+                slices.push(IoSlice::new(value));
+                at = *before;
+            }
+            slices.push(IoSlice::new(&self.buf[at..]));
+            write_all_vectored(&mut self.file, &mut slices)
+        });
         self.buf.clear();
+        self.owned.clear();
         res.map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))
     }
 
@@ -80,4 +131,25 @@ impl VlogWriter {
             .and_then(|_| self.file.sync_data())
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
+}
+
+/// Writes every slice, in order, with as few `writev` calls as the system allows.
+fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    // Empty slices cost an iovec each; IoSlice::advance_slices skips them anyway.
+    while !slices.is_empty() {
+        // Linux takes at most 1024 iovecs per call.
+        let n = slices.len().min(1024);
+        match file.write_vectored(&slices[..n]) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    "writev wrote nothing",
+                ))
+            }
+            Ok(written) => IoSlice::advance_slices(&mut slices, written),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

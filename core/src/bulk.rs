@@ -49,10 +49,15 @@ impl DbInner {
             q.next_seq += 1;
             s
         };
-        let id = lock(&self.manifest)
-            .as_mut()
-            .ok_or(Error::Closed)?
-            .next_file_id();
+        let id = {
+            let mut m = lock(&self.manifest);
+            let m = m.as_mut().ok_or(Error::Closed)?;
+            // Recorded before any table is written: after a crash mid-load, its
+            // tables are leftovers the manifest knows the version of, which
+            // recovery may delete (see recovery::check_orphan_tables).
+            m.log(&[Edit::LastSeq(seq)])?;
+            m.next_file_id()
+        };
         let vid = u32::try_from(id).map_err(|_| {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;

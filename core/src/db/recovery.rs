@@ -160,15 +160,24 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         last_seq = last_seq.max(t.max_seq());
     }
     let mem = Arc::new(Memtable::new(wal_ids.last().copied().unwrap_or(0)));
+    let known_seq = last_seq;
     let mut replayed = Vec::new();
+    let mut replayed_seqs = (u64::MAX, 0);
     for &id in &wal_ids {
         replayed.push(id);
-        let complete = replay_wal(&dir.join(wal_name(id)), &mem, &vlogs, &mut last_seq)?;
+        let complete = replay_wal(
+            &dir.join(wal_name(id)),
+            &mem,
+            &vlogs,
+            &mut last_seq,
+            &mut replayed_seqs,
+        )?;
         if !complete {
             // Everything after a cut is dropped too: what survives is a prefix.
             break;
         }
     }
+    check_orphan_tables(&dir, &files, &mstate, known_seq, replayed_seqs)?;
 
     let max_file_id = files
         .iter()
@@ -221,9 +230,55 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     Ok(inner)
 }
 
+/// Tables on disk that the manifest does not list are normally leftovers of a
+/// flush or compaction cut by a crash, and recovery deletes them: their writes
+/// are also in a WAL still on disk (a flush's) or in live tables (a
+/// compaction's). A table holding writes newer than anything the manifest
+/// records that no replayed WAL holds either means the manifest lost committed
+/// records (a truncated MANIFEST): that is corruption, and nothing is deleted.
+fn check_orphan_tables(
+    dir: &Path,
+    files: &[FileKind],
+    mstate: &ManifestState,
+    known_seq: u64,
+    (replay_min, replay_max): (u64, u64),
+) -> Result<()> {
+    for f in files {
+        let FileKind::Table(id) = f else { continue };
+        if mstate.levels.iter().any(|l| l.contains_key(id)) {
+            continue;
+        }
+        // An orphan that does not even open is a table cut by the crash.
+        let Ok(t) = Table::open(&dir.join(table::file_name(*id)), *id) else {
+            continue;
+        };
+        let newest = t.max_seq();
+        let in_wal = replay_min <= newest && newest <= replay_max;
+        if newest > known_seq && !in_wal {
+            return Err(Error::corruption(
+                dir.join(manifest::FILE_NAME),
+                0,
+                format!(
+                    "table {} holds writes up to version {newest}, newer than the MANIFEST \
+                     records ({known_seq}) and in no WAL: the MANIFEST lost records",
+                    table::file_name(*id)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Replays one WAL into `mem`. Returns false if the log was cut short (a torn
 /// tail, or a batch pointing at value-log bytes that did not survive).
-fn replay_wal(path: &Path, mem: &Memtable, vlogs: &VlogSet, last_seq: &mut u64) -> Result<bool> {
+/// `seqs` widens to the (lowest, highest) version replayed.
+fn replay_wal(
+    path: &Path,
+    mem: &Memtable,
+    vlogs: &VlogSet,
+    last_seq: &mut u64,
+    seqs: &mut (u64, u64),
+) -> Result<bool> {
     let data =
         std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     if data.len() < wal::HEADER_LEN {
@@ -250,6 +305,7 @@ fn replay_wal(path: &Path, mem: &Memtable, vlogs: &VlogSet, last_seq: &mut u64) 
             mem.insert(k, rec.seq, v);
         }
         *last_seq = (*last_seq).max(rec.seq);
+        *seqs = (seqs.0.min(rec.seq), seqs.1.max(rec.seq));
     }
     Ok(scan.valid_len == data.len() as u64)
 }

@@ -49,6 +49,21 @@ fn check_error(e: &Error, damaged: &Path, what: &str) {
     }
 }
 
+/// A copy of `src` in which `target`'s bytes went through `damage`; returns
+/// the copy and the damaged file's path in it.
+fn damaged_copy(
+    src: &Path,
+    target: &Path,
+    damage: impl FnOnce(&mut Vec<u8>),
+) -> (tempfile::TempDir, PathBuf) {
+    let copy = copy_dir(src);
+    let path = copy.path().join(target.file_name().unwrap());
+    let mut data = std::fs::read(&path).unwrap();
+    damage(&mut data);
+    std::fs::write(&path, &data).unwrap();
+    (copy, path)
+}
+
 /// Returns (clean, errors) counts for one damaged copy.
 fn probe(dir: &Path, damaged: &Path, what: &str) -> (u32, u32) {
     let db = match Db::open(tiny_options(dir)) {
@@ -112,11 +127,7 @@ fn sweep(ext: &str, samples: usize) {
         let len = std::fs::metadata(target).unwrap().len() as usize;
         let step = (len / samples).max(1);
         for off in (0..len).step_by(step) {
-            let copy = copy_dir(src.path());
-            let path = copy.path().join(target.file_name().unwrap());
-            let mut data = std::fs::read(&path).unwrap();
-            data[off] ^= 0x5A;
-            std::fs::write(&path, &data).unwrap();
+            let (copy, path) = damaged_copy(src.path(), target, |d| d[off] ^= 0x5A);
             let what = format!("{} offset {off}", path.display());
             let (c, d) = probe(copy.path(), &path, &what);
             clean += c;
@@ -159,10 +170,7 @@ fn truncation_sweep(ext: &str, samples: usize) -> (u32, u32) {
     for target in &targets {
         let len = std::fs::metadata(target).unwrap().len() as usize;
         for cut in (0..len).step_by((len / samples).max(1)) {
-            let copy = copy_dir(src.path());
-            let path = copy.path().join(target.file_name().unwrap());
-            let data = std::fs::read(&path).unwrap();
-            std::fs::write(&path, &data[..cut]).unwrap();
+            let (copy, path) = damaged_copy(src.path(), target, |d| d.truncate(cut));
             let what = format!("{} cut to {cut} of {len} bytes", path.display());
             let (c, d) = probe(copy.path(), &path, &what);
             clean += c;
@@ -243,11 +251,7 @@ fn flipped_bytes_in_the_wal_are_detected_or_cut_as_a_torn_tail() {
         .step_by((len / 150).max(1))
         .chain(len.saturating_sub(40)..len);
     for off in offsets {
-        let copy = copy_dir(src.path());
-        let path = copy.path().join(wal.file_name().unwrap());
-        let mut data = std::fs::read(&path).unwrap();
-        data[off] ^= 0x5A;
-        std::fs::write(&path, &data).unwrap();
+        let (copy, path) = damaged_copy(src.path(), &wal, |d| d[off] ^= 0x5A);
         let what = format!("{} offset {off}", path.display());
         let (c, d) = probe_wal(copy.path(), &path, &what);
         clean += c;

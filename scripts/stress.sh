@@ -46,7 +46,7 @@ cycles() { grep -o '[0-9]* cycles' "$1" | grep -o '[0-9]*'; }
 acks() { grep -o '[0-9]* batches acknowledged, [0-9]* batches verified' "$1" | sed 's/ batches verified/ verified present/'; }
 fails() { grep -o '[0-9]* failures' "$1" | grep -o '[0-9]*'; }
 flips=$(grep -o '[0-9]* reported as corruption' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
-harmless=$(grep -o '[0-9]* flips harmless' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
+harmless=$(grep -oE '[0-9]+ (flips|cuts) harmless|[0-9]+ flips recovered a prefix' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
 bank=$(grep -o 'bank: [0-9]* transfers.*' "$log/bank.txt" | tail -1)
 echo
 echo "| part | runs | failures / data lost |"
@@ -54,7 +54,7 @@ echo "|---|---:|---:|"
 echo "| crash loop, sync on | $(cycles "$log/crash-sync.txt") cycles, $(acks "$log/crash-sync.txt") | $(fails "$log/crash-sync.txt") |"
 echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles, $(acks "$log/crash-nosync.txt") | $(fails "$log/crash-nosync.txt") |"
 echo "| bank test | ${bank:-?} | $(grep -c VIOLATION "$log/bank.txt" || true) violations |"
-echo "| corruption sweep | $((flips + harmless)) byte flips | 0 wrong values (test passed) |"
+echo "| corruption sweep (flips and cuts in every file type) | $((flips + harmless)) damaged copies, $flips reported as corruption | 0 wrong values (test passed) |"
 echo "| fuzzing | $fuzz_runs executions ($fuzz_detail) | $fuzz_status |"
 faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' | paste -sd+ | bc || echo 0)
 full=$(grep -c 'disk full after' "$log/full-disk.txt" || true)

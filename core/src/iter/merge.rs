@@ -1,5 +1,10 @@
 //! Merges sources into one walk in internal-key order (descending when reverse).
 //! Sources are given newest first; on equal keys the newer source wins.
+//!
+//! The valid sources sit in a binary heap ordered by (key, source index), so a
+//! step costs a few comparisons however many sources there are, and while one
+//! source leads (a scan over a large level with a few small L0 tables) a step
+//! costs two.
 
 use super::Source;
 use crate::error::Result;
@@ -9,9 +14,11 @@ use std::cmp::Ordering;
 pub(crate) struct MergeIter {
     sources: Vec<Box<dyn Source>>,
     reverse: bool,
-    cur: Option<usize>,
-    /// Reused by `next` to note sources sitting on the current key.
-    same: Vec<usize>,
+    /// Indices of the valid sources; `heap[0]` is the current one.
+    heap: Vec<usize>,
+    /// The key just stepped past, to step duplicates in other sources past it
+    /// too (a reused buffer: no allocation per step).
+    last: Vec<u8>,
 }
 
 impl MergeIter {
@@ -19,32 +26,58 @@ impl MergeIter {
         MergeIter {
             sources,
             reverse,
-            cur: None,
-            same: Vec::new(),
+            heap: Vec::new(),
+            last: Vec::new(),
         }
     }
 
-    /// Picks the source with the smallest key (largest when reverse).
-    fn pick(&mut self) {
-        let mut best: Option<usize> = None;
-        for (i, s) in self.sources.iter().enumerate() {
-            if !s.valid() {
-                continue;
+    /// True if source `a` comes before source `b` in the walk.
+    fn before(&self, a: usize, b: usize) -> bool {
+        let ord = key::compare(self.sources[a].key(), self.sources[b].key());
+        let ord = if self.reverse { ord.reverse() } else { ord };
+        ord == Ordering::Less || (ord == Ordering::Equal && a < b)
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut first = i;
+            if l < n && self.before(self.heap[l], self.heap[first]) {
+                first = l;
             }
-            best = match best {
-                None => Some(i),
-                Some(b) => {
-                    let ord = key::compare(s.key(), self.sources[b].key());
-                    let better = if self.reverse {
-                        ord == Ordering::Greater
-                    } else {
-                        ord == Ordering::Less
-                    };
-                    Some(if better { i } else { b })
-                }
-            };
+            if r < n && self.before(self.heap[r], self.heap[first]) {
+                first = r;
+            }
+            if first == i {
+                return;
+            }
+            self.heap.swap(i, first);
+            i = first;
         }
-        self.cur = best;
+    }
+
+    /// Puts every valid source in the heap.
+    fn rebuild(&mut self) {
+        self.heap.clear();
+        self.heap
+            .extend((0..self.sources.len()).filter(|&i| self.sources[i].valid()));
+        for i in (0..self.heap.len() / 2).rev() {
+            self.sift_down(i);
+        }
+    }
+
+    /// Steps the top source and restores the heap.
+    fn step_top(&mut self) -> Result<()> {
+        let top = self.heap[0];
+        self.sources[top].next()?;
+        if !self.sources[top].valid() {
+            let last = self.heap.len() - 1;
+            self.heap.swap(0, last);
+            self.heap.pop();
+        }
+        self.sift_down(0);
+        Ok(())
     }
 }
 
@@ -53,7 +86,7 @@ impl Source for MergeIter {
         for s in &mut self.sources {
             s.seek(target)?;
         }
-        self.pick();
+        self.rebuild();
         Ok(())
     }
 
@@ -61,38 +94,146 @@ impl Source for MergeIter {
         for s in &mut self.sources {
             s.rewind()?;
         }
-        self.pick();
+        self.rebuild();
         Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
-        let Some(c) = self.cur else { return Ok(()) };
-        // Step every other source sitting on the same key too (duplicates across
-        // sources), then the current one; no copy of the key on this hot path.
-        self.same.clear();
-        let cur_key = self.sources[c].key();
-        for (i, s) in self.sources.iter().enumerate() {
-            if i != c && s.valid() && key::compare(s.key(), cur_key) == Ordering::Equal {
-                self.same.push(i);
+        let Some(&c) = self.heap.first() else {
+            return Ok(());
+        };
+        self.last.clear();
+        self.last.extend_from_slice(self.sources[c].key());
+        self.step_top()?;
+        // Older sources holding the same internal key (duplicates across
+        // sources) are stepped past it as well.
+        while let Some(&t) = self.heap.first() {
+            if key::compare(self.sources[t].key(), &self.last) != Ordering::Equal {
+                break;
             }
+            self.step_top()?;
         }
-        for &i in &self.same {
-            self.sources[i].next()?;
-        }
-        self.sources[c].next()?;
-        self.pick();
         Ok(())
     }
 
     fn valid(&self) -> bool {
-        self.cur.is_some()
+        !self.heap.is_empty()
     }
 
     fn key(&self) -> &[u8] {
-        self.cur.map(|c| self.sources[c].key()).unwrap_or(&[])
+        self.heap.first().map_or(&[], |&c| self.sources[c].key())
     }
 
     fn value(&self) -> &[u8] {
-        self.cur.map(|c| self.sources[c].value()).unwrap_or(&[])
+        self.heap.first().map_or(&[], |&c| self.sources[c].value())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A source over a fixed sorted list.
+    struct List {
+        items: Vec<(Vec<u8>, Vec<u8>)>,
+        reverse: bool,
+        pos: usize,
+    }
+
+    impl Source for List {
+        fn seek(&mut self, target: &[u8]) -> Result<()> {
+            self.pos = if self.reverse {
+                self.items
+                    .iter()
+                    .rposition(|(k, _)| key::compare(k, target) != Ordering::Greater)
+                    .map_or(self.items.len(), |p| self.items.len() - 1 - p)
+            } else {
+                self.items
+                    .iter()
+                    .position(|(k, _)| key::compare(k, target) != Ordering::Less)
+                    .unwrap_or(self.items.len())
+            };
+            Ok(())
+        }
+        fn rewind(&mut self) -> Result<()> {
+            self.pos = 0;
+            Ok(())
+        }
+        fn next(&mut self) -> Result<()> {
+            self.pos += 1;
+            Ok(())
+        }
+        fn valid(&self) -> bool {
+            self.pos < self.items.len()
+        }
+        fn key(&self) -> &[u8] {
+            &self.at().0
+        }
+        fn value(&self) -> &[u8] {
+            &self.at().1
+        }
+    }
+
+    impl List {
+        fn at(&self) -> &(Vec<u8>, Vec<u8>) {
+            if self.reverse {
+                &self.items[self.items.len() - 1 - self.pos]
+            } else {
+                &self.items[self.pos]
+            }
+        }
+    }
+
+    fn source(keys: &[(&str, u64, &str)], reverse: bool) -> Box<dyn Source> {
+        let mut items: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|(k, seq, v)| (key::encode(k.as_bytes(), *seq), v.as_bytes().to_vec()))
+            .collect();
+        items.sort_by(|a, b| key::compare(&a.0, &b.0));
+        Box::new(List {
+            items,
+            reverse,
+            pos: 0,
+        })
+    }
+
+    fn walk(m: &mut MergeIter) -> Vec<(String, u64, String)> {
+        let mut out = Vec::new();
+        while m.valid() {
+            let (uk, seq) = key::split(m.key());
+            out.push((
+                String::from_utf8_lossy(uk).into_owned(),
+                seq,
+                String::from_utf8_lossy(m.value()).into_owned(),
+            ));
+            m.next().unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn merges_in_order_both_ways_and_the_newer_source_wins_a_duplicate() {
+        for reverse in [false, true] {
+            let sources = vec![
+                source(&[("b", 5, "new"), ("d", 9, "d9")], reverse),
+                source(&[("a", 1, "a1"), ("b", 5, "old"), ("c", 2, "c2")], reverse),
+                source(&[("b", 3, "b3"), ("e", 4, "e4")], reverse),
+                source(&[], reverse),
+            ];
+            let mut m = MergeIter::new(sources, reverse);
+            m.rewind().unwrap();
+            let mut want = vec![
+                ("a".to_string(), 1, "a1".to_string()),
+                ("b".into(), 5, "new".into()),
+                ("b".into(), 3, "b3".into()),
+                ("c".into(), 2, "c2".into()),
+                ("d".into(), 9, "d9".into()),
+                ("e".into(), 4, "e4".into()),
+            ];
+            if reverse {
+                want.reverse();
+            }
+            assert_eq!(walk(&mut m), want, "reverse {reverse}");
+        }
     }
 }

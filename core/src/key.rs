@@ -16,8 +16,13 @@ pub(crate) const MAX_SEQ: u64 = u64::MAX;
 pub(crate) fn encode(user_key: &[u8], seq: u64) -> Vec<u8> {
     let mut k = Vec::with_capacity(user_key.len() + SUFFIX_LEN);
     k.extend_from_slice(user_key);
-    k.extend_from_slice(&(u64::MAX - seq).to_be_bytes());
+    k.extend_from_slice(&suffix(seq));
     k
+}
+
+/// The bytes that follow the user key in `user_key@seq`.
+pub(crate) fn suffix(seq: u64) -> [u8; SUFFIX_LEN] {
+    (u64::MAX - seq).to_be_bytes()
 }
 
 /// Splits an internal key into user key and sequence. Callers only pass keys that

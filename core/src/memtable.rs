@@ -168,9 +168,9 @@ impl Default for Arena {
 }
 
 impl Arena {
-    /// Copies `a` then `b` into the arena, contiguously; returns where they start.
-    fn push(&self, a: &[u8], b: &[u8]) -> NonNull<u8> {
-        let len = a.len() + b.len();
+    /// Copies `parts` into the arena, contiguously; returns where they start.
+    fn push(&self, parts: [&[u8]; 3]) -> NonNull<u8> {
+        let len = parts.iter().map(|p| p.len()).sum::<usize>();
         loop {
             let cur = self.current.load(Ordering::Acquire);
             // SAFETY: `current` always points at a chunk owned by `chunks`, and
@@ -185,8 +185,11 @@ impl Arena {
                 // by this call alone (the atomic add hands out disjoint ranges).
                 unsafe {
                     let dst = chunk.base.add(at);
-                    std::ptr::copy_nonoverlapping(a.as_ptr(), dst, a.len());
-                    std::ptr::copy_nonoverlapping(b.as_ptr(), dst.add(a.len()), b.len());
+                    let mut off = 0;
+                    for p in parts {
+                        std::ptr::copy_nonoverlapping(p.as_ptr(), dst.add(off), p.len());
+                        off += p.len();
+                    }
                     return NonNull::new_unchecked(dst);
                 }
             }
@@ -220,15 +223,19 @@ impl Memtable {
     /// Inserts `user_key@seq`. A second insert of the same version replaces it
     /// (a batch that writes one key twice keeps its last write).
     pub fn insert(&self, user_key: &[u8], seq: u64, value: &[u8]) {
-        let k = key::encode(user_key, seq);
-        let (Ok(klen), Ok(vlen)) = (u32::try_from(k.len()), u32::try_from(value.len())) else {
+        // The internal key is written straight into the arena: no key buffer.
+        let suffix = key::suffix(seq);
+        let klen = user_key.len() + suffix.len();
+        let (Ok(klen), Ok(vlen)) = (u32::try_from(klen), u32::try_from(value.len())) else {
             // Options::validate caps keys and inline values at 1 MiB each.
             unreachable!("memtable key or value record of 4 GiB or more");
         };
-        self.bytes
-            .fetch_add(k.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.bytes.fetch_add(
+            klen as usize + value.len() + ENTRY_OVERHEAD,
+            Ordering::Relaxed,
+        );
         self.max_seq.fetch_max(seq, Ordering::Relaxed);
-        let ptr = self.arena.push(&k, value);
+        let ptr = self.arena.push([user_key, &suffix, value]);
         self.map.insert(Slot { ptr, klen, vlen }, ());
     }
 

@@ -79,4 +79,7 @@ if __name__ == "__main__":
     if len(sys.argv) != 3:
         print("usage: ops.py DIR N", file=sys.stderr)
         sys.exit(2)
+    if not sys.argv[2].isdigit() or int(sys.argv[2]) == 0:
+        print("N must be a positive number", file=sys.stderr)
+        sys.exit(2)
     sys.exit(main(sys.argv[1], int(sys.argv[2])))

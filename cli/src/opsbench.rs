@@ -36,6 +36,9 @@ pub fn run(a: &Args) -> Result<(), String> {
         .ok_or("missing N")?
         .parse()
         .map_err(|_| "N is not a number")?;
+    if n == 0 {
+        return Err("N must be at least 1".into());
+    }
     let e = |e: sett::Error| e.to_string();
     let db = Db::open(Options::new(dir)).map_err(e)?;
     let keys: Vec<Vec<u8>> = (0..n).map(key).collect();

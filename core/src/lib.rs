@@ -54,6 +54,7 @@
 //!
 //! The on-disk format is described byte by byte in `core/FORMAT.md`.
 
+mod advice;
 mod backup;
 mod batch;
 mod bulk;

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::key;
 use crate::table::bloom;
 use crate::value::{self, Stored, ValuePointer};
-use crate::vlog::{ValueBytes, VlogSet};
+use crate::vlog::{ScanAhead, ValueBytes, VlogSet};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -86,6 +86,8 @@ pub struct DbIterator {
     done: bool,
     /// An error met while reading ahead, returned after the buffered items.
     err: Option<Error>,
+    /// Read-ahead of this scan's value-log reads.
+    vlog_ahead: ScanAhead,
 }
 
 impl DbIterator {
@@ -130,6 +132,7 @@ impl DbIterator {
             pos: 0,
             done: false,
             err: None,
+            vlog_ahead: ScanAhead::default(),
         };
         it.rewind()?;
         Ok(it)
@@ -314,7 +317,10 @@ impl DbIterator {
             })
             .collect();
         if !ptrs.is_empty() {
-            let mut values = self.vlogs.read_many(&ptrs, self.db.dir())?.into_iter();
+            let mut values = self
+                .vlogs
+                .read_many(&ptrs, self.db.dir(), &mut self.vlog_ahead)?
+                .into_iter();
             for it in &mut self.items {
                 if matches!(it.val, Val::Pointer(_)) {
                     it.val = Val::Read(values.next().unwrap_or(ValueBytes::Owned(Vec::new())));

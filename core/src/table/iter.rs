@@ -2,6 +2,7 @@
 
 use super::block::DecodedBlock;
 use super::Table;
+use crate::advice::{self, ReadAhead};
 use crate::error::Result;
 use crate::iter::Source;
 use crate::key;
@@ -19,6 +20,11 @@ pub(crate) struct TableIter {
     /// Compaction inputs: the table bytes before this offset were consumed and
     /// their pages are given back once a stretch of them is (see `load`).
     release_from: Option<usize>,
+    /// The table is mapped for random reads; a walk from block to block asks
+    /// for the bytes ahead of it (see `step_into`).
+    ahead: ReadAhead,
+    /// First read-ahead window after a seek or rewind.
+    first_window: usize,
 }
 
 /// A compaction input gives back its consumed pages in steps of this many bytes.
@@ -35,15 +41,42 @@ impl TableIter {
             pos: 0,
             valid: false,
             release_from: None,
+            ahead: ReadAhead::new(advice::FIRST_WINDOW),
+            first_window: advice::FIRST_WINDOW,
         }
     }
 
     /// A forward walk that reads the table once, start to end (a compaction
-    /// input): pages it has passed leave the process's resident set.
+    /// input): pages it has passed leave the process's resident set, and the
+    /// largest read-ahead window is asked for from the first block.
     pub(crate) fn streaming(table: Arc<Table>) -> TableIter {
         let mut it = TableIter::new(table, false);
         it.release_from = Some(0);
+        it.first_window = advice::MAX_WINDOW;
         it
+    }
+
+    /// Forgets the read-ahead of an earlier position (after a seek or rewind).
+    fn restart_read_ahead(&mut self) {
+        self.ahead = ReadAhead::new(self.first_window);
+    }
+
+    /// Asks for read-ahead from the loaded block on, in the walk's direction:
+    /// called when a walk steps into the next block, where a point lookup or a
+    /// seek that reads a few entries never goes.
+    fn step_into(&mut self) {
+        if !self.valid {
+            return;
+        }
+        let range = if self.reverse {
+            let len = self.table.index()[self.block_idx].len as usize;
+            self.ahead.backward(self.base + len)
+        } else {
+            self.ahead.forward(self.base, self.table.bytes().len())
+        };
+        if let Some(r) = range {
+            self.table.will_need(r);
+        }
     }
 
     fn load(&mut self, i: usize) -> Result<()> {
@@ -85,6 +118,7 @@ impl TableIter {
 
 impl Source for TableIter {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.restart_read_ahead();
         let b = self.table.find_block(target);
         let nblocks = self.table.index().len();
         if !self.reverse {
@@ -116,11 +150,17 @@ impl Source for TableIter {
     }
 
     fn rewind(&mut self) -> Result<()> {
+        self.restart_read_ahead();
         if self.reverse {
-            self.last_of(self.table.index().len().checked_sub(1))
+            self.last_of(self.table.index().len().checked_sub(1))?;
         } else {
-            self.first_from(0)
+            self.first_from(0)?;
         }
+        if self.release_from.is_some() {
+            // A compaction input reads all of it: no need to wait for a step.
+            self.step_into();
+        }
+        Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
@@ -130,16 +170,17 @@ impl Source for TableIter {
         if self.reverse {
             if self.pos > 0 {
                 self.pos -= 1;
-                Ok(())
-            } else {
-                self.last_of(self.block_idx.checked_sub(1))
+                return Ok(());
             }
+            self.last_of(self.block_idx.checked_sub(1))?;
         } else if self.pos + 1 < self.block.len() {
             self.pos += 1;
-            Ok(())
+            return Ok(());
         } else {
-            self.first_from(self.block_idx + 1)
+            self.first_from(self.block_idx + 1)?;
         }
+        self.step_into();
+        Ok(())
     }
 
     fn valid(&self) -> bool {
@@ -153,5 +194,54 @@ impl Source for TableIter {
     fn value(&self) -> &[u8] {
         let r = self.block.value_range(self.pos);
         &self.table.bytes()[self.base + r.start..self.base + r.end]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advice::test_pages::{eventually, evict, resident, PAGE};
+    use crate::table::TableBuilder;
+
+    #[test]
+    fn stepping_into_the_next_block_reads_ahead_and_a_seek_alone_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        let mut b = TableBuilder::create(&path, 4096, 10).unwrap();
+        for i in 0..60_000u32 {
+            b.add(&key::encode(format!("key{i:08}").as_bytes(), 1), &[7; 40])
+                .unwrap();
+        }
+        b.finish().unwrap();
+        if !evict(&path) {
+            eprintln!("page cache cannot be dropped here; skipped");
+            return;
+        }
+        let table = Arc::new(Table::open(&path, 1).unwrap());
+        assert!(table.size() > 3 << 20);
+        let pages = |r: std::ops::Range<usize>| resident(table.bytes())[r].to_vec();
+
+        // A seek reads its block and no more.
+        let mut it = TableIter::new(table.clone(), false);
+        it.seek(&key::encode(b"key00000000", 1)).unwrap();
+        assert!(it.valid());
+        let first_block = table.index()[0].len as usize + 4; // and its crc
+        let ahead = first_block.div_ceil(PAGE)..advice::FIRST_WINDOW / PAGE;
+        assert!(
+            pages(ahead.clone()).iter().all(|&r| !r),
+            "read ahead on a seek"
+        );
+
+        // Stepping into block 1 asks for the first window from there.
+        while it.block_idx == 0 {
+            it.next().unwrap();
+        }
+        let from = table.index()[1].offset as usize;
+        let window = from / PAGE + 1..(from + advice::FIRST_WINDOW) / PAGE;
+        eventually("first window resident", || {
+            pages(window.clone()).iter().all(|&r| r)
+        });
+        // Nothing far ahead yet (1 MiB in is well before the index at the end).
+        assert!(!pages(256..257)[0], "read more than the first window");
     }
 }

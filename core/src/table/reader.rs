@@ -2,12 +2,14 @@
 
 use super::block::DecodedBlock;
 use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
+use crate::advice::{self, ReadAhead};
 use crate::coding::Reader;
 use crate::error::{Error, Result};
 use crate::key;
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
@@ -54,6 +56,8 @@ impl Table {
         // after it is written; other processes are kept out by the directory lock.
         let mmap = unsafe { Mmap::map(&file) }
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
+        // Point lookups touch one block; iterators ask for read-ahead themselves.
+        advice::random(&mmap);
         let fpos = mmap.len() - FOOTER_LEN;
         let footer = &mmap[fpos..];
         let corrupt =
@@ -99,6 +103,12 @@ impl Table {
                 supported: VERSION,
             });
         }
+        // Filter, index and footer lie together at the end: one read, not a fault per page.
+        advice::will_need(
+            &mmap,
+            usize::try_from(filter_off).unwrap_or(usize::MAX),
+            fpos,
+        );
         let filter = checked_slice(path, &mmap, filter_off, filter_len, fpos)?.to_vec();
         let index_bytes = checked_slice(path, &mmap, index_off, index_len, fpos)?;
         let (smallest, index_keys, index) = parse_index(index_bytes, filter_off)
@@ -196,6 +206,10 @@ impl Table {
             let start = e.offset as usize;
             return Ok(&self.mmap[start..start + e.len as usize]);
         }
+        // First read of the block in this process, likely from the device: its
+        // pages (a block straddles two) come in one read, not a fault each.
+        let start = e.offset as usize;
+        advice::will_need(&self.mmap, start, start + e.len as usize + 4);
         let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
         self.verified[i].store(true, AtomicOrdering::Release);
         Ok(data)
@@ -203,7 +217,11 @@ impl Table {
 
     /// Checks every block's crc and format; returns the number of blocks.
     pub(crate) fn verify(&self) -> Result<usize> {
+        let mut ahead = ReadAhead::new(advice::MAX_WINDOW);
         for (i, e) in self.index.iter().enumerate() {
+            if let Some(r) = ahead.forward(e.offset as usize, self.mmap.len()) {
+                self.will_need(r);
+            }
             let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
             DecodedBlock::decode(data)
                 .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
@@ -249,6 +267,12 @@ impl Table {
             b += 1;
         }
         Ok(None)
+    }
+
+    /// Starts reading `range` of the file into the page cache (a walk in order
+    /// is about to read it; the mapping is otherwise read a page per fault).
+    pub(crate) fn will_need(&self, range: Range<usize>) {
+        advice::will_need(&self.mmap, range.start, range.end);
     }
 
     /// Drops this process's mapping of `[start, end)` (page cache untouched), so

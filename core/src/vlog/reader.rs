@@ -1,11 +1,13 @@
 //! Reads values back from value-log files.
 
 use super::{check_entry, ENTRY_HEADER_LEN, MAGIC, VERSION};
+use crate::advice::{self, ReadAhead};
 use crate::error::{Error, Result};
 use crate::value::ValuePointer;
 use memmap2::Mmap;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +16,15 @@ use std::sync::Arc;
 const COALESCE_MAX: u64 = 1 << 20;
 /// Neighbouring entries closer than this are read with one call.
 const COALESCE_GAP: u64 = 16 << 10;
+/// Page size assumed for read advice (larger pages only make it coarser).
+const PAGE: usize = 4096;
+/// A point read of an entry over at least this many pages asks for all of it
+/// before touching it. Not for 2: a quarter of 1 KiB entries straddle a page,
+/// and the call cost more on cached reads than it saved on cold ones.
+const POINT_AHEAD_PAGES: usize = 3;
+/// A scan's read that starts at most this far past where its last read of the
+/// same file ended continues a forward walk through that file.
+const SEQUENTIAL_GAP: usize = 64 << 10;
 
 /// One value-log file open for reading, shareable across threads. A sealed file
 /// (one that will never be appended to again) is memory-mapped, so a read is one
@@ -52,6 +63,8 @@ impl VlogFile {
         // would fault on access, as a table would.
         let map = unsafe { Mmap::map(&f.file) }
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
+        // A point read touches one entry; scans ask for their ranges (read_many).
+        advice::random(&map);
         f.map = Some(map);
         Ok(f)
     }
@@ -81,6 +94,15 @@ impl VlogFile {
 
     /// Reads and checks the entry at `ptr`, returning its value.
     pub(crate) fn read(&self, ptr: ValuePointer) -> Result<Vec<u8>> {
+        if let Some(map) = &self.map {
+            // An entry over several pages comes in one read, not a fault per page.
+            let start = to_usize(ptr.offset);
+            let end = start.saturating_add(ptr.len as usize);
+            let pages = end.div_ceil(PAGE).saturating_sub(start / PAGE);
+            if pages >= POINT_AHEAD_PAGES {
+                advice::will_need(map, start, end);
+            }
+        }
         if let Some(found) = self.check_mapped(ptr) {
             let (start, len) = found?;
             return Ok(self.map.as_deref().unwrap_or_default()[start..start + len].to_vec());
@@ -152,6 +174,59 @@ impl VlogFile {
         }
         Ok(())
     }
+}
+
+/// Read-ahead of one scan through the value log: per mapped file, where the
+/// scan's last read ended and how far past it the kernel was asked to read.
+#[derive(Default)]
+pub(crate) struct ScanAhead {
+    files: HashMap<u32, Stream>,
+}
+
+struct Stream {
+    last_end: usize,
+    ahead: ReadAhead,
+}
+
+impl ScanAhead {
+    /// Asks for `[start, end)` of file `id`, about to be read (see `plan`).
+    fn advise(&mut self, id: u32, map: &Mmap, start: usize, end: usize) {
+        if let Some(r) = self.plan(id, start, end, map.len()) {
+            advice::will_need(map, r.start, r.end);
+        }
+    }
+
+    /// What to ask for before reading `[start, end)` of file `id` (`len`
+    /// bytes). When the read continues the scan's last one in that file (values
+    /// written in the order they are scanned), a growing window past it is
+    /// asked for too, so the next reads find their pages read or in flight;
+    /// otherwise only the range. `None` when all of it was asked for already.
+    fn plan(&mut self, id: u32, start: usize, end: usize, len: usize) -> Option<Range<usize>> {
+        let s = self.files.entry(id).or_insert_with(|| Stream {
+            last_end: usize::MAX,
+            ahead: ReadAhead::new(advice::FIRST_WINDOW),
+        });
+        let sequential = (s.last_end..=s.last_end.saturating_add(SEQUENTIAL_GAP)).contains(&start);
+        s.last_end = end;
+        if !sequential {
+            s.ahead = ReadAhead::new(advice::FIRST_WINDOW);
+            return Some(start..end);
+        }
+        let reach = s.ahead.reach();
+        let past = s.ahead.forward(end, len);
+        // Whatever of the range was not asked for yet, joined with the window.
+        let from = match reach {
+            Some(r) if r >= end => past.as_ref().map(|p| p.start),
+            Some(r) => Some(start.max(r)),
+            None => Some(start),
+        };
+        from.map(|from| from..past.map_or(end, |p| p.end))
+    }
+}
+
+/// A file offset as an index into a mapping (past any mapping if it does not fit).
+fn to_usize(offset: u64) -> usize {
+    usize::try_from(offset).unwrap_or(usize::MAX)
 }
 
 /// Reads as many bytes as the file has at `offset`, up to `buf.len()`.
@@ -270,13 +345,21 @@ impl VlogSet {
 
     /// Reads the values behind many pointers, merging reads of entries that lie
     /// close together in one file (a scan of values written in order costs a few
-    /// large reads instead of one read per value).
-    pub(crate) fn read_many(&self, ptrs: &[ValuePointer], dir: &Path) -> Result<Vec<ValueBytes>> {
+    /// large reads instead of one read per value). `scan` is the read-ahead
+    /// state of the scan making the call.
+    pub(crate) fn read_many(
+        &self,
+        ptrs: &[ValuePointer],
+        dir: &Path,
+        scan: &mut ScanAhead,
+    ) -> Result<Vec<ValueBytes>> {
         let mut order: Vec<usize> = (0..ptrs.len()).collect();
         order.sort_by_key(|&i| (ptrs[i].file, ptrs[i].offset));
         let mut out: Vec<ValueBytes> = (0..ptrs.len())
             .map(|_| ValueBytes::Owned(Vec::new()))
             .collect();
+        // Runs of `order` read together: (first, past the last, file, start, end).
+        let mut runs = Vec::new();
         let mut i = 0;
         while i < order.len() {
             let first = ptrs[order[i]];
@@ -295,7 +378,18 @@ impl VlogSet {
                 end = end.max(p_end);
                 j += 1;
             }
-            let file = self.file(first, dir)?;
+            runs.push((i, j, self.file(first, dir)?, start, end));
+            i = j;
+        }
+        // Mapped files are read a page per fault: ask for every run first, so
+        // that the reads go to the device together and in large pieces.
+        for (_, _, file, start, end) in &runs {
+            if let Some(map) = &file.map {
+                scan.advise(file.id, map, to_usize(*start), to_usize(*end));
+            }
+        }
+        for (i, j, file, start, end) in runs {
+            let first = ptrs[order[i]];
             if file.map.is_some() {
                 // Mapped: each value is checked where it lies, and not copied.
                 for &k in &order[i..j] {
@@ -331,7 +425,6 @@ impl VlogSet {
                     out[k] = ValueBytes::Owned(entry[ENTRY_HEADER_LEN + klen..].to_vec());
                 }
             }
-            i = j;
         }
         Ok(out)
     }
@@ -343,5 +436,50 @@ impl VlogSet {
 
     pub(crate) fn len(&self) -> usize {
         self.files.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_continuing_through_a_file_reads_ahead_and_a_jump_reads_only_its_range() {
+        let len = 64 << 20;
+        let mut scan = ScanAhead::default();
+        // First read of a file: only its range.
+        assert_eq!(scan.plan(1, 1000, 70_000, len), Some(1000..70_000));
+        // The next chunk continues it: its range and a window past it.
+        let r = scan.plan(1, 70_000, 140_000, len).unwrap();
+        assert_eq!(r.start, 70_000);
+        assert!(r.end >= 140_000 + advice::FIRST_WINDOW, "{r:?}");
+        // Reads inside what was asked for ask for nothing more...
+        assert_eq!(scan.plan(1, 140_000, 150_000, len), None);
+        // ...until the walk is half way through the window.
+        let mut pos = 150_000;
+        let mut next_start = r.end;
+        let mut requests = 0;
+        while pos < 8 << 20 {
+            if let Some(r) = scan.plan(1, pos, pos + 66_000, len) {
+                assert_eq!(r.start, next_start, "a byte asked for twice, or a gap");
+                assert!(r.len() <= advice::MAX_WINDOW);
+                next_start = r.end;
+                requests += 1;
+            }
+            pos += 66_000;
+        }
+        assert!(
+            (8..=24).contains(&requests),
+            "{requests} requests over 8 MiB"
+        );
+        // Another file keeps its own stream; a jump back reads just the range.
+        assert_eq!(scan.plan(2, 0, 1000, len), Some(0..1000));
+        assert_eq!(scan.plan(1, 10, 2000, len), Some(10..2000));
+        // A gap larger than SEQUENTIAL_GAP is a jump too.
+        let far = 2000 + SEQUENTIAL_GAP + 1;
+        assert_eq!(scan.plan(1, far, far + 10, len), Some(far..far + 10));
+        // Windows stop at the end of the file.
+        let r = scan.plan(1, far + 10, len - 5, len).unwrap();
+        assert_eq!(r.end, len);
     }
 }

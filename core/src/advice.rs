@@ -1,0 +1,231 @@
+//! How sett tells the kernel it will read its memory-mapped files.
+//!
+//! A page fault on a mapping with default advice makes the kernel read a whole
+//! read-ahead window around the page (the device's read_ahead_kb, often MiBs):
+//! a 1 KiB point read then costs MiBs of I/O and evicts what the next read
+//! needs. So tables and sealed value-log files are mapped with MADV_RANDOM (a
+//! fault reads only its page), and the readers that do walk a file in order ask
+//! for the bytes ahead with MADV_WILLNEED, which starts the reads without
+//! waiting for them.
+
+use memmap2::{Advice, Mmap};
+use std::ops::Range;
+
+/// Largest window a sequential walk asks for at once.
+pub(crate) const MAX_WINDOW: usize = 1 << 20;
+/// First window of a walk that may stop soon (an iterator after a seek).
+pub(crate) const FIRST_WINDOW: usize = 128 << 10;
+
+/// Faults on `map` read only the page they touch. Best effort: without the
+/// advice reads are slower, never wrong.
+pub(crate) fn random(map: &Mmap) {
+    let _ = map.advise(Advice::Random);
+}
+
+/// Starts reading `[start, end)` of `map` into the page cache (asynchronously),
+/// clamped to the mapping. Best effort, like [`random`].
+pub(crate) fn will_need(map: &Mmap, start: usize, end: usize) {
+    let end = end.min(map.len());
+    if start < end {
+        let _ = map.advise_range(Advice::WillNeed, start, end - start);
+    }
+}
+
+/// Read-ahead for a walk through a file in one direction, block by block: asks
+/// for a window ahead of the walk, and for the next one (twice as large, up to
+/// [`MAX_WINDOW`]) when the walk is half way through what was asked for last.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadAhead {
+    /// Edge of what was asked for so far, in the walk's direction.
+    reach: Option<usize>,
+    /// Size of the last request (of the first one, before any).
+    window: usize,
+}
+
+impl ReadAhead {
+    pub(crate) fn new(first_window: usize) -> ReadAhead {
+        ReadAhead {
+            reach: None,
+            window: first_window.clamp(1, MAX_WINDOW),
+        }
+    }
+
+    /// Edge of what was asked for so far, in the walk's direction.
+    pub(crate) fn reach(&self) -> Option<usize> {
+        self.reach
+    }
+
+    /// The range to ask for now that a forward walk is at `pos` of a `len`-byte
+    /// file, or `None` if enough ahead of it was asked for already.
+    pub(crate) fn forward(&mut self, pos: usize, len: usize) -> Option<Range<usize>> {
+        if let Some(r) = self.reach {
+            if r >= pos.saturating_add(self.window / 2) {
+                return None;
+            }
+            self.window = (self.window * 2).min(MAX_WINDOW);
+        }
+        let start = self.reach.map_or(pos, |r| r.max(pos));
+        let end = pos.saturating_add(self.window).min(len);
+        self.reach = Some(end);
+        (start < end).then_some(start..end)
+    }
+
+    /// As [`forward`](Self::forward) for a walk towards the start of the file,
+    /// now at `pos` (the end of the bytes it reads next).
+    pub(crate) fn backward(&mut self, pos: usize) -> Option<Range<usize>> {
+        if let Some(r) = self.reach {
+            if r.saturating_add(self.window / 2) <= pos {
+                return None;
+            }
+            self.window = (self.window * 2).min(MAX_WINDOW);
+        }
+        let end = self.reach.map_or(pos, |r| r.min(pos));
+        let start = pos.saturating_sub(self.window);
+        self.reach = Some(start);
+        (start < end).then_some(start..end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_pages::*;
+    use super::*;
+
+    #[test]
+    fn forward_walk_asks_once_per_half_window_and_never_twice_for_a_byte() {
+        let len = 10 << 20;
+        let mut ra = ReadAhead::new(FIRST_WINDOW);
+        let mut asked: Vec<Range<usize>> = Vec::new();
+        let mut asked_near_start = 0;
+        for pos in (0..len).step_by(PAGE) {
+            if let Some(r) = ra.forward(pos, len) {
+                assert!(r.start >= pos, "{r:?} starts behind the walk at {pos}");
+                asked.push(r);
+                asked_near_start += usize::from(pos < FIRST_WINDOW / 2);
+            }
+        }
+        // A walk that stops soon after a seek costs one small request.
+        assert_eq!(asked_near_start, 1);
+        // Contiguous, non-overlapping, covering the whole file.
+        assert_eq!(asked[0], 0..FIRST_WINDOW);
+        for w in asked.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+        assert_eq!(asked.last().map(|r| r.end), Some(len));
+        // Ramped up to the largest window: about one request per half window.
+        assert!(asked.iter().all(|r| r.len() <= MAX_WINDOW));
+        assert!(
+            asked.len() <= 2 * len / MAX_WINDOW + 4,
+            "{} requests",
+            asked.len()
+        );
+        assert!(asked.len() >= len / MAX_WINDOW, "{} requests", asked.len());
+    }
+
+    #[test]
+    fn backward_walk_covers_the_file_down_to_its_start() {
+        let len = 3 << 20;
+        let mut ra = ReadAhead::new(MAX_WINDOW);
+        let mut asked: Vec<Range<usize>> = Vec::new();
+        for end in (PAGE..=len).rev().step_by(PAGE) {
+            if let Some(r) = ra.backward(end) {
+                assert!(r.end <= end, "{r:?} lies past the walk at {end}");
+                asked.push(r);
+            }
+        }
+        assert_eq!(asked[0], len - MAX_WINDOW..len);
+        for w in asked.windows(2) {
+            assert_eq!(w[0].start, w[1].end);
+        }
+        assert_eq!(asked.last().map(|r| r.start), Some(0));
+    }
+
+    /// Maps a fresh 4 MiB file whose pages were dropped from the page cache;
+    /// `None` where the file system keeps them (tmpfs), which the test cannot use.
+    fn evicted_mapping(dir: &std::path::Path) -> Option<Mmap> {
+        let path = dir.join("data");
+        std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        // SAFETY: the file is private to this test and not changed while mapped.
+        let map = unsafe { Mmap::map(&f) }.unwrap();
+        (evict(&path) && resident(&map).iter().all(|r| !r)).then_some(map)
+    }
+
+    #[test]
+    fn random_advice_faults_in_only_the_touched_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(map) = evicted_mapping(dir.path()) else {
+            eprintln!("page cache cannot be dropped here; skipped");
+            return;
+        };
+        random(&map);
+        let at = 2 << 20;
+        assert_eq!(std::hint::black_box(map[at]), 7);
+        let r = resident(&map);
+        let n = r.iter().filter(|&&x| x).count();
+        assert!(r[at / PAGE]);
+        // Default advice would have read a read-ahead window (hundreds of pages).
+        assert!(n <= 4, "{n} pages resident after one touch");
+    }
+
+    #[test]
+    fn will_need_reads_the_range_ahead_and_nothing_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(map) = evicted_mapping(dir.path()) else {
+            eprintln!("page cache cannot be dropped here; skipped");
+            return;
+        };
+        random(&map);
+        let range = (1 << 20)..(1 << 20) + (256 << 10);
+        will_need(&map, range.start, range.end);
+        let pages = range.start / PAGE..range.end / PAGE;
+        eventually("range resident", || {
+            resident(&map)[pages.clone()].iter().all(|&x| x)
+        });
+        assert!(
+            resident(&map)[..pages.start].iter().all(|&x| !x),
+            "read before the range"
+        );
+    }
+}
+
+/// Page-cache probes for tests of read advice.
+#[cfg(test)]
+pub(crate) mod test_pages {
+    use std::os::fd::AsRawFd;
+
+    pub(crate) const PAGE: usize = 4096;
+
+    /// Pages of the mapped `bytes` (starting on a page) resident in the page
+    /// cache, one bool per page.
+    pub(crate) fn resident(bytes: &[u8]) -> Vec<bool> {
+        let pages = bytes.len().div_ceil(PAGE);
+        let mut v = vec![0u8; pages];
+        // SAFETY: the range is a live mapping that starts on a page boundary,
+        // and `v` holds one byte per page of it, as mincore requires.
+        let rc = unsafe { libc::mincore(bytes.as_ptr() as *mut _, bytes.len(), v.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        v.iter().map(|b| b & 1 == 1).collect()
+    }
+
+    /// Writes back and drops the file's pages from the page cache; false if
+    /// that failed.
+    pub(crate) fn evict(path: &std::path::Path) -> bool {
+        let f = std::fs::File::open(path).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: plain fadvise on an open descriptor; no memory is involved.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
+    }
+
+    /// Waits up to 10 s for `f` to hold (read-ahead completes asynchronously).
+    pub(crate) fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !f() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: not after 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}

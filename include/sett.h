@@ -203,6 +203,17 @@ typedef struct sett_stats_t {
   uint64_t table_entries;
   uint64_t write_groups;
   uint64_t batches_written;
+  /**
+   * Levels due for compaction now (L0 at its table-count trigger, a deeper
+   * level over its target size), whether or not one is already running.
+   */
+  uint64_t compactions_pending;
+  /**
+   * Compactions in progress (automatic ones, flatten, drop prefix). A
+   * benchmark waits for the background work to settle by polling until
+   * this, compactions_pending and immutable_memtables are all 0.
+   */
+  uint64_t compactions_running;
 } sett_stats_t;
 
 /**

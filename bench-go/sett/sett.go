@@ -271,6 +271,60 @@ func (d *DB) Flush() error {
 	return status(C.sett_flush(h, &cerr), cerr)
 }
 
+// Stats are counts and sizes of a database (sett_stats_t).
+type Stats struct {
+	// Tables and bytes per level, L0 first.
+	LevelTables, LevelBytes []uint64
+	VlogFiles, VlogBytes    uint64
+	MemtableBytes           uint64
+	// Memtables waiting to be flushed.
+	ImmutableMemtables uint64
+	IndexFilterBytes   uint64
+	LastSeq            uint64
+	TableEntries       uint64
+	WriteGroups        uint64
+	BatchesWritten     uint64
+	// Levels due for compaction and compactions in progress: the background
+	// work has settled when both are 0 and ImmutableMemtables is 0.
+	CompactionsPending uint64
+	CompactionsRunning uint64
+}
+
+// Stats returns the database's counts and sizes.
+func (d *DB) Stats() (Stats, error) {
+	h, err := d.handle()
+	if err != nil {
+		return Stats{}, err
+	}
+	defer d.mu.RUnlock()
+	var cs C.sett_stats_t
+	var cerr *C.sett_error_t
+	if err := status(C.sett_stats(h, &cs, &cerr), cerr); err != nil {
+		return Stats{}, err
+	}
+	n := int(cs.num_levels)
+	st := Stats{
+		LevelTables:        make([]uint64, n),
+		LevelBytes:         make([]uint64, n),
+		VlogFiles:          uint64(cs.vlog_files),
+		VlogBytes:          uint64(cs.vlog_bytes),
+		MemtableBytes:      uint64(cs.memtable_bytes),
+		ImmutableMemtables: uint64(cs.immutable_memtables),
+		IndexFilterBytes:   uint64(cs.index_filter_bytes),
+		LastSeq:            uint64(cs.last_seq),
+		TableEntries:       uint64(cs.table_entries),
+		WriteGroups:        uint64(cs.write_groups),
+		BatchesWritten:     uint64(cs.batches_written),
+		CompactionsPending: uint64(cs.compactions_pending),
+		CompactionsRunning: uint64(cs.compactions_running),
+	}
+	for i := 0; i < n; i++ {
+		st.LevelTables[i] = uint64(cs.level_tables[i])
+		st.LevelBytes[i] = uint64(cs.level_bytes[i])
+	}
+	return st, nil
+}
+
 // DropAll deletes every key.
 func (d *DB) DropAll() error {
 	h, err := d.handle()

@@ -276,3 +276,57 @@ func TestMultiGetUnderGarbageCollection(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestStatsCountTablesAndSettleAfterCompactions(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, MemtableSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4000
+	val := bytes.Repeat([]byte("v"), 100)
+	for i := 0; i < n; i++ {
+		if err := db.Set([]byte(fmt.Sprintf("key%06d", i)), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// 4000 x ~130 B over 64 KiB memtables: several flushes, so L0 reaches its
+	// compaction trigger; wait for the background work to settle.
+	deadline := time.Now().Add(30 * time.Second)
+	var st Stats
+	for {
+		if st, err = db.Stats(); err != nil {
+			t.Fatal(err)
+		}
+		if st.CompactionsPending == 0 && st.CompactionsRunning == 0 && st.ImmutableMemtables == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("background work never settled: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("settled: %+v", st)
+	if len(st.LevelTables) < 2 || len(st.LevelTables) != len(st.LevelBytes) {
+		t.Fatalf("levels: %+v", st)
+	}
+	var tables, tableBytes uint64
+	for i := range st.LevelTables {
+		tables += st.LevelTables[i]
+		tableBytes += st.LevelBytes[i]
+	}
+	if tables == 0 || tableBytes == 0 || st.TableEntries != n {
+		t.Fatalf("want %d entries in tables: %+v", n, st)
+	}
+	if st.VlogFiles == 0 || st.VlogBytes < n*100 || st.LastSeq < n || st.BatchesWritten < n {
+		t.Fatalf("value log or counters: %+v", st)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Stats(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("stats after close: %v", err)
+	}
+}

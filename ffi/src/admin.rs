@@ -27,6 +27,13 @@ pub struct sett_stats_t {
     pub table_entries: u64,
     pub write_groups: u64,
     pub batches_written: u64,
+    /// Levels due for compaction now (L0 at its table-count trigger, a deeper
+    /// level over its target size), whether or not one is already running.
+    pub compactions_pending: u64,
+    /// Compactions in progress (automatic ones, flatten, drop prefix). A
+    /// benchmark waits for the background work to settle by polling until
+    /// this, compactions_pending and immutable_memtables are all 0.
+    pub compactions_running: u64,
 }
 
 /// Fills *out with the database's counts and sizes.
@@ -56,6 +63,8 @@ pub unsafe extern "C" fn sett_stats(
             table_entries: s.table_entries,
             write_groups: s.write_groups,
             batches_written: s.batches_written,
+            compactions_pending: s.compactions_pending,
+            compactions_running: s.compactions_running,
         };
         for (i, (n, b)) in s.levels.iter().take(SETT_MAX_LEVELS).enumerate() {
             st.level_tables[i] = *n as u64;

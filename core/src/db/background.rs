@@ -137,6 +137,7 @@ impl DbInner {
     }
 
     pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
+        let _running = Running::start(&self.counters.compactions_running);
         let out = c.out_level();
         let mut edits = Vec::new();
         let mut removed = HashSet::new();
@@ -365,6 +366,23 @@ impl DbInner {
     }
 }
 
+/// Counts one compaction in progress for as long as it lives, however the
+/// compaction ends.
+struct Running<'a>(&'a AtomicU64);
+
+impl<'a> Running<'a> {
+    fn start(counter: &'a AtomicU64) -> Running<'a> {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Running(counter)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Held by a manual operation; lets automatic compactions resume when dropped.
 struct ManualGuard<'a> {
     db: &'a DbInner,
@@ -390,5 +408,80 @@ fn release_free_memory() {
     // thread-safe and has no preconditions.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Writes one key and flushes it to its own L0 table.
+    fn flush_one(db: &Db, i: u32) {
+        db.put(format!("k{i:04}").as_bytes(), &[i as u8; 100])
+            .unwrap();
+        db.flush().unwrap();
+    }
+
+    #[test]
+    fn stats_report_a_held_back_l0_compaction_then_zero_once_it_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.l0_compaction_trigger = 2;
+        let db = Db::open(opts).unwrap();
+        // As a manual operation does: no automatic compaction may start.
+        lock(&db.inner.bg).manual = true;
+        for i in 0..3 {
+            flush_one(&db, i);
+        }
+        let s = db.stats();
+        assert_eq!(s.levels[0].0, 3);
+        assert_eq!(s.compactions_pending, 1, "{s:?}");
+        assert_eq!(s.compactions_running, 0, "{s:?}");
+
+        {
+            let mut bg = lock(&db.inner.bg);
+            bg.manual = false;
+            db.inner.bg_cv.notify_all();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let s = loop {
+            let s = db.stats();
+            if s.compactions_pending == 0 && s.compactions_running == 0 {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "compaction never finished: {s:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(s.levels[0].0 < 2, "{s:?}");
+        assert_eq!(s.table_entries, 3);
+    }
+
+    #[test]
+    fn stats_report_no_compaction_after_flatten() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.l0_compaction_trigger = 2;
+        let db = Db::open(opts).unwrap();
+        lock(&db.inner.bg).manual = true;
+        for i in 0..4 {
+            flush_one(&db, i);
+        }
+        assert_eq!(db.stats().compactions_pending, 1);
+        lock(&db.inner.bg).manual = false;
+        db.flatten().unwrap();
+        let s = db.stats();
+        assert_eq!(
+            (s.compactions_pending, s.compactions_running),
+            (0, 0),
+            "{s:?}"
+        );
+        assert_eq!(
+            s.levels.iter().map(|l| l.0).sum::<usize>(),
+            s.levels.last().unwrap().0
+        );
     }
 }

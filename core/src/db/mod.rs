@@ -136,6 +136,11 @@ pub struct Stats {
     pub wal_syncs: u64,
     /// Garbage bytes per value-log file, as counted by compactions: (file id, bytes).
     pub vlog_discard: Vec<(u32, u64)>,
+    /// Levels due for compaction now (by the scoring that picks compactions),
+    /// whether or not one of them is already being compacted.
+    pub compactions_pending: u64,
+    /// Compactions in progress (automatic ones, flatten, drop prefix).
+    pub compactions_running: u64,
 }
 
 #[derive(Default)]
@@ -143,6 +148,7 @@ pub(crate) struct Counters {
     pub(crate) batches: AtomicU64,
     pub(crate) groups: AtomicU64,
     pub(crate) wal_syncs: AtomicU64,
+    pub(crate) compactions_running: AtomicU64,
 }
 
 /// What [`Db::verify`] checked.
@@ -592,6 +598,9 @@ impl DbInner {
             write_groups: self.counters.groups.load(Ordering::Relaxed),
             wal_syncs: self.counters.wal_syncs.load(Ordering::Relaxed),
             vlog_discard: discard,
+            compactions_pending: crate::levels::compaction::due(&st.version, &self.opts).len()
+                as u64,
+            compactions_running: self.counters.compactions_running.load(Ordering::Relaxed),
         }
     }
 

@@ -79,17 +79,13 @@ pub(crate) fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
     (lo.to_vec(), hi.to_vec())
 }
 
-/// Picks the most urgent compaction whose tables are all free, if any is due.
-/// `cursors[level]` remembers where the last compaction of each level ended.
-pub(crate) fn pick(
-    v: &Version,
-    opts: &Options,
-    busy: &HashSet<u64>,
-    cursors: &mut [Vec<u8>],
-) -> Option<Compaction> {
-    let last = v.levels.len() - 1;
+/// The levels due for compaction, most urgent first: L0 once it holds
+/// `l0_compaction_trigger` tables, a deeper level (not the last) once it holds
+/// more than its target size.
+pub(crate) fn due(v: &Version, opts: &Options) -> Vec<usize> {
+    let last = v.levels.len().saturating_sub(1);
     let mut scored: Vec<(f64, usize)> = Vec::new();
-    let l0 = v.levels[0].len();
+    let l0 = v.levels.first().map_or(0, |l| l.len());
     if l0 >= opts.l0_compaction_trigger {
         scored.push((l0 as f64 / opts.l0_compaction_trigger as f64, 0));
     }
@@ -100,7 +96,18 @@ pub(crate) fn pick(
         }
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    for (_, level) in scored {
+    scored.into_iter().map(|(_, level)| level).collect()
+}
+
+/// Picks the most urgent compaction whose tables are all free, if any is due.
+/// `cursors[level]` remembers where the last compaction of each level ended.
+pub(crate) fn pick(
+    v: &Version,
+    opts: &Options,
+    busy: &HashSet<u64>,
+    cursors: &mut [Vec<u8>],
+) -> Option<Compaction> {
+    for level in due(v, opts) {
         let candidates: Vec<Vec<Arc<Table>>> = if level == 0 {
             vec![v.levels[0].clone()]
         } else {
@@ -236,4 +243,44 @@ pub(crate) fn run(
         tables: outputs,
         discard,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table of keys `{prefix}000..{prefix}{n}` written as table `id` in `dir`.
+    fn table(dir: &Path, id: u64, prefix: &str, n: u32) -> Arc<Table> {
+        let path = dir.join(table::file_name(id));
+        let mut b = TableBuilder::create(&path, 4096, 10).unwrap();
+        for i in 0..n {
+            b.add(&key::encode(format!("{prefix}{i:03}").as_bytes(), 1), b"v")
+                .unwrap();
+        }
+        b.finish().unwrap();
+        Arc::new(Table::open(&path, id).unwrap())
+    }
+
+    #[test]
+    fn due_levels_follow_l0_count_and_level_size_and_skip_the_last_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.l0_compaction_trigger = 2;
+        opts.level_base_size = 1 << 30;
+        let none = HashSet::new();
+        let v = Version::new(3).apply(&none, &[(0, table(dir.path(), 1, "a", 10))]);
+        assert!(due(&v, &opts).is_empty(), "one L0 table of a trigger of 2");
+
+        let v = v.apply(&none, &[(0, table(dir.path(), 2, "b", 10))]);
+        assert_eq!(due(&v, &opts), vec![0]);
+
+        // L1 far over its target outranks L0 at its trigger; the last level
+        // (L2) is over any target too but has nowhere to go.
+        let l1 = table(dir.path(), 3, "c", 100);
+        opts.level_base_size = l1.size() / 10;
+        let v = v.apply(&none, &[(1, l1), (2, table(dir.path(), 4, "d", 1000))]);
+        assert_eq!(due(&v, &opts), vec![1, 0]);
+        let picked = pick(&v, &opts, &none, &mut vec![Vec::new(); 3]).unwrap();
+        assert_eq!(picked.level, 1, "pick follows the same order");
+    }
 }

@@ -2,39 +2,60 @@
 //
 //	go test -bench 'ReadRandom|Iterate' --keys_mil 1 --valsz 128 --dir /tmp/badger-bench
 //
-// ReadRandom: parallel readers, each op a random key of the populate format
-// (about 63% exist), value copied out. Iterate*: a forward scan from the first
-// key, key (and value) copied; one op is one item, so ns/op is per item, and a
-// scan restarts after 2,000,000 items or the end.
+// ReadRandom: parallel readers, each op a key of the populate format (about 63%
+// exist) from one fixed sequence (internal/keys.ReadIndex), so that every engine
+// reads the same keys and must find the same ones; each value found is copied
+// out and checked against the value its key must hold. Iterate*: a forward scan
+// from the first key, key (and value) copied out of the engine's borrowed slices
+// and checked; one op is one item, and a scan restarts after 2,000,000 items or
+// the end. Each engine is opened once per process and, before the clock, left
+// to finish the flushes and compactions it has pending (the wait and the backlog
+// are logged). With --read_seconds or --iter_seconds (and -benchtime 1x) a phase
+// runs for that long instead of b.N operations. Each process prints its memory
+// (PHASE_RSS) at the end; TestDigest (with --digest) prints a digest of the data.
 package bench
 
 import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
+	"hash/crc64"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"settbench/internal/keys"
+	"settbench/internal/rss"
 	"settbench/stores"
 )
 
 var (
-	flagKeysMil = flag.Float64("keys_mil", 1, "keys written by populate, in millions")
-	flagValSize = flag.Int("valsz", 128, "value size of the data set")
-	flagDir     = flag.String("dir", "/tmp/badger-bench", "base directory given to populate")
+	flagKeysMil     = flag.Float64("keys_mil", 1, "keys written by populate, in millions")
+	flagValSize     = flag.Int("valsz", 128, "value size of the data set")
+	flagDir         = flag.String("dir", "/tmp/badger-bench", "base directory given to populate")
+	flagCacheMiB    = flag.Int64("cache_mib", stores.DefaultCacheBytes>>20, "memory budget for the engine's own caches, MiB")
+	flagReaders     = flag.Int("readers", 0, "concurrent readers of ReadRandom (0: GOMAXPROCS)")
+	flagReadSeconds = flag.Float64("read_seconds", 0, "run ReadRandom for this long (with -benchtime 1x) instead of b.N reads")
+	flagIterSeconds = flag.Float64("iter_seconds", 0, "run Iterate for this long (with -benchtime 1x) instead of b.N items")
+	flagCheckPrefix = flag.Uint64("check_prefix", 10000, "reads of the fixed sequence whose found count every engine must match")
+	flagSettle      = flag.Duration("settle_timeout", 2*time.Minute, "longest wait for pending flushes and compactions before the clock")
+	flagDigest      = flag.String("digest", "", "TestDigest: 'full' (keys and values) or 'keys'")
 )
 
 var (
-	openMu sync.Mutex
-	open   = map[string]stores.Store{}
+	openMu  sync.Mutex
+	open    = map[string]stores.Store{}
+	sampler *rss.Sampler
 )
 
-// store opens (once per process) the data set of engine kind.
-func store(b *testing.B, kind string) stores.Store {
+// store opens (once per process) the data set of engine kind and waits for its backlog.
+func store(tb testing.TB, kind string) stores.Store {
 	openMu.Lock()
 	defer openMu.Unlock()
 	if s, ok := open[kind]; ok {
@@ -42,12 +63,21 @@ func store(b *testing.B, kind string) stores.Store {
 	}
 	path := keys.Dir(*flagDir, kind, *flagValSize)
 	if _, err := os.Stat(path); err != nil {
-		b.Skipf("no %s data set at %s (run cmd/populate first): %v", kind, path, err)
+		tb.Skipf("no %s data set at %s (run cmd/populate first): %v", kind, path, err)
 	}
-	s, err := stores.Open(kind, path, stores.Options{})
+	if sampler == nil {
+		sampler = rss.Start(100 * time.Millisecond)
+	}
+	s, err := stores.Open(kind, path, stores.Options{CacheBytes: *flagCacheMiB << 20})
 	if err != nil {
-		b.Fatalf("opening %s: %v", kind, err)
+		tb.Fatalf("opening %s: %v", kind, err)
 	}
+	waited, idle, desc, err := stores.WaitIdle(s, *flagSettle)
+	if err != nil {
+		tb.Fatalf("%s backlog: %v", kind, err)
+	}
+	line, _ := json.Marshal(map[string]any{"engine": kind, "waited_s": waited.Seconds(), "idle": idle, "backlog": desc})
+	fmt.Printf("SETTLE %s\n", line)
 	open[kind] = s
 	return s
 }
@@ -58,54 +88,134 @@ func TestMain(m *testing.M) {
 	for _, s := range open {
 		_ = s.Close()
 	}
+	if sampler != nil {
+		line, _ := json.Marshal(sampler.Stop())
+		fmt.Printf("PHASE_RSS %s\n", line)
+	}
 	os.Exit(code)
+}
+
+// readStats is what the readers of one ReadRandom run counted.
+type readStats struct {
+	reads, found, notFound, foundPrefix, bad atomic.Int64
 }
 
 func benchReadRandom(b *testing.B, kind string) {
 	s := store(b, kind)
 	total := keys.Count(*flagKeysMil)
-	var found, notFound, failed atomic.Int64
-	var seed atomic.Uint64
+	readers := *flagReaders
+	if readers <= 0 {
+		readers = runtime.GOMAXPROCS(0)
+	}
+	var deadline time.Time
+	limit := uint64(b.N)
+	if *flagReadSeconds > 0 {
+		deadline = time.Now().Add(time.Duration(*flagReadSeconds * float64(time.Second)))
+		limit = ^uint64(0)
+	}
+	const chunk = 64
+	var next atomic.Uint64
+	var st readStats
+	var failed atomic.Value
+	var wg sync.WaitGroup
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		rng := rand.New(rand.NewPCG(seed.Add(1), 0xbeef))
-		key := make([]byte, 0, 32)
-		dst := make([]byte, 0, *flagValSize)
-		var f, nf, e int64
-		for pb.Next() {
-			key = keys.AppendKey(key[:0], *flagValSize, rng.Int64N(total))
-			v, err := s.Get(key, dst)
-			switch {
-			case err == nil:
-				f++
-				dst = v[:0]
-			case errors.Is(err, stores.ErrNotFound):
-				nf++
-			default:
-				e++
+	start := time.Now()
+	for r := 0; r < readers; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := make([]byte, 0, 32)
+			dst := make([]byte, 0, *flagValSize)
+			var n, f, nf, fp, bad int64
+			defer func() {
+				st.reads.Add(n)
+				st.found.Add(f)
+				st.notFound.Add(nf)
+				st.foundPrefix.Add(fp)
+				st.bad.Add(bad)
+			}()
+			for {
+				first := next.Add(chunk) - chunk
+				if first >= limit || (!deadline.IsZero() && time.Now().After(deadline)) {
+					return
+				}
+				for i := first; i < first+chunk && i < limit; i++ {
+					k := keys.ReadIndex(i, total)
+					key = keys.AppendKey(key[:0], *flagValSize, k)
+					v, err := s.Get(key, dst)
+					n++
+					switch {
+					case err == nil:
+						f++
+						if i < *flagCheckPrefix {
+							fp++
+						}
+						if !keys.QuickCheckValue(v, *flagValSize, k) {
+							bad++
+						}
+						dst = v[:0]
+					case errors.Is(err, stores.ErrNotFound):
+						nf++
+					default:
+						failed.Store(err)
+						return
+					}
+				}
 			}
-		}
-		found.Add(f)
-		notFound.Add(nf)
-		failed.Add(e)
-	})
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
 	b.StopTimer()
-	b.Logf("%s: found %d, not found %d, errors %d", kind, found.Load(), notFound.Load(), failed.Load())
-	if failed.Load() > 0 {
-		b.Fatalf("%d reads failed", failed.Load())
+	if err, ok := failed.Load().(error); ok {
+		b.Fatalf("%s: a read failed: %v", kind, err)
+	}
+	reads := st.reads.Load()
+	if reads == 0 {
+		b.Fatalf("%s: no reads", kind)
+	}
+	b.ReportMetric(float64(el.Nanoseconds())/float64(reads), "ns/read")
+	b.ReportMetric(float64(el.Nanoseconds())*float64(readers)/float64(reads)/1e3, "us/read/reader")
+	b.ReportMetric(float64(reads), "reads")
+	b.ReportMetric(float64(st.found.Load()), "found")
+	b.ReportMetric(float64(st.foundPrefix.Load()), "found-prefix")
+	b.ReportMetric(float64(st.bad.Load()), "bad-values")
+	b.Logf("%s: %d readers, %d reads, found %d, not found %d, found in the first %d %d, wrong values %d",
+		kind, readers, reads, st.found.Load(), st.notFound.Load(), *flagCheckPrefix, st.foundPrefix.Load(), st.bad.Load())
+	if st.bad.Load() > 0 {
+		b.Fatalf("%s: %d values read back wrong", kind, st.bad.Load())
 	}
 }
 
 func benchIterate(b *testing.B, kind string, keysOnly bool) {
 	s := store(b, kind)
-	var kbuf, vbuf []byte
+	var kbuf, vbuf, prev []byte
+	var bad, unordered, bytesSeen int64
+	var deadline time.Time
+	want := b.N
+	if *flagIterSeconds > 0 {
+		deadline = time.Now().Add(time.Duration(*flagIterSeconds * float64(time.Second)))
+		want = int(^uint(0) >> 1)
+	}
 	b.ResetTimer()
+	start := time.Now()
 	n := 0
-	for n < b.N {
-		got, err := s.Iterate(keysOnly, min(b.N-n, 2_000_000), func(k, v []byte) bool {
+	for n < want && (deadline.IsZero() || time.Now().Before(deadline)) {
+		prev = prev[:0]
+		got, err := s.Iterate(keysOnly, min(want-n, 2_000_000), func(k, v []byte) bool {
 			kbuf = append(kbuf[:0], k...)
 			vbuf = append(vbuf[:0], v...)
-			return true
+			bytesSeen += int64(len(kbuf) + len(vbuf))
+			if bytes.Compare(prev, kbuf) >= 0 && len(prev) > 0 {
+				unordered++
+			}
+			prev = append(prev[:0], kbuf...)
+			if !keysOnly {
+				if k, ok := keys.Index(kbuf); !ok || !keys.QuickCheckValue(vbuf, *flagValSize, k) {
+					bad++
+				}
+			}
+			return deadline.IsZero() || bytesSeen&0xfff != 0 || time.Now().Before(deadline)
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -115,34 +225,85 @@ func benchIterate(b *testing.B, kind string, keysOnly bool) {
 		}
 		n += got
 	}
+	el := time.Since(start)
 	b.StopTimer()
-	if !keysOnly && len(vbuf) != *flagValSize {
-		b.Fatalf("%s: last value has %d bytes, want %d", kind, len(vbuf), *flagValSize)
+	b.ReportMetric(float64(el.Nanoseconds())/float64(n), "ns/item")
+	b.ReportMetric(float64(bytesSeen)/1e6/el.Seconds(), "MB/s")
+	b.ReportMetric(float64(n), "items")
+	b.ReportMetric(float64(bad), "bad-values")
+	if bad > 0 || unordered > 0 {
+		b.Fatalf("%s: %d wrong values, %d keys out of order", kind, bad, unordered)
 	}
 }
 
-func BenchmarkReadRandomSett(b *testing.B)   { benchReadRandom(b, "sett") }
-func BenchmarkReadRandomRocks(b *testing.B)  { benchReadRandom(b, "rocksdb") }
-func BenchmarkReadRandomBadger(b *testing.B) { benchReadRandom(b, "badger") }
-
+func BenchmarkReadRandomSett(b *testing.B)      { benchReadRandom(b, "sett") }
+func BenchmarkReadRandomRocks(b *testing.B)     { benchReadRandom(b, "rocksdb") }
+func BenchmarkReadRandomBadger(b *testing.B)    { benchReadRandom(b, "badger") }
 func BenchmarkReadRandomRocksBlob(b *testing.B) { benchReadRandom(b, "rocksdb-blob") }
 
+func BenchmarkIterateSettOnlyKeys(b *testing.B)        { benchIterate(b, "sett", true) }
+func BenchmarkIterateRocksOnlyKeys(b *testing.B)       { benchIterate(b, "rocksdb", true) }
+func BenchmarkIterateBadgerOnlyKeys(b *testing.B)      { benchIterate(b, "badger", true) }
 func BenchmarkIterateRocksBlobOnlyKeys(b *testing.B)   { benchIterate(b, "rocksdb-blob", true) }
+func BenchmarkIterateSettWithValues(b *testing.B)      { benchIterate(b, "sett", false) }
+func BenchmarkIterateRocksWithValues(b *testing.B)     { benchIterate(b, "rocksdb", false) }
+func BenchmarkIterateBadgerWithValues(b *testing.B)    { benchIterate(b, "badger", false) }
 func BenchmarkIterateRocksBlobWithValues(b *testing.B) { benchIterate(b, "rocksdb-blob", false) }
 
-func BenchmarkIterateSettOnlyKeys(b *testing.B)     { benchIterate(b, "sett", true) }
-func BenchmarkIterateRocksOnlyKeys(b *testing.B)    { benchIterate(b, "rocksdb", true) }
-func BenchmarkIterateBadgerOnlyKeys(b *testing.B)   { benchIterate(b, "badger", true) }
-func BenchmarkIterateSettWithValues(b *testing.B)   { benchIterate(b, "sett", false) }
-func BenchmarkIterateRocksWithValues(b *testing.B)  { benchIterate(b, "rocksdb", false) }
-func BenchmarkIterateBadgerWithValues(b *testing.B) { benchIterate(b, "badger", false) }
+// Digest is what TestDigest prints: every engine of a cell must print the same.
+type Digest struct {
+	Engine    string `json:"engine"`
+	Mode      string `json:"mode"`
+	Count     int64  `json:"count"`
+	Hash      string `json:"hash"`
+	Bad       int64  `json:"bad_values"`
+	Unordered int64  `json:"unordered"`
+}
 
-// TestKeyFormatMatchesBadgerBench keeps the key layout that makes the data sets comparable.
-func TestKeyFormatMatchesBadgerBench(t *testing.T) {
-	if got := string(keys.Key(128, 42)); got != "vsz=00128-k=0000000042" {
-		t.Fatalf("key format changed: %s", got)
+// TestDigest walks every key (and value, in full mode) of --engine's data set in
+// order and prints DIGEST with their count and a CRC-64 over (key, value length,
+// value); every value is checked against the value its key must hold.
+func TestDigest(t *testing.T) {
+	if *flagDigest == "" {
+		t.Skip("run with --digest full|keys and --engine")
 	}
-	if got := string(keys.AppendKey(nil, 16, 7)); got != fmt.Sprintf("vsz=%05d-k=%010d", 16, 7) {
-		t.Fatal(got)
+	if *flagDigest != "full" && *flagDigest != "keys" {
+		t.Fatalf("--digest %q: want full or keys", *flagDigest)
+	}
+	keysOnly := *flagDigest == "keys"
+	s := store(t, *flagEngine)
+	h := crc64.New(crc64.MakeTable(crc64.ECMA))
+	d := Digest{Engine: *flagEngine, Mode: *flagDigest}
+	var prev []byte
+	var lenBuf [4]byte
+	_, err := s.Iterate(keysOnly, int(^uint(0)>>1), func(k, v []byte) bool {
+		d.Count++
+		if len(prev) > 0 && bytes.Compare(prev, k) >= 0 {
+			d.Unordered++
+		}
+		prev = append(prev[:0], k...)
+		binary.LittleEndian.PutUint32(lenBuf[:], uint32(len(k)))
+		h.Write(lenBuf[:])
+		h.Write(k)
+		if !keysOnly {
+			binary.LittleEndian.PutUint32(lenBuf[:], uint32(len(v)))
+			h.Write(lenBuf[:])
+			h.Write(v)
+			if ki, ok := keys.Index(k); !ok || !keys.FullCheckValue(v, *flagValSize, ki) {
+				d.Bad++
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Hash = fmt.Sprintf("%016x", h.Sum64())
+	line, _ := json.Marshal(d)
+	fmt.Printf("DIGEST %s\n", line)
+	if d.Bad > 0 || d.Unordered > 0 || d.Count == 0 {
+		t.Fatalf("%s: %d keys, %d wrong values, %d out of order", *flagEngine, d.Count, d.Bad, d.Unordered)
 	}
 }
+
+var flagEngine = flag.String("engine", "sett", "TestDigest: the engine whose data set to digest")

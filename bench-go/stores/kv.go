@@ -3,7 +3,15 @@ package stores
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
 )
+
+// valueSizeHint remembers the last value size a store returned, so that a Get
+// into a caller buffer can size it right the first time.
+type valueSizeHint struct{ n atomic.Int64 }
+
+func (h *valueSizeHint) buf() []byte { return make([]byte, 0, max(h.n.Load(), 64)) }
+func (h *valueSizeHint) saw(n int)   { h.n.Store(int64(n)) }
 
 // KV is what KVBench and kvserver need from a store.
 type KV interface {
@@ -21,7 +29,10 @@ type KV interface {
 	Prefix(prefix []byte, limit int, fn func(k, v []byte) bool) (int, error)
 	// Clear deletes every key (FLUSHDB).
 	Clear() error
-	// Flush makes every write durable.
+	// Flush makes every write so far durable on the device, by the store's own
+	// call for it: RocksDB FlushWAL(sync), pebble LogData(nil, Sync), Badger and
+	// bbolt Sync, goleveldb a synced write (it has no sync call), sett Flush
+	// (memtables written as tables and synced: sett has no log-only sync call).
 	Flush() error
 	Close() error
 }

@@ -26,7 +26,7 @@ func openPebbleKV(dir string, o KVOptions) (KV, error) {
 func (s *pebbleKV) Name() string                { return "pebble" }
 func (s *pebbleKV) Set(key, value []byte) error { return s.db.Set(key, value, s.wo) }
 func (s *pebbleKV) Delete(key []byte) error     { return s.db.Delete(key, s.wo) }
-func (s *pebbleKV) Flush() error                { return s.db.Flush() }
+func (s *pebbleKV) Flush() error                { return s.db.LogData(nil, pebble.Sync) }
 func (s *pebbleKV) Close() error                { return s.db.Close() }
 
 func (s *pebbleKV) Clear() error {

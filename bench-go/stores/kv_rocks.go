@@ -9,17 +9,19 @@ import "C"
 import (
 	"bytes"
 	"runtime"
-	"unsafe"
 )
 
-type rocksKV struct{ *rocksStore }
+type rocksKV struct {
+	*rocksStore
+	hint *valueSizeHint
+}
 
 func openRocksKV(dir string, o KVOptions) (KV, error) {
 	s, err := openRocks(dir, Options{Sync: o.Fsync}, false)
 	if err != nil {
 		return nil, err
 	}
-	return rocksKV{s.(*rocksStore)}, nil
+	return rocksKV{rocksStore: s.(*rocksStore), hint: &valueSizeHint{}}, nil
 }
 
 func (s rocksKV) Set(key, value []byte) error {
@@ -29,7 +31,8 @@ func (s rocksKV) Set(key, value []byte) error {
 func (s rocksKV) BatchSet(keys, vals [][]byte) error { return s.WriteBatch(keys, vals) }
 
 func (s rocksKV) Get(key []byte) ([]byte, bool, error) {
-	v, err := s.rocksStore.Get(key, nil)
+	v, err := s.rocksStore.Get(key, s.hint.buf())
+	s.hint.saw(len(v))
 	if err == ErrNotFound {
 		return nil, false, nil
 	}
@@ -58,23 +61,17 @@ func (s rocksKV) Delete(key []byte) error {
 func (s rocksKV) Prefix(prefix []byte, limit int, fn func(k, v []byte) bool) (int, error) {
 	it := C.rocksdb_create_iterator(s.db, s.ro)
 	defer C.rocksdb_iter_destroy(it)
-	n := 0
-	for C.rocksdb_iter_seek(it, bptr(prefix), C.size_t(len(prefix))); C.rocksdb_iter_valid(it) != 0 && n < limit; C.rocksdb_iter_next(it) {
-		var kl, vl C.size_t
-		k := unsafe.Slice((*byte)(unsafe.Pointer(C.rocksdb_iter_key(it, &kl))), int(kl))
-		if !bytes.HasPrefix(k, prefix) {
-			break
-		}
-		v := unsafe.Slice((*byte)(unsafe.Pointer(C.rocksdb_iter_value(it, &vl))), int(vl))
-		n++
-		if !fn(k, v) {
-			break
-		}
-	}
+	C.rocksdb_iter_seek(it, bptr(prefix), C.size_t(len(prefix)))
 	runtime.KeepAlive(prefix)
-	var cerr *C.char
-	C.rocksdb_iter_get_error(it, &cerr)
-	return n, rocksErr(cerr)
+	n := 0
+	_, err := s.scanFrom(it, false, limit, func(k, v []byte) bool {
+		if !bytes.HasPrefix(k, prefix) {
+			return false
+		}
+		n++
+		return fn(k, v)
+	})
+	return n, err
 }
 
 func (s rocksKV) Clear() error {
@@ -97,10 +94,7 @@ func (s rocksKV) Clear() error {
 }
 
 func (s rocksKV) Flush() error {
-	fo := C.rocksdb_flushoptions_create()
-	defer C.rocksdb_flushoptions_destroy(fo)
-	C.rocksdb_flushoptions_set_wait(fo, 1)
 	var cerr *C.char
-	C.rocksdb_flush(s.db, fo, &cerr)
+	C.rocksdb_flush_wal(s.db, 1, &cerr)
 	return rocksErr(cerr)
 }

@@ -7,14 +7,17 @@ import (
 )
 
 // settKV is the KVBench face of the badger-bench adapter.
-type settKV struct{ *settStore }
+type settKV struct {
+	*settStore
+	hint valueSizeHint
+}
 
 func openSettKV(dir string, o KVOptions) (KV, error) {
 	s, err := openSett(dir, Options{Sync: o.Fsync})
 	if err != nil {
 		return nil, err
 	}
-	return &settKV{s.(*settStore)}, nil
+	return &settKV{settStore: s.(*settStore)}, nil
 }
 
 func (s *settKV) Set(key, value []byte) error              { return s.db.Set(key, value) }
@@ -24,8 +27,11 @@ func (s *settKV) Flush() error                             { return s.db.Flush()
 func (s *settKV) BatchSet(keys, vals [][]byte) error       { return s.WriteBatch(keys, vals) }
 func (s *settKV) BatchGet(keys [][]byte) ([][]byte, error) { return s.db.MultiGet(keys) }
 
+// Get is one lookup: the buffer is sized by the last value seen, so that
+// GetInto does not fail for lack of room and look the key up a second time.
 func (s *settKV) Get(key []byte) ([]byte, bool, error) {
-	v, err := s.db.Get(key)
+	v, err := s.db.GetInto(key, s.hint.buf())
+	s.hint.saw(len(v))
 	if errors.Is(err, sett.ErrNotFound) {
 		return nil, false, nil
 	}

@@ -2,31 +2,85 @@ package stores
 
 /*
 #cgo LDFLAGS: -lrocksdb
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "rocksdb/c.h"
+
+// One crossing per read, as sett_get_into: look the key up, copy the value into
+// the caller's buffer and release RocksDB's pinned copy. Returns 1 found (*vlen
+// = its length), 0 absent, -1 if dst is too small (*vlen = the size needed).
+static int rk_get_into(rocksdb_t *db, const rocksdb_readoptions_t *ro, const char *key,
+                       size_t klen, char *dst, size_t cap, size_t *vlen, char **err) {
+	rocksdb_pinnableslice_t *p = rocksdb_get_pinned(db, ro, key, klen, err);
+	if (p == NULL) return 0;
+	size_t n = 0;
+	const char *v = rocksdb_pinnableslice_value(p, &n);
+	*vlen = n;
+	int rc = -1;
+	if (n <= cap) {
+		if (n > 0) memcpy(dst, v, n);
+		rc = 1;
+	}
+	rocksdb_pinnableslice_destroy(p);
+	return rc;
+}
+
+// Many items per crossing, as sett_iter_next_batch: from the iterator's current
+// position, append [klen u32 LE][vlen u32 LE][key][value] records to buf while
+// they fit (at least one: -1 with *used = the size needed if the first does not),
+// at most max_items, advancing past each one written.
+static int rk_iter_fill(rocksdb_iterator_t *it, int keys_only, size_t max_items,
+                        char *buf, size_t cap, size_t *count, size_t *used) {
+	size_t n = 0, at = 0;
+	while (n < max_items && rocksdb_iter_valid(it)) {
+		size_t kl = 0, vl = 0;
+		const char *k = rocksdb_iter_key(it, &kl);
+		const char *v = keys_only ? NULL : rocksdb_iter_value(it, &vl);
+		size_t need = 8 + kl + vl;
+		if (at + need > cap) {
+			if (n == 0) {
+				*count = 0;
+				*used = need;
+				return -1;
+			}
+			break;
+		}
+		uint32_t k32 = (uint32_t)kl, v32 = (uint32_t)vl;
+		memcpy(buf + at, &k32, 4);
+		memcpy(buf + at + 4, &v32, 4);
+		memcpy(buf + at + 8, k, kl);
+		if (vl > 0) memcpy(buf + at + 8 + kl, v, vl);
+		at += need;
+		n++;
+		rocksdb_iter_next(it);
+	}
+	*count = n;
+	*used = at;
+	return 0;
+}
 */
 import "C"
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"runtime"
 	"unsafe"
 )
 
 // rocksStore is RocksDB (Debian's librocksdb-dev, 7.8.3) through its C API.
 type rocksStore struct {
-	db    *C.rocksdb_t
-	opts  *C.rocksdb_options_t
-	bbto  *C.rocksdb_block_based_table_options_t
-	cache *C.rocksdb_cache_t
-	wo    *C.rocksdb_writeoptions_t
-	ro    *C.rocksdb_readoptions_t
-	name  string
+	db       *C.rocksdb_t
+	opts     *C.rocksdb_options_t
+	bbto     *C.rocksdb_block_based_table_options_t
+	cache    *C.rocksdb_cache_t
+	wo       *C.rocksdb_writeoptions_t
+	ro       *C.rocksdb_readoptions_t
+	name     string
+	readOnly bool
 }
-
-// BlockCacheBytes is RocksDB's block cache (its default size): sett and Badger
-// read through the OS page cache (sett) or their own caches (Badger, defaults).
-const BlockCacheBytes = 8 << 20
 
 func rocksErr(cerr *C.char) error {
 	if cerr == nil {
@@ -36,18 +90,36 @@ func rocksErr(cerr *C.char) error {
 	return errors.New("rocksdb: " + C.GoString(cerr))
 }
 
-// openRocks opens RocksDB with a 10 bits/key bloom filter, an 8 MiB block
-// cache, no compression (values are random), and, if blob, BlobDB with
-// min_blob_size = ValueThreshold.
+// rocksSettings is what openRocks sets, for the reports.
+func rocksSettings(o Options, blob bool) string {
+	s := fmt.Sprintf("RocksDB 7.8.3 (Debian librocksdb-dev) through its C API: LRU block cache %d MiB (the memory budget; "+
+		"index and filter blocks in table-reader memory, RocksDB's default), bloom filter 10 bits/key, 4 KiB blocks, format_version 5, no compression, "+
+		"IncreaseParallelism(cores), level_compaction_dynamic_level_bytes, bytes_per_sync 1 MiB (the tuning guide's general settings); "+
+		"64 MiB memtables (default); at the end of populate: flush the memtables and sync the WAL before close",
+		o.CacheBytes>>20)
+	if blob {
+		s += fmt.Sprintf("; rocksdb-blob rows: BlobDB with min_blob_size %d B", ValueThreshold)
+	}
+	return s
+}
+
+// openRocks opens RocksDB with the settings rocksSettings describes.
 func openRocks(dir string, o Options, blob bool) (Store, error) {
-	s := &rocksStore{name: "rocksdb"}
+	s := &rocksStore{name: "rocksdb", readOnly: o.ReadOnly}
 	s.opts = C.rocksdb_options_create()
 	C.rocksdb_options_set_create_if_missing(s.opts, 1)
 	C.rocksdb_options_set_compression(s.opts, C.rocksdb_no_compression)
 	C.rocksdb_options_increase_parallelism(s.opts, C.int(runtime.NumCPU()))
+	C.rocksdb_options_set_level_compaction_dynamic_level_bytes(s.opts, 1)
+	C.rocksdb_options_set_bytes_per_sync(s.opts, 1<<20)
 	s.bbto = C.rocksdb_block_based_options_create()
 	C.rocksdb_block_based_options_set_filter_policy(s.bbto, C.rocksdb_filterpolicy_create_bloom(10))
-	s.cache = C.rocksdb_cache_create_lru(BlockCacheBytes)
+	C.rocksdb_block_based_options_set_format_version(s.bbto, 5)
+	cache := o.CacheBytes
+	if cache <= 0 {
+		cache = 1 << 20
+	}
+	s.cache = C.rocksdb_cache_create_lru(C.size_t(cache))
 	C.rocksdb_block_based_options_set_block_cache(s.bbto, s.cache)
 	C.rocksdb_options_set_block_based_table_factory(s.opts, s.bbto)
 	if blob {
@@ -97,37 +169,66 @@ func (s *rocksStore) WriteBatch(keys, vals [][]byte) error {
 	return rocksErr(cerr)
 }
 
-// Get copies the value out of RocksDB's malloc'd buffer and frees it.
+// Get copies the value into dst's spare capacity in one cgo call (a second one
+// only if it does not fit).
 func (s *rocksStore) Get(key, dst []byte) ([]byte, error) {
-	var n C.size_t
-	var cerr *C.char
-	v := C.rocksdb_get(s.db, s.ro, bptr(key), C.size_t(len(key)), &n, &cerr)
-	runtime.KeepAlive(key)
-	if err := rocksErr(cerr); err != nil {
-		return nil, err
+	dst = dst[:cap(dst)]
+	for {
+		var n C.size_t
+		var cerr *C.char
+		var dp *C.char
+		if len(dst) > 0 {
+			dp = (*C.char)(unsafe.Pointer(&dst[0]))
+		}
+		rc := C.rk_get_into(s.db, s.ro, bptr(key), C.size_t(len(key)), dp, C.size_t(len(dst)), &n, &cerr)
+		runtime.KeepAlive(key)
+		runtime.KeepAlive(dst)
+		if err := rocksErr(cerr); err != nil {
+			return nil, err
+		}
+		switch rc {
+		case 0:
+			return nil, ErrNotFound
+		case 1:
+			return dst[:int(n)], nil
+		}
+		dst = make([]byte, int(n))
 	}
-	if v == nil {
-		return nil, ErrNotFound
-	}
-	defer C.rocksdb_free(unsafe.Pointer(v))
-	return append(dst[:0], unsafe.Slice((*byte)(unsafe.Pointer(v)), int(n))...), nil
 }
 
-func (s *rocksStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {
-	it := C.rocksdb_create_iterator(s.db, s.ro)
-	defer C.rocksdb_iter_destroy(it)
+// rocksIterBuf sizes the buffer of one rk_iter_fill call.
+const rocksIterBuf = 256 << 10
+
+// scanFrom walks it from its current position, many items per cgo call;
+// fn sees slices valid only during the call.
+func (s *rocksStore) scanFrom(it *C.rocksdb_iterator_t, keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {
+	buf := make([]byte, rocksIterBuf)
+	ko := C.int(0)
+	if keysOnly {
+		ko = 1
+	}
 	n := 0
-	for C.rocksdb_iter_seek_to_first(it); C.rocksdb_iter_valid(it) != 0 && n < limit; C.rocksdb_iter_next(it) {
-		var kl, vl C.size_t
-		k := C.rocksdb_iter_key(it, &kl)
-		var v []byte
-		if !keysOnly {
-			vp := C.rocksdb_iter_value(it, &vl)
-			v = unsafe.Slice((*byte)(unsafe.Pointer(vp)), int(vl))
+	for n < limit {
+		var count, used C.size_t
+		rc := C.rk_iter_fill(it, ko, C.size_t(min(limit-n, 1<<20)), (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &count, &used)
+		if rc < 0 {
+			buf = make([]byte, int(used)*2)
+			continue
 		}
-		n++
-		if !fn(unsafe.Slice((*byte)(unsafe.Pointer(k)), int(kl)), v) {
+		if count == 0 {
 			break
+		}
+		at := 0
+		for i := 0; i < int(count); i++ {
+			kl := int(binary.LittleEndian.Uint32(buf[at:]))
+			vl := int(binary.LittleEndian.Uint32(buf[at+4:]))
+			k := buf[at+8 : at+8+kl]
+			v := buf[at+8+kl : at+8+kl+vl]
+			at += 8 + kl + vl
+			n++
+			if !fn(k, v) {
+				return n, nil
+			}
 		}
 	}
 	var cerr *C.char
@@ -135,13 +236,65 @@ func (s *rocksStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool
 	return n, rocksErr(cerr)
 }
 
+func (s *rocksStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {
+	it := C.rocksdb_create_iterator(s.db, s.ro)
+	defer C.rocksdb_iter_destroy(it)
+	C.rocksdb_iter_seek_to_first(it)
+	return s.scanFrom(it, keysOnly, limit, fn)
+}
+
+func (s *rocksStore) property(name string) (uint64, bool) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var v C.uint64_t
+	if C.rocksdb_property_int(s.db, cname, &v) != 0 {
+		return 0, false
+	}
+	return uint64(v), true
+}
+
+// Backlog reads RocksDB's own properties: pending flushes and compactions.
+func (s *rocksStore) Backlog() (bool, string, error) {
+	names := []string{"rocksdb.mem-table-flush-pending", "rocksdb.num-running-flushes",
+		"rocksdb.compaction-pending", "rocksdb.num-running-compactions", "rocksdb.estimate-pending-compaction-bytes"}
+	idle := true
+	desc := ""
+	for _, n := range names {
+		v, ok := s.property(n)
+		if !ok {
+			return false, "", fmt.Errorf("rocksdb: property %s unavailable", n)
+		}
+		if v != 0 {
+			idle = false
+		}
+		desc += fmt.Sprintf("%s=%d ", n[len("rocksdb."):], v)
+	}
+	l0, _ := s.property("rocksdb.num-files-at-level0")
+	return idle, desc + fmt.Sprintf("L0 files=%d", l0), nil
+}
+
+// Close flushes the memtables and syncs the WAL first, so that RocksDB ends
+// populate in the same state as sett and Badger (data in tables, logs synced).
 func (s *rocksStore) Close() error {
+	var err error
+	if s.db != nil && !s.readOnly {
+		fo := C.rocksdb_flushoptions_create()
+		C.rocksdb_flushoptions_set_wait(fo, 1)
+		var cerr *C.char
+		C.rocksdb_flush(s.db, fo, &cerr)
+		C.rocksdb_flushoptions_destroy(fo)
+		err = rocksErr(cerr)
+		if err == nil {
+			C.rocksdb_flush_wal(s.db, 1, &cerr)
+			err = rocksErr(cerr)
+		}
+	}
 	if s.db != nil {
 		C.rocksdb_close(s.db)
 		s.db = nil
 	}
 	s.free()
-	return nil
+	return err
 }
 
 func (s *rocksStore) free() {

@@ -2,12 +2,25 @@ package stores
 
 import (
 	"errors"
+	"fmt"
 
 	"settbench/sett"
 )
 
 type settStore struct {
 	db *sett.DB
+}
+
+// settSettings is what openSett sets, for the reports.
+func settSettings(Options) string {
+	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; no cache of its own (tables and sealed value-log files are read "+
+		"through mappings, so the page cache is its cache, as Badger's; indexes and bloom filters, 10 bits/key, in memory); 4 KiB blocks; no compression; "+
+		"16 MiB memtables (default); close flushes the memtables and syncs", settLibVersion(), ValueThreshold)
+}
+
+func settLibVersion() string {
+	v := sett.Version()
+	return fmt.Sprintf("%d.%d.%d", v/10000, v/100%100, v%100)
 }
 
 func openSett(dir string, o Options) (Store, error) {
@@ -58,6 +71,19 @@ func (s *settStore) scan(opts sett.IteratorOptions, limit int, fn func(k, v []by
 		}
 	}
 	return n, it.Err()
+}
+
+// Backlog reads sett's stats: memtables waiting for a flush, levels due for
+// compaction, compactions running.
+func (s *settStore) Backlog() (bool, string, error) {
+	st, err := s.db.Stats()
+	if err != nil {
+		return false, "", err
+	}
+	idle := st.ImmutableMemtables == 0 && st.CompactionsPending == 0 && st.CompactionsRunning == 0
+	desc := fmt.Sprintf("immutable memtables=%d compactions pending=%d running=%d tables per level=%v",
+		st.ImmutableMemtables, st.CompactionsPending, st.CompactionsRunning, st.LevelTables)
+	return idle, desc, nil
 }
 
 func (s *settStore) Close() error { return s.db.Close() }

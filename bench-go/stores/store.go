@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // ValueThreshold is the value size from which sett and Badger keep values in
@@ -21,9 +22,17 @@ var ErrNotFound = errors.New("key not found")
 type Options struct {
 	// Sync makes every write batch durable before it returns (off by default).
 	Sync bool
-	// ReadOnly opens for reading only (bench_test.go).
+	// ReadOnly opens for reading only.
 	ReadOnly bool
+	// CacheBytes is the memory budget for an engine's own caches (RocksDB's
+	// block cache). Engines that read through the page cache by design (sett,
+	// Badger without compression) say so in their settings instead.
+	CacheBytes int64
 }
+
+// DefaultCacheBytes is the memory budget when none is given: Badger's default
+// block cache, and a figure RocksDB's tuning guide would not call small.
+const DefaultCacheBytes = 256 << 20
 
 // Store is one engine.
 type Store interface {
@@ -38,8 +47,40 @@ type Store interface {
 	// value unless keysOnly) until fn returns false or limit items were seen.
 	// The slices are valid only during the call.
 	Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error)
-	// Close flushes and closes the engine.
+	// Backlog reports whether the engine has flushes or compactions pending or
+	// running (idle false), and describes what it has, in its own terms.
+	Backlog() (idle bool, desc string, err error)
+	// Close flushes the memtables, syncs the logs and closes the engine.
 	Close() error
+}
+
+// Settings describes how Open configures engine kind, for the reports.
+func Settings(kind string, o Options) string {
+	switch kind {
+	case "sett":
+		return settSettings(o)
+	case "rocksdb":
+		return rocksSettings(o, false)
+	case "rocksdb-blob":
+		return rocksSettings(o, true)
+	case "badger":
+		return badgerSettings(o)
+	}
+	return "unknown engine " + kind
+}
+
+// WaitIdle polls s.Backlog until the engine reports no pending work or timeout
+// passes; it returns how long it waited, whether it became idle, and the last
+// description of its backlog.
+func WaitIdle(s Store, timeout time.Duration) (time.Duration, bool, string, error) {
+	start := time.Now()
+	for {
+		idle, desc, err := s.Backlog()
+		if err != nil || idle || time.Since(start) >= timeout {
+			return time.Since(start), idle, desc, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Kinds lists the engines of the badger-bench suite.

@@ -61,7 +61,7 @@ func main() {
 	rows := readCSV(csvPath)
 	var md strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&md, "# KVBench: sett against seven other stores\n\nRun %s on %s (%d cores). Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches. Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
+	fmt.Fprintf(&md, "# KVBench: sett against seven other stores\n\nRun %s on %s (%d cores). Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches, timed until every entry is durable: each store's own call for it at the end (RocksDB FlushWAL(sync), pebble LogData(nil, Sync), Badger and bbolt Sync, goleveldb a synced write since it has no sync call, sett Flush: memtables to synced tables, as sett has no log-only sync call). Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), *size, *conc, *dur, *set, *fsyncSet)
 	for _, fsync := range []string{"false", "true"} {
 		fmt.Fprintf(&md, "## fsync %s\n\n", fsync)

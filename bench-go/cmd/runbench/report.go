@@ -1,0 +1,351 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"settbench/stores"
+)
+
+func numCPU() int { return runtime.NumCPU() }
+
+// spread is the median and range of one metric over the runs of a cell.
+type spread struct {
+	med, lo, hi float64
+	n           int
+}
+
+func spreadOf(vals []float64) spread {
+	var v []float64
+	for _, x := range vals {
+		if x > 0 {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return spread{}
+	}
+	sort.Float64s(v)
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return spread{med: med, lo: v[0], hi: v[len(v)-1], n: len(v)}
+}
+
+func (s spread) String() string {
+	return s.format(func(x float64) string { return fmt.Sprintf("%.0f", x) })
+}
+
+func (s spread) format(f func(float64) string) string {
+	if s.n == 0 {
+		return "—"
+	}
+	if s.n == 1 || s.lo == s.hi {
+		return f(s.med)
+	}
+	return fmt.Sprintf("%s [%s–%s]", f(s.med), f(s.lo), f(s.hi))
+}
+
+// metric is one column of the report.
+type metric struct {
+	name        string
+	get         func(*cell) float64
+	lowerBetter bool
+	format      func(float64) string
+	compare     bool // appears in the comparison table
+}
+
+func f0(x float64) string { return fmt.Sprintf("%.0f", x) }
+func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
+func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
+func fmib(x float64) string {
+	return fmt.Sprintf("%.0f", x/(1<<20))
+}
+
+func metricsFor(large bool) []metric {
+	ms := []metric{
+		{"populate s", func(c *cell) float64 { return c.PopSeconds }, true, f2, true},
+	}
+	if large {
+		ms = append(ms,
+			metric{"populate MB/s", func(c *cell) float64 { return safeDiv(float64(c.RawBytes)/1e6, c.PopSeconds) }, false, f0, false},
+			metric{"device bytes written ÷ raw", func(c *cell) float64 { return safeDiv(float64(c.PopWritten), float64(c.RawBytes)) }, true, f2, false},
+			metric{"random read µs per read per reader", func(c *cell) float64 { return c.ReadUsPerReader }, true, f1, true},
+			metric{"device KiB read per lookup", func(c *cell) float64 { return safeDiv(float64(c.ReadDevBytes)/1024, float64(c.Reads)) }, true, f1, false},
+			metric{"iterate keys-only ns/item", func(c *cell) float64 { return c.IterKeysNs }, true, f0, true},
+			metric{"iterate with values MB/s", func(c *cell) float64 { return c.IterValuesMBs }, false, f1, true},
+			metric{"iterate with values ns/item", func(c *cell) float64 { return c.IterValuesNs }, true, f0, false},
+		)
+	} else {
+		ms = append(ms,
+			metric{"random read ns/op", func(c *cell) float64 { return c.ReadNs }, true, f0, true},
+			metric{"iterate keys-only ns/item", func(c *cell) float64 { return c.IterKeysNs }, true, f0, true},
+			metric{"iterate with values ns/item", func(c *cell) float64 { return c.IterValuesNs }, true, f0, true},
+		)
+	}
+	ms = append(ms,
+		metric{"disk allocated MiB", func(c *cell) float64 { return float64(c.DiskAllocated) }, true, fmib, true},
+		metric{"peak RSS MiB populate", func(c *cell) float64 { return float64(c.PopRSS) }, true, fmib, true},
+		metric{"peak RSS MiB reads", func(c *cell) float64 { return float64(c.ReadRSS) }, true, fmib, true},
+		metric{"peak RSS MiB iterate", func(c *cell) float64 { return float64(max(c.IterValuesRSS, c.IterKeysRSS)) }, true, fmib, true},
+		metric{"peak anonymous MiB reads", func(c *cell) float64 { return float64(c.ReadAnon) }, true, fmib, true},
+		metric{"peak anonymous MiB iterate", func(c *cell) float64 { return float64(c.IterAnon) }, true, fmib, true},
+	)
+	return ms
+}
+
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// verdict compares sett's spread with another engine's: ahead or behind only
+// where the ranges do not overlap; a single run needs a 25% margin.
+func verdict(s, o spread, lowerBetter bool) string {
+	if s.n == 0 || o.n == 0 {
+		return "—"
+	}
+	better := func(a, b float64) bool { // a strictly better than b
+		if lowerBetter {
+			return a < b
+		}
+		return a > b
+	}
+	if s.n < 2 || o.n < 2 {
+		r := s.med / o.med
+		if !lowerBetter {
+			r = o.med / s.med
+		}
+		switch {
+		case r <= 1/1.25:
+			return "ahead"
+		case r >= 1.25:
+			return "behind"
+		}
+		return "tie"
+	}
+	sWorst, oBest := s.hi, o.lo
+	sBest, oWorst := s.lo, o.hi
+	if !lowerBetter {
+		sWorst, oBest, sBest, oWorst = s.lo, o.hi, s.hi, o.lo
+	}
+	switch {
+	case better(sWorst, oBest):
+		return "ahead"
+	case better(oWorst, sBest):
+		return "behind"
+	}
+	return "tie"
+}
+
+func commit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += " with uncommitted changes"
+	}
+	return c
+}
+
+func report(r *runner) string {
+	c := &r.cfg
+	var b strings.Builder
+	host, _ := os.Hostname()
+	title := "badger-bench: sett vs RocksDB vs Badger, data in memory"
+	if c.large {
+		title = "badger-bench, the seed's regime: data several times larger than the memory left"
+	}
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	fmt.Fprintf(&b, "Run %s on %s (%d cores, Go %s), commit %s, %s elapsed. Command: `%s`.\n\n",
+		r.start.UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), runtime.Version(), commit(),
+		time.Since(r.start).Round(time.Second), strings.Join(os.Args, " "))
+	if c.large {
+		locked := int64(0)
+		if r.hog != nil {
+			locked = r.hog.Locked()
+		}
+		fmt.Fprintf(&b, "Memory: a helper process (cmd/memhog) locked %.1f GiB so that %.1f GiB were left to the engine and the page cache (MemAvailable before it started: %.1f GiB; the lowest MemAvailable seen during each cell is in the CSV). Data: %.1fx that figure, raw, per engine. Before each read phase the engine's own files were evicted from the page cache (fdatasync + POSIX_FADV_DONTNEED on each file). Random reads for %.0f s, each scan for %.0f s, %d readers.\n\n",
+			float64(locked)/(1<<30), c.memGiB, float64(r.memStart)/(1<<30), c.ratio, c.readSeconds, c.iterSeconds, c.readersOrDefault())
+	}
+	if r.dev != nil {
+		fmt.Fprintf(&b, "Device under the data directory (measured on the spot, O_DIRECT): %s.\n\n", r.dev)
+	} else if r.devErr != "" {
+		fmt.Fprintf(&b, "Device probe failed: %s.\n\n", r.devErr)
+	}
+	b.WriteString("## Settings\n\n")
+	fmt.Fprintf(&b, "- Every engine: memory budget %d MiB for its own caches; sync writes %v; 32 writers, 1000-entry batches", c.cacheMiB, c.sync)
+	if c.batch16k != 1000 {
+		fmt.Fprintf(&b, " (%d-entry batches at 16 KiB)", c.batch16k)
+	}
+	b.WriteString("; values are a function of their key, random and incompressible; no compression anywhere. Populate's clock stops after close: every engine has flushed its memtables into tables and synced its logs. Each read phase is a fresh process that first waits for the engine's pending flushes and compactions (up to " + c.settle.String() + "; the wait is in the CSV). Every value read is checked against the value its key must hold; every engine hands the benchmark loop borrowed slices that the loop copies, and pays one cgo call per read and one per batch of scanned items (RocksDB through a small C helper, as sett's C ABI does).\n")
+	for _, e := range append(append([]string(nil), c.engines...), "rocksdb-blob") {
+		if e == "rocksdb-blob" && !c.blob {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s: %s.\n", e, stores.Settings(e, stores.Options{CacheBytes: c.cacheMiB << 20}))
+	}
+	b.WriteString("- Memory: peak RSS is the process's peak (VmHWM, and VmRSS sampled every 100 ms) less what it held before the engine was opened (the harness's buffers), per phase, each phase in its own process. It counts the pages of mapped files that the engine touched: sett and Badger read their tables (and sett its sealed value-log files) through mappings, while RocksDB reads into its block cache and the page cache, which its RSS does not show; the anonymous columns leave mapped files out (heap, memtables, caches, indexes and filters).\n")
+	fmt.Fprintf(&b, "- Runs: %d per cell, engine order rotated each run; figures are the median [min–max].\n", c.runs)
+	if c.large {
+		b.WriteString("- Random read: one fixed sequence of keys (about 63% exist), µs per read per reader (wall time × readers ÷ reads), comparable with the device's random-read latency at the same number of readers. Iterate: a forward scan from the first key on a cold cache; keys-only reads no value (every engine has a keys-only mode here, RocksDB's iterator reading its inline values with the key where values are not separated).\n\n")
+	} else {
+		b.WriteString("- Random read: one fixed sequence of keys (about 63% exist), ns per read in wall time with the readers in parallel. Iterate: forward scan from the first key, key and value copied, ns per item. Keys-only: sett and Badger do not read separated values; RocksDB has no keys-only iterator, so its keys-only scan still reads every inline value (and, for rocksdb-blob, every blob): that column compares a keys-only scan with a scan that reads values.\n\n")
+	}
+
+	b.WriteString("## Checks\n\n")
+	if len(r.failures) == 0 {
+		b.WriteString("Every check passed:\n")
+	} else {
+		b.WriteString("**FAILED**:\n")
+		for _, f := range r.failures {
+			b.WriteString("- " + f + "\n")
+		}
+		b.WriteString("\nPassed:\n")
+	}
+	for _, s := range r.checks {
+		b.WriteString("- " + s + "\n")
+	}
+	for _, cl := range r.cells {
+		if cl.Killed != "" {
+			fmt.Fprintf(&b, "- %s at %d B, run %d: %s\n", cl.Engine, cl.ValSize, cl.Run, cl.Killed)
+		}
+		if !cl.SettleIdle && cl.Backlog != "" {
+			fmt.Fprintf(&b, "- %s at %d B, run %d: still had a backlog after %.0f s, reads ran beside it: %s\n", cl.Engine, cl.ValSize, cl.Run, cl.SettleSeconds, cl.Backlog)
+		}
+	}
+	b.WriteString("\n## Results\n\n")
+	ms := metricsFor(c.large)
+	b.WriteString("| value size | engine | keys written |")
+	for _, m := range ms {
+		b.WriteString(" " + m.name + " |")
+	}
+	b.WriteString("\n|---:|---|---:|" + strings.Repeat("---:|", len(ms)) + "\n")
+	type key struct {
+		valsz  int
+		engine string
+	}
+	groups := map[key][]*cell{}
+	var order []key
+	for _, cl := range r.cells {
+		k := key{cl.ValSize, cl.Engine}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], cl)
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].valsz != order[j].valsz {
+			return order[i].valsz < order[j].valsz
+		}
+		return engineRank(order[i].engine) < engineRank(order[j].engine)
+	})
+	spreads := map[key][]spread{}
+	for _, k := range order {
+		cells := groups[k]
+		fmt.Fprintf(&b, "| %d B | %s | %d |", k.valsz, k.engine, cells[0].Keys)
+		for _, m := range ms {
+			var vals []float64
+			for _, cl := range cells {
+				vals = append(vals, m.get(cl))
+			}
+			s := spreadOf(vals)
+			spreads[k] = append(spreads[k], s)
+			b.WriteString(" " + s.format(m.format) + " |")
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\n## sett against each engine\n\nRatio of medians: for times, the other engine's ÷ sett's (above 1: sett is faster); for MB/s, sett's ÷ the other's; for disk and memory, sett's ÷ the other's (below 1: sett is smaller). The word says whether the ranges of the runs overlap: **ahead** or **behind** only where they do not, otherwise tie")
+	if c.runs < 2 {
+		b.WriteString(" (with one run there is no range: a difference under 25% is called a tie)")
+	}
+	b.WriteString(".\n\n| value size | vs |")
+	var cmp []int
+	for i, m := range ms {
+		if m.compare {
+			cmp = append(cmp, i)
+			b.WriteString(" " + m.name + " |")
+		}
+	}
+	b.WriteString("\n|---:|---|" + strings.Repeat("---|", len(cmp)) + "\n")
+	var behind []string
+	for _, k := range order {
+		if k.engine != "sett" {
+			continue
+		}
+		for _, o := range order {
+			if o.valsz != k.valsz || o.engine == "sett" {
+				continue
+			}
+			fmt.Fprintf(&b, "| %d B | %s |", k.valsz, o.engine)
+			for _, i := range cmp {
+				m, s, os := ms[i], spreads[k][i], spreads[o][i]
+				if s.n == 0 || os.n == 0 {
+					b.WriteString(" — |")
+					continue
+				}
+				var ratio float64
+				speed := !strings.Contains(m.name, "MiB")
+				if speed && m.lowerBetter {
+					ratio = os.med / s.med
+				} else if speed {
+					ratio = s.med / os.med
+				} else {
+					ratio = s.med / os.med
+				}
+				v := verdict(s, os, m.lowerBetter)
+				fmt.Fprintf(&b, " %.2fx %s |", ratio, v)
+				if v == "behind" {
+					behind = append(behind, fmt.Sprintf("%s at %d B: behind %s (%s vs %s)", m.name, k.valsz, o.engine, s.format(m.format), os.format(m.format)))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n## Where sett is behind\n\n")
+	if len(behind) == 0 {
+		b.WriteString("Nowhere in this run (ties are listed in the table above).\n")
+	}
+	for _, l := range behind {
+		b.WriteString("- " + l + "\n")
+	}
+	return b.String()
+}
+
+func engineRank(e string) int {
+	for i, x := range []string{"sett", "rocksdb", "badger", "rocksdb-blob"} {
+		if x == e {
+			return i
+		}
+	}
+	return 9
+}
+
+func csvReport(cells []*cell) string {
+	var b strings.Builder
+	b.WriteString("valsz,engine,run,keys,populate_s,populate_keys_per_s,raw_bytes,disk_apparent_bytes,disk_allocated_bytes,populate_device_written_bytes,populate_rss_bytes," +
+		"settle_s,settle_idle,digest_count,digest_hash,read_ns,read_us_per_reader,reads,found,found_prefix,read_device_reads,read_device_bytes,read_rss_bytes," +
+		"iter_keys_ns,iter_keys_mb_s,iter_keys_device_bytes,iter_keys_rss_bytes,iter_values_ns,iter_values_mb_s,iter_values_device_bytes,iter_values_rss_bytes,read_anon_bytes,iter_anon_bytes,min_mem_available_bytes,killed\n")
+	for _, c := range cells {
+		minAvail := c.MinMemAvailable
+		if minAvail == 1<<62 {
+			minAvail = 0
+		}
+		fmt.Fprintf(&b, "%d,%s,%d,%d,%.3f,%.0f,%d,%d,%d,%d,%d,%.1f,%v,%d,%s,%.1f,%.2f,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%d,%d,%.1f,%.1f,%d,%d,%d,%d,%d,%q\n",
+			c.ValSize, c.Engine, c.Run, c.Keys, c.PopSeconds, c.PopKeysPerSec, c.RawBytes, c.DiskApparent, c.DiskAllocated, c.PopWritten, c.PopRSS,
+			c.SettleSeconds, c.SettleIdle, c.DigestCount, c.DigestHash, c.ReadNs, c.ReadUsPerReader, c.Reads, c.Found, c.FoundPre, c.ReadDevOps, c.ReadDevBytes, c.ReadRSS,
+			c.IterKeysNs, c.IterKeysMBs, c.IterKeysDevBytes, c.IterKeysRSS, c.IterValuesNs, c.IterValuesMBs, c.IterValuesDevBytes, c.IterValuesRSS, c.ReadAnon, c.IterAnon, minAvail, c.Killed)
+	}
+	return b.String()
+}

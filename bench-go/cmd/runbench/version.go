@@ -1,5 +1,0 @@
-package main
-
-import "settbench/sett"
-
-func settLibVersion() int { return sett.Version() }

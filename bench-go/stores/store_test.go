@@ -1,0 +1,84 @@
+package stores
+
+import (
+	"bytes"
+	"errors"
+	"hash/crc64"
+	"testing"
+	"time"
+
+	"settbench/internal/keys"
+)
+
+// The badger-bench adapters must hold the same data after the same writes, hand
+// out what was written through every read path, and report a backlog that ends.
+func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
+	const valsz, n = 1500, 3000 // above the value threshold: separated values
+	digests := map[string]uint64{}
+	for _, kind := range []string{"sett", "rocksdb", "badger"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(kind, dir, Options{CacheBytes: 8 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for start := 0; start < n; start += 500 {
+				var ks, vs [][]byte
+				for k := start; k < start+500; k++ {
+					v := make([]byte, valsz)
+					keys.FillValue(v, valsz, int64(k))
+					ks, vs = append(ks, keys.Key(valsz, int64(k))), append(vs, v)
+				}
+				if err := s.WriteBatch(ks, vs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(kind, dir, Options{CacheBytes: 8 << 20}); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, idle, desc, err := WaitIdle(s, 30*time.Second); err != nil || !idle {
+				t.Fatalf("backlog did not end: idle=%v %s %v", idle, desc, err)
+			}
+			// A buffer too small for the value, then one large enough.
+			for _, dst := range [][]byte{make([]byte, 0, 10), make([]byte, 0, valsz)} {
+				v, err := s.Get(keys.Key(valsz, 1234), dst)
+				if err != nil || !keys.FullCheckValue(v, valsz, 1234) {
+					t.Fatalf("get with a %d-byte buffer: %v", cap(dst), err)
+				}
+			}
+			if _, err := s.Get(keys.Key(valsz, n+5), nil); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("missing key: %v", err)
+			}
+			h := crc64.New(crc64.MakeTable(crc64.ECMA))
+			var prev []byte
+			got, err := s.Iterate(false, 1<<30, func(k, v []byte) bool {
+				if bytes.Compare(prev, k) >= 0 && prev != nil {
+					t.Fatalf("keys out of order: %q after %q", k, prev)
+				}
+				prev = append(prev[:0], k...)
+				ki, ok := keys.Index(k)
+				if !ok || !keys.FullCheckValue(v, valsz, ki) {
+					t.Fatalf("wrong value for %q", k)
+				}
+				h.Write(k)
+				h.Write(v)
+				return true
+			})
+			if err != nil || got != n {
+				t.Fatalf("iterated %d of %d: %v", got, n, err)
+			}
+			digests[kind] = h.Sum64()
+			seen := 0
+			if got, err := s.Iterate(true, 100, func(k, _ []byte) bool { seen++; return true }); err != nil || got != 100 || seen != 100 {
+				t.Fatalf("keys-only with limit 100: %d %d %v", got, seen, err)
+			}
+		})
+	}
+	if digests["sett"] != digests["rocksdb"] || digests["sett"] != digests["badger"] {
+		t.Fatalf("engines hold different data: %x", digests)
+	}
+}

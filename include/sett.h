@@ -533,7 +533,7 @@ void sett_error_free(struct sett_error_t *err);
 const char *sett_status_string(int code);
 
 /**
- * New iterator options: whole key space, forward, with values, prefetch 64.
+ * New iterator options: whole key space, forward, with values, prefetch 256.
  */
 struct sett_iter_options_t *sett_iter_options_new(void);
 

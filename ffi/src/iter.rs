@@ -18,7 +18,7 @@ pub struct sett_iter_t {
     it: DbIterator,
 }
 
-/// New iterator options: whole key space, forward, with values, prefetch 64.
+/// New iterator options: whole key space, forward, with values, prefetch 256.
 #[no_mangle]
 pub extern "C" fn sett_iter_options_new() -> *mut sett_iter_options_t {
     Box::into_raw(Box::new(sett_iter_options_t {

@@ -25,7 +25,9 @@ pub struct IterOptions {
     /// Return keys only; the value log is never read.
     pub keys_only: bool,
     /// Items whose values are read ahead of the caller (separated values are read
-    /// in one pass, neighbours in one call). Default 64; at least 1.
+    /// in one pass, neighbours in one call; the first chunks are smaller, so a
+    /// short scan reads few). Default 256 (measured in PERFORMANCE.md, "Read
+    /// advice"); at least 1.
     pub prefetch: usize,
 }
 
@@ -37,7 +39,7 @@ impl Default for IterOptions {
             end: None,
             reverse: false,
             keys_only: false,
-            prefetch: 64,
+            prefetch: 256,
         }
     }
 }

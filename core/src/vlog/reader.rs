@@ -181,7 +181,16 @@ impl VlogFile {
 #[derive(Default)]
 pub(crate) struct ScanAhead {
     files: HashMap<u32, Stream>,
+    /// The scan's last chunk found its pages in memory: scattered reads are not
+    /// advised (a call per value costs more than the page-cache hit it asks
+    /// for), until a chunk is slow again. RocksDB's iterators stop their
+    /// read-ahead on block-cache hits for the same reason.
+    resident: bool,
 }
+
+/// A chunk whose mapped pages took less than this per page to check was served
+/// from memory (a minor fault is about a microsecond, a device read about 100).
+const RESIDENT_NS_PER_PAGE: u128 = 8_000;
 
 struct Stream {
     last_end: usize,
@@ -189,10 +198,24 @@ struct Stream {
 }
 
 impl ScanAhead {
-    /// Asks for `[start, end)` of file `id`, about to be read (see `plan`).
+    /// Asks for `[start, end)` of file `id`, about to be read (see `plan`);
+    /// a range that only covers itself is skipped while the scan runs from memory.
     fn advise(&mut self, id: u32, map: &Mmap, start: usize, end: usize) {
-        if let Some(r) = self.plan(id, start, end, map.len()) {
+        if let Some(r) = self.request(id, start, end, map.len()) {
             advice::will_need(map, r.start, r.end);
+        }
+    }
+
+    /// What `advise` asks the kernel for.
+    fn request(&mut self, id: u32, start: usize, end: usize, len: usize) -> Option<Range<usize>> {
+        self.plan(id, start, end, len)
+            .filter(|r| !(self.resident && *r == (start..end)))
+    }
+
+    /// Records how long a chunk's mapped reads took for `pages` pages.
+    fn observe(&mut self, elapsed: std::time::Duration, pages: usize) {
+        if pages > 0 {
+            self.resident = elapsed.as_nanos() < RESIDENT_NS_PER_PAGE * pages as u128;
         }
     }
 
@@ -388,9 +411,12 @@ impl VlogSet {
                 scan.advise(file.id, map, to_usize(*start), to_usize(*end));
             }
         }
+        let touch_start = std::time::Instant::now();
+        let mut touched_pages = 0;
         for (i, j, file, start, end) in runs {
             let first = ptrs[order[i]];
             if file.map.is_some() {
+                touched_pages += to_usize(end).div_ceil(PAGE) - to_usize(start) / PAGE;
                 // Mapped: each value is checked where it lies, and not copied.
                 for &k in &order[i..j] {
                     if let Some(found) = file.check_mapped(ptrs[k]) {
@@ -426,6 +452,7 @@ impl VlogSet {
                 }
             }
         }
+        scan.observe(touch_start.elapsed(), touched_pages);
         Ok(out)
     }
 
@@ -442,6 +469,32 @@ impl VlogSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scattered_reads_are_not_advised_while_the_scan_runs_from_memory() {
+        let len = 64 << 20;
+        let mut scan = ScanAhead::default();
+        // Cold: a scattered read is asked for.
+        assert_eq!(
+            scan.request(1, 8 << 20, (8 << 20) + 1100, len),
+            Some((8 << 20)..(8 << 20) + 1100)
+        );
+        // A chunk of 100 pages checked in 100 µs came from memory: no more calls...
+        scan.observe(std::time::Duration::from_micros(100), 100);
+        assert_eq!(scan.request(1, 20 << 20, (20 << 20) + 1100, len), None);
+        // ...until a chunk is slow again (device reads).
+        scan.observe(std::time::Duration::from_millis(20), 100);
+        assert_eq!(
+            scan.request(1, 30 << 20, (30 << 20) + 1100, len),
+            Some((30 << 20)..(30 << 20) + 1100)
+        );
+        // A walk in file order still asks for its window past the read.
+        scan.observe(std::time::Duration::from_micros(100), 100);
+        let r = scan
+            .request(1, (30 << 20) + 1100, (30 << 20) + 2200, len)
+            .unwrap();
+        assert!(r.end > (30 << 20) + 2200, "{r:?}");
+    }
 
     #[test]
     fn a_scan_continuing_through_a_file_reads_ahead_and_a_jump_reads_only_its_range() {

@@ -104,7 +104,7 @@ func main() {
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		fail(err)
 	}
-	r := &runner{cfg: c, start: time.Now()}
+	r := &runner{cfg: c, start: time.Now(), commit: commit()}
 	if err := r.run(); err != nil {
 		r.finish()
 		fail(err)

@@ -168,7 +168,7 @@ func report(r *runner) string {
 	}
 	fmt.Fprintf(&b, "# %s\n\n", title)
 	fmt.Fprintf(&b, "Run %s on %s (%d cores, Go %s), commit %s, %s elapsed. Command: `%s`.\n\n",
-		r.start.UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), runtime.Version(), commit(),
+		r.start.UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), runtime.Version(), r.commit,
 		time.Since(r.start).Round(time.Second), strings.Join(os.Args, " "))
 	if c.large {
 		locked := int64(0)

@@ -61,6 +61,7 @@ type cell struct {
 
 type runner struct {
 	cfg      config
+	commit   string // read when the run starts: the tree may change while it runs
 	start    time.Time
 	dev      *sysmem.Device
 	devErr   string

@@ -67,6 +67,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -199,10 +200,16 @@ func (s *rocksStore) Get(key, dst []byte) ([]byte, error) {
 // rocksIterBuf sizes the buffer of one rk_iter_fill call.
 const rocksIterBuf = 256 << 10
 
+// iterBufs keeps scan buffers between scans: a short scan (KVBench's 10-key
+// prefix) must not pay for zeroing a fresh 256 KiB buffer.
+var iterBufs = sync.Pool{New: func() any { b := make([]byte, rocksIterBuf); return &b }}
+
 // scanFrom walks it from its current position, many items per cgo call;
 // fn sees slices valid only during the call.
 func (s *rocksStore) scanFrom(it *C.rocksdb_iterator_t, keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {
-	buf := make([]byte, rocksIterBuf)
+	pooled := iterBufs.Get().(*[]byte)
+	defer iterBufs.Put(pooled)
+	buf := *pooled
 	ko := C.int(0)
 	if keysOnly {
 		ko = 1
@@ -213,6 +220,7 @@ func (s *rocksStore) scanFrom(it *C.rocksdb_iterator_t, keysOnly bool, limit int
 		rc := C.rk_iter_fill(it, ko, C.size_t(min(limit-n, 1<<20)), (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &count, &used)
 		if rc < 0 {
 			buf = make([]byte, int(used)*2)
+			*pooled = buf
 			continue
 		}
 		if count == 0 {

@@ -122,37 +122,3 @@ func DiskUsage(dir string) (apparent, allocated int64, err error) {
 	})
 	return apparent, allocated, err
 }
-
-// RSS returns this process's current and peak resident set size in bytes, from
-// /proc/self/status (it counts cgo and Rust allocations, unlike Go's MemStats).
-func RSS() (current, peak int64) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, 0
-	}
-	var field = func(name string) int64 {
-		i := indexOf(data, name)
-		if i < 0 {
-			return 0
-		}
-		var kb int64
-		for _, c := range data[i+len(name):] {
-			if c >= '0' && c <= '9' {
-				kb = kb*10 + int64(c-'0')
-			} else if c == '\n' {
-				break
-			}
-		}
-		return kb * 1024
-	}
-	return field("VmRSS:"), field("VmHWM:")
-}
-
-func indexOf(data []byte, s string) int {
-	for i := 0; i+len(s) <= len(data); i++ {
-		if string(data[i:i+len(s)]) == s {
-			return i
-		}
-	}
-	return -1
-}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"settbench/internal/rss"
 	"settbench/stores"
 )
 
@@ -173,7 +174,7 @@ func run(kind, dir string, conc int, dur time.Duration, size int, n int64, fsync
 	if err := kv.Close(); err != nil {
 		return r, err
 	}
-	_, r.MemBytes = stores.RSS()
+	r.MemBytes = rss.Read().HWM
 	return r, nil
 }
 

@@ -53,6 +53,7 @@ type config struct {
 	readers                    int
 	deviceMiB                  int
 	settle                     time.Duration
+	phaseTimeout               time.Duration
 	batch16k                   int
 }
 
@@ -86,6 +87,7 @@ func main() {
 	flag.IntVar(&c.readers, "readers", 0, "concurrent readers (default GOMAXPROCS)")
 	flag.IntVar(&c.deviceMiB, "device-mib", 256, "size of the device probe file in MiB (with --large: at least the memory left); 0 skips the probe")
 	flag.DurationVar(&c.settle, "settle-timeout", 0, "longest wait for each engine's pending compactions (default 2m; with --large 15m)")
+	flag.DurationVar(&c.phaseTimeout, "phase-timeout", -1, "longest time one phase (populate, digest, a read or scan) may run before it is stopped and its cell reported as stopped; 0: no limit (default none; with --large 20m, so that one slow engine cannot push the run past its budget)")
 	flag.IntVar(&c.batch16k, "batch-16k", 0, "entries per batch at 16 KiB (default 1000; with --large 100, so that 32 writers hold 50 MB, not 500 MB, of the memory left)")
 	flag.Parse()
 	if c.populate == "" || c.benchBin == "" {
@@ -146,6 +148,12 @@ func defaults(c *config, sizes, engines string) {
 	}
 	if c.digest != "full" && c.digest != "keys" && c.digest != "none" {
 		fail(fmt.Errorf("--digest %q: want full, keys or none", c.digest))
+	}
+	if c.phaseTimeout < 0 {
+		c.phaseTimeout = 0
+		if c.large {
+			c.phaseTimeout = 20 * time.Minute
+		}
 	}
 	if c.settle == 0 {
 		c.settle = 2 * time.Minute

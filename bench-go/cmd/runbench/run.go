@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -353,6 +354,15 @@ func (r *runner) phase(cl *cell, what, bin string, args []string) (string, phase
 		}
 	}
 	start := time.Now()
+	var timedOut atomic.Bool
+	if r.cfg.phaseTimeout > 0 {
+		t := time.AfterFunc(r.cfg.phaseTimeout, func() {
+			timedOut.Store(true)
+			// By pid: the process this phase started, nothing else.
+			_ = cmd.Process.Kill()
+		})
+		defer t.Stop()
+	}
 	stop := make(chan struct{})
 	var mu sync.Mutex
 	var hwm int64
@@ -410,9 +420,13 @@ func (r *runner) phase(cl *cell, what, bin string, args []string) (string, phase
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			why := fmt.Sprintf("killed by %v", ws.Signal())
+			if timedOut.Load() {
+				why = fmt.Sprintf("stopped by the runner at the phase timeout (--phase-timeout %v)", r.cfg.phaseTimeout)
+			}
 			mu.Lock()
-			ph.killed = fmt.Sprintf("killed by %v after %.0f s (peak RSS seen %.0f MiB, MemAvailable low %.0f MiB)",
-				ws.Signal(), time.Since(start).Seconds(), mib(hwm), mib(cl.MinMemAvailable))
+			ph.killed = fmt.Sprintf("%s after %.0f s (peak RSS seen %.0f MiB, MemAvailable low %.0f MiB)",
+				why, time.Since(start).Seconds(), mib(hwm), mib(cl.MinMemAvailable))
 			mu.Unlock()
 			fmt.Println("  " + ph.killed)
 		}

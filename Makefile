@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -198,5 +198,17 @@ pytest: py
 			-y "{VALUE_SIZES: [16, 128, 1024, 16384], KEYS_PER_SIZE: [2000, 2000, 1000, 200]}" || exit 1; \
 	done
 
-test: fmt-check lint header-check unit ctest gotest pytest smoke bindings-smoke
+# The power-loss test must fail on a build whose fsyncs (or directory fsyncs) do
+# nothing: proof that it would catch a missing one. A build error is not a pass.
+mutation-check: deps
+	@for f in unsafe-skip-fsync unsafe-skip-dir-sync; do \
+		if $(CARGO) test -q -p sett --features $$f --test power_loss > target/mutation-$$f.log 2>&1; then \
+			echo "mutation check: tests/power_loss.rs passed on a build with $$f: it cannot see that loss"; exit 1; \
+		fi; \
+		grep -q "acknowledged writes lost\|reopen after the cut failed\|the model after write" target/mutation-$$f.log || \
+			{ echo "mutation check: the $$f build failed for another reason:"; tail -30 target/mutation-$$f.log; exit 1; }; \
+		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
+	done
+
+test: fmt-check lint header-check unit mutation-check ctest gotest pytest smoke bindings-smoke
 	@echo "make test: all checks passed"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The reliability suite for STRESS_SECONDS (default 1800), then one summary table:
-# crash loops with and without sync, the bank test, the corruption sweeps, and
-# the full-disk test, fault injection, and libFuzzer on every decoder and on
-# random operation sequences when cargo-fuzz and a nightly toolchain are there.
+# crash loops with and without sync, the bank test, simulated power cuts and
+# faults after the fact, the corruption sweeps, the full-disk test, fault
+# injection, and libFuzzer on every decoder and on random operation sequences
+# when cargo-fuzz and a nightly toolchain are there. Each row says what its part
+# measured; a part whose command failed says FAILED.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${STRESS_SECONDS:-1800}
@@ -13,14 +15,22 @@ mkdir -p "$log"
 
 # A failing part is reported in the table (and the exit status), not fatal.
 status=0
-$sett crashloop --seconds "$part" --sync | tee "$log/crash-sync.txt" || status=1
-$sett crashloop --seconds "$part" | tee "$log/crash-nosync.txt" || status=1
-$sett bank --seconds "$part" --threads 4 | tee "$log/bank.txt" || status=1
-cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee "$log/corruption.txt" || status=1
-cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee "$log/fault.txt" || status=1
+declare -A ok
+run() { # run NAME COMMAND...: ok[NAME] is "ok" or "FAILED"
+  local name=$1
+  shift
+  if "$@"; then ok[$name]=ok; else ok[$name]=FAILED; status=1; fi
+}
+run crash_sync bash -c "$sett crashloop --seconds $part --sync | tee $log/crash-sync.txt; exit \${PIPESTATUS[0]}"
+run crash_nosync bash -c "$sett crashloop --seconds $part | tee $log/crash-nosync.txt; exit \${PIPESTATUS[0]}"
+run bank bash -c "$sett bank --seconds $part --threads 4 | tee $log/bank.txt; exit \${PIPESTATUS[0]}"
+run power bash -c "POWER_LOSS_SCALE=\${POWER_LOSS_SCALE:-6} cargo test -q --release -p sett --test power_loss -- --nocapture 2>&1 | tee $log/power.txt; exit \${PIPESTATUS[0]}"
+run corruption bash -c "cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee $log/corruption.txt; exit \${PIPESTATUS[0]}"
+run fault bash -c "cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee $log/fault.txt; exit \${PIPESTATUS[0]}"
 : >"$log/full-disk.txt"
+ok[full]=ok
 for _ in $(seq 10); do
-  cargo test -q --release -p sett --test full_disk -- --nocapture 2>&1 | tee -a "$log/full-disk.txt" || status=1
+  cargo test -q --release -p sett --test full_disk -- --nocapture 2>&1 | tee -a "$log/full-disk.txt" || { ok[full]=FAILED; status=1; }
 done
 
 fuzz_runs=0
@@ -54,11 +64,18 @@ echo "|---|---:|---:|"
 echo "| crash loop, sync on | $(cycles "$log/crash-sync.txt") cycles, $(acks "$log/crash-sync.txt") | $(fails "$log/crash-sync.txt") |"
 echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles, $(acks "$log/crash-nosync.txt") | $(fails "$log/crash-nosync.txt") |"
 echo "| bank test | ${bank:-?} | $(grep -c VIOLATION "$log/bank.txt" || true) violations |"
-echo "| corruption sweep (flips and cuts in every file type) | $((flips + harmless)) damaged copies, $flips reported as corruption | 0 wrong values (test passed) |"
+verdict() { # verdict NAME TEXT: TEXT if the part passed, else FAILED
+  if [ "${ok[$1]}" = ok ]; then echo "$2"; else echo "FAILED (see $log)"; fi
+}
+cuts=$(grep -o 'POWER_CUTS [^:]*: [0-9]* cuts' "$log/power.txt" | grep -o '[0-9]* cuts' | grep -o '[0-9]*' | paste -sd+ | bc || echo 0)
+faultruns=$(grep -o 'FAULTS: [0-9]* runs' "$log/power.txt" | grep -o '[0-9]*' || echo 0)
+echo "| power cuts (SimFs: unsynced data and directory entries dropped, torn pages; both sync modes) | ${cuts:-0} cuts | $(verdict power "0 acknowledged writes lost, 0 failed opens") |"
+echo "| faults after the fact (short writes, failed fsync, create/rename/dir-sync failures) | ${faultruns:-0} runs | $(verdict power "0 acknowledged writes lost, every one refused later writes") |"
+echo "| corruption sweep (flips and cuts in every file type) | $((flips + harmless)) damaged copies, $flips reported as corruption | $(verdict corruption "0 wrong values") |"
 echo "| fuzzing | $fuzz_runs executions ($fuzz_detail) | $fuzz_status |"
 faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' | paste -sd+ | bc || echo 0)
 full=$(grep -c 'disk full after' "$log/full-disk.txt" || true)
 fullfail=$(grep -c 'FAILED\|panicked' "$log/full-disk.txt" || true)
-echo "| fault injection (EIO/ENOSPC at the Nth write or fsync) | $faults faults | 0 acknowledged writes lost (test passed) |"
+echo "| fault injection (EIO/ENOSPC at the Nth write or fsync) | $faults faults | $(verdict fault "0 acknowledged writes lost") |"
 echo "| full disk (6 MiB tmpfs filled while writing, space freed, reopened) | $full runs | $fullfail failed |"
 exit $status

@@ -118,20 +118,46 @@ impl WriteBatch {
     }
 }
 
-/// Encodes the WAL payload of a batch whose entries already hold their value
-/// records: `seq u64 | count u32 | count × (varint klen | key | varint vlen | value record)`.
+/// Encodes the batch record of a WAL payload, whose entries already hold their
+/// value records: `seq u64 | count u32 | count × (varint klen | key | varint vlen | value record)`.
+#[cfg(test)]
 pub(crate) fn encode_record(seq: u64, entries: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    encode_body(&mut buf, seq, entries);
+    buf
+}
+
+/// Encodes a WAL (version 2) payload: `synced u64 |` then the batch record,
+/// where `synced` is the WAL offset made durable before this record was written.
+pub(crate) fn encode_wal_record(synced: u64, seq: u64, entries: &[(&[u8], &[u8])]) -> Vec<u8> {
     let size: usize = entries.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
-    let mut buf = Vec::with_capacity(12 + size);
+    let mut buf = Vec::with_capacity(20 + size);
+    buf.extend_from_slice(&synced.to_le_bytes());
+    encode_body(&mut buf, seq, entries);
+    buf
+}
+
+fn encode_body(buf: &mut Vec<u8>, seq: u64, entries: &[(&[u8], &[u8])]) {
     buf.extend_from_slice(&seq.to_le_bytes());
     buf.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for (k, v) in entries {
-        put_varint(&mut buf, k.len() as u64);
+        put_varint(buf, k.len() as u64);
         buf.extend_from_slice(k);
-        put_varint(&mut buf, v.len() as u64);
+        put_varint(buf, v.len() as u64);
         buf.extend_from_slice(v);
     }
-    buf
+}
+
+/// Splits a WAL payload of `version` (1: no synced offset; 2: `synced u64` first)
+/// into its synced offset and its batch record.
+pub(crate) fn split_wal_payload(version: u32, payload: &[u8]) -> (Option<u64>, &[u8]) {
+    if version < 2 {
+        return (None, payload);
+    }
+    match payload.split_first_chunk::<8>() {
+        Some((synced, rest)) => (Some(u64::from_le_bytes(*synced)), rest),
+        None => (None, payload),
+    }
 }
 
 /// A decoded batch record: its sequence and (key, value record) pairs.

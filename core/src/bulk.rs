@@ -61,7 +61,7 @@ impl DbInner {
         let vid = u32::try_from(id).map_err(|_| {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
-        let vlog = VlogWriter::create(&self.dir, vid)?;
+        let vlog = VlogWriter::create(&self.opts.fs, &self.dir, vid)?;
         Ok(BulkLoader {
             db: self.clone(),
             seq,
@@ -76,8 +76,14 @@ impl DbInner {
 }
 
 impl BulkLoader {
-    /// Adds the next entry; keys must be strictly increasing.
+    /// Adds the next entry; keys must be strictly increasing. An I/O error
+    /// poisons the Db, as on every write path.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_entry(key, value)
+            .inspect_err(|e| poison_on_io(&self.db, e))
+    }
+
+    fn add_entry(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let db = &self.db;
         db.check_key(key)?;
         if value.len() > db.opts.max_value_size {
@@ -117,7 +123,12 @@ impl BulkLoader {
             let path = db.dir.join(table::file_name(id));
             self.builder = Some((
                 id,
-                TableBuilder::create(&path, db.opts.block_size, db.opts.bloom_bits_per_key)?,
+                TableBuilder::create(
+                    &db.opts.fs,
+                    &path,
+                    db.opts.block_size,
+                    db.opts.bloom_bits_per_key,
+                )?,
             ));
         }
         if let Some((_, b)) = self.builder.as_mut() {
@@ -128,14 +139,20 @@ impl BulkLoader {
         Ok(())
     }
 
-    /// Makes everything durable and visible; returns the number of entries loaded.
+    /// Makes everything durable and visible; returns the number of entries
+    /// loaded. An I/O error poisons the Db.
     pub fn finish(mut self) -> Result<u64> {
+        let db = self.db.clone();
+        self.finish_load().inspect_err(|e| poison_on_io(&db, e))
+    }
+
+    fn finish_load(&mut self) -> Result<u64> {
         let db = self.db.clone();
         if let Some((id, b)) = self.builder.take() {
             self.tables.push((id, b.finish()?));
         }
         self.vlog.sync()?;
-        sync_dir(&db.dir)?;
+        sync_dir(&db.opts.fs, &db.dir)?;
         let vid = self.vlog.id();
         let vfile = Arc::new(VlogFile::open_sealed(
             &db.dir.join(vlog::file_name(vid)),
@@ -187,14 +204,23 @@ impl Drop for BulkLoader {
             let _q = lock(&self.db.queue);
             self.db.queue_cv.notify_all();
             // Abandoned: its files were never recorded; remove them now (open would too).
-            let _ = std::fs::remove_file(self.db.dir.join(vlog::file_name(self.vlog.id())));
+            let (fs, dir) = (&self.db.opts.fs, &self.db.dir);
+            let _ = fs.remove(&dir.join(vlog::file_name(self.vlog.id())));
             for (id, _) in &self.tables {
-                let _ = std::fs::remove_file(self.db.dir.join(table::file_name(*id)));
+                let _ = fs.remove(&dir.join(table::file_name(*id)));
             }
             if let Some((id, _)) = &self.builder {
-                let _ = std::fs::remove_file(self.db.dir.join(table::file_name(*id)));
+                let _ = fs.remove(&dir.join(table::file_name(*id)));
             }
             self.db.bulk_active.store(false, Ordering::Release);
         }
+    }
+}
+
+/// After a failed write, fsync or rename the files may hold anything: the Db
+/// refuses further writes rather than build on them.
+fn poison_on_io(db: &DbInner, e: &Error) {
+    if matches!(e, Error::Io { .. }) {
+        db.poison_with(e);
     }
 }

@@ -63,6 +63,7 @@ mod db;
 mod error;
 #[doc(hidden)]
 pub mod fault;
+pub mod fs;
 mod fuzzing;
 mod iter;
 mod key;

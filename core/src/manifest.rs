@@ -5,6 +5,7 @@
 
 use crate::coding::{put_varint, Reader};
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use crate::wal::{self, LogWriter};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -300,6 +301,7 @@ pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState
 
 /// The open manifest of a writable Db.
 pub(crate) struct Manifest {
+    fs: Fs,
     dir: PathBuf,
     writer: LogWriter,
     state: ManifestState,
@@ -307,23 +309,25 @@ pub(crate) struct Manifest {
 
 impl Manifest {
     /// Writes `state` as a fresh manifest (atomically replacing any old one).
-    pub(crate) fn create(dir: &Path, state: ManifestState) -> Result<Manifest> {
+    pub(crate) fn create(fs: &Fs, dir: &Path, state: ManifestState) -> Result<Manifest> {
         let tmp = dir.join(TMP_NAME);
-        let _ = std::fs::remove_file(&tmp);
-        let mut writer = LogWriter::create(&tmp, MAGIC, VERSION)?;
+        let _ = fs.remove(&tmp);
+        let mut writer = LogWriter::create(fs, &tmp, MAGIC, VERSION)?;
         let mut framed = Vec::new();
         wal::frame(&mut framed, &encode_edits(&state.snapshot()));
         writer.append(&framed)?;
         writer.sync()?;
         let path = dir.join(FILE_NAME);
-        std::fs::rename(&tmp, &path).map_err(|e| {
+        fs.rename(&tmp, &path).map_err(|e| {
             Error::io(
                 format!("renaming {} to {}", tmp.display(), path.display()),
                 e,
             )
         })?;
-        sync_dir(dir)?;
+        writer.renamed(&path);
+        sync_dir(fs, dir)?;
         Ok(Manifest {
+            fs: fs.clone(),
             dir: dir.to_path_buf(),
             writer,
             state,
@@ -347,7 +351,7 @@ impl Manifest {
         self.writer.sync()?;
         self.state = next;
         if self.writer.len() > REWRITE_AT {
-            *self = Manifest::create(&self.dir, self.state.clone())?;
+            *self = Manifest::create(&self.fs, &self.dir, self.state.clone())?;
         }
         Ok(())
     }
@@ -361,9 +365,8 @@ impl Manifest {
 }
 
 /// fsyncs a directory so that created, renamed and removed entries are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
+pub(crate) fn sync_dir(fs: &Fs, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
         .map_err(|e| Error::io(format!("syncing directory {}", dir.display()), e))
 }
 
@@ -410,7 +413,7 @@ mod tests {
     #[test]
     fn reopened_manifest_holds_logged_edits() {
         let dir = tempfile::tempdir().unwrap();
-        let mut m = Manifest::create(dir.path(), ManifestState::new(3)).unwrap();
+        let mut m = Manifest::create(&Fs::real(), dir.path(), ManifestState::new(3)).unwrap();
         m.log(&[
             Edit::AddTable {
                 level: 0,
@@ -437,7 +440,7 @@ mod tests {
     #[test]
     fn a_cut_last_record_is_torn_but_a_damaged_whole_one_is_corruption() {
         let dir = tempfile::tempdir().unwrap();
-        let mut m = Manifest::create(dir.path(), ManifestState::new(3)).unwrap();
+        let mut m = Manifest::create(&Fs::real(), dir.path(), ManifestState::new(3)).unwrap();
         m.log(&[Edit::AddTable {
             level: 0,
             table: table(1),
@@ -471,7 +474,7 @@ mod tests {
     #[test]
     fn deleting_an_unknown_table_is_refused_and_state_unchanged() {
         let dir = tempfile::tempdir().unwrap();
-        let mut m = Manifest::create(dir.path(), ManifestState::new(3)).unwrap();
+        let mut m = Manifest::create(&Fs::real(), dir.path(), ManifestState::new(3)).unwrap();
         assert!(m.log(&[Edit::DeleteTable { level: 0, id: 77 }]).is_err());
         assert_eq!(m.state(), &ManifestState::new(3));
     }

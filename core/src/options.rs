@@ -1,6 +1,7 @@
 //! Options of a Db, with their defaults and validation.
 
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -90,6 +91,10 @@ pub struct Options {
     pub max_txn_size: usize,
     /// The clock TTLs are measured against. Default: the system clock.
     pub clock: Clock,
+    /// The file system every file is created, written, synced, renamed and
+    /// removed through. Default: the real one; power-loss tests use
+    /// [`crate::fs::SimFs`].
+    pub fs: Fs,
 }
 
 impl Options {
@@ -117,6 +122,7 @@ impl Options {
             read_only: false,
             max_txn_size: (64 << 20) * 15 / 100,
             clock: Clock::system(),
+            fs: Fs::real(),
         }
     }
 

@@ -4,11 +4,14 @@
 //! A record is `crc32 (u32 LE) | len (u32 LE) | payload`, the CRC covering the
 //! length field and the payload. A record that fails its check is a torn tail
 //! when no valid record follows it (the log is cut there), and corruption when
-//! one does (acknowledged data after it would otherwise be lost silently).
+//! one does (acknowledged data after it would otherwise be lost silently),
+//! unless the log says how far it was synced (WAL version 2): damage past every
+//! later record's synced offset was never synced, and is a torn tail however
+//! the page cache wrote it back.
 
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Bytes of the file header: magic (8) | format version (u32 LE) | crc32 of both (u32 LE).
@@ -86,6 +89,7 @@ fn record_at(data: &[u8], pos: usize) -> Option<std::ops::Range<usize>> {
 }
 
 /// What a scan of a log file found.
+#[derive(Debug)]
 pub(crate) struct Scan {
     /// Payload ranges of the valid records, in order, with the record's offset.
     pub records: Vec<(u64, std::ops::Range<usize>)>,
@@ -97,6 +101,29 @@ pub(crate) struct Scan {
 /// record followed by a valid one is corruption; a damaged tail is reported
 /// through `valid_len`.
 pub(crate) fn scan(path: &Path, data: &[u8]) -> Result<Scan> {
+    scan_synced(path, data, |_| None)
+}
+
+/// Reads the version of a log file's header, checking magic and checksum.
+pub(crate) fn header_version(path: &Path, bytes: &[u8], magic: &[u8; 8]) -> Result<u32> {
+    if bytes.len() >= HEADER_LEN {
+        let found = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        check_header(path, bytes, magic, found)?;
+        return Ok(found);
+    }
+    check_header(path, bytes, magic, 0).map(|_| 0)
+}
+
+/// [`scan`], where `synced_of` reads from a payload the file offset up to which
+/// the log had been synced when that record was written. A damaged record
+/// followed by valid ones is then a torn tail if none of them says the damage
+/// had been synced (a power cut wrote back unsynced pages out of order), and
+/// corruption if one does.
+pub(crate) fn scan_synced(
+    path: &Path,
+    data: &[u8],
+    synced_of: impl Fn(&[u8]) -> Option<u64>,
+) -> Result<Scan> {
     let mut records = Vec::new();
     let mut pos = HEADER_LEN;
     while pos < data.len() {
@@ -107,11 +134,26 @@ pub(crate) fn scan(path: &Path, data: &[u8]) -> Result<Scan> {
             }
             None => {
                 if let Some(later) = (pos + 1..data.len()).find(|&p| record_at(data, p).is_some()) {
-                    return Err(Error::corruption(
-                        path,
-                        pos as u64,
-                        format!("damaged log record followed by a valid one at offset {later}"),
-                    ));
+                    // The chain of valid records from there: did any of them
+                    // know the damaged bytes as synced?
+                    let mut at = later;
+                    let mut synced_past = None;
+                    let mut known = true;
+                    while let Some(r) = record_at(data, at) {
+                        match synced_of(&data[r.clone()]) {
+                            Some(s) if s > pos as u64 => synced_past = Some(s),
+                            Some(_) => {}
+                            None => known = false,
+                        }
+                        at = r.end;
+                    }
+                    if !known || synced_past.is_some() {
+                        return Err(Error::corruption(
+                            path,
+                            pos as u64,
+                            format!("damaged log record followed by a valid one at offset {later}"),
+                        ));
+                    }
                 }
                 break;
             }
@@ -133,34 +175,35 @@ pub(crate) fn read_file(path: &Path, magic: &[u8; 8], version: u32) -> Result<Ve
 
 /// An append-only log file (WAL or manifest).
 pub(crate) struct LogWriter {
+    fs: Fs,
     file: File,
     path: PathBuf,
     len: u64,
+    /// Bytes known durable: up to the end of the last successful sync.
+    synced: u64,
 }
 
 impl LogWriter {
     /// Creates `path` with a header and syncs it.
-    pub(crate) fn create(path: &Path, magic: &[u8; 8], version: u32) -> Result<LogWriter> {
+    pub(crate) fn create(fs: &Fs, path: &Path, magic: &[u8; 8], version: u32) -> Result<LogWriter> {
         let ctx = || format!("creating {}", path.display());
-        let mut file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(path)
+        let mut file = fs.create_new(path).map_err(|e| Error::io(ctx(), e))?;
+        fs.append(&mut file, path, &file_header(magic, version))
+            .and_then(|_| fs.sync(&file, path))
             .map_err(|e| Error::io(ctx(), e))?;
-        file.write_all(&file_header(magic, version))
-            .map_err(|e| Error::io(ctx(), e))?;
-        file.sync_all().map_err(|e| Error::io(ctx(), e))?;
         Ok(LogWriter {
+            fs: fs.clone(),
             file,
             path: path.to_path_buf(),
             len: HEADER_LEN as u64,
+            synced: HEADER_LEN as u64,
         })
     }
 
     /// Appends bytes already framed with [`frame`].
     pub(crate) fn append(&mut self, framed: &[u8]) -> Result<()> {
         crate::fault::check(crate::fault::Op::Write)
-            .and_then(|_| self.file.write_all(framed))
+            .and_then(|_| self.fs.append(&mut self.file, &self.path, framed))
             .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))?;
         self.len += framed.len() as u64;
         Ok(())
@@ -168,8 +211,21 @@ impl LogWriter {
 
     pub(crate) fn sync(&mut self) -> Result<()> {
         crate::fault::check(crate::fault::Op::Sync)
-            .and_then(|_| self.file.sync_data())
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+            .and_then(|_| self.fs.sync(&self.file, &self.path))
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        self.synced = self.len;
+        Ok(())
+    }
+
+    /// Bytes of the file made durable by the last successful sync.
+    pub(crate) fn synced(&self) -> u64 {
+        self.synced
+    }
+
+    /// Records that the file was renamed to `to` (errors then name it, and the
+    /// file system is told the right file).
+    pub(crate) fn renamed(&mut self, to: &Path) {
+        self.path = to.to_path_buf();
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -223,6 +279,37 @@ mod tests {
                 other.map(|s| s.records.len())
             ),
         }
+    }
+
+    #[test]
+    fn damage_never_synced_before_valid_records_is_a_torn_tail() {
+        // Payloads start with the offset synced when they were written (WAL v2).
+        let rec = |synced: u64, body: &[u8]| [&synced.to_le_bytes()[..], body].concat();
+        let synced_of = |p: &[u8]| p.first_chunk::<8>().map(|b| u64::from_le_bytes(*b));
+        let first = HEADER_LEN as u64;
+        let mut data = log_with(&[
+            &rec(first, b"one"),
+            &rec(first, b"two"),
+            &rec(first, b"three"),
+        ]);
+        let second = HEADER_LEN + RECORD_HEADER_LEN + 11;
+        data[second + RECORD_HEADER_LEN + 9] ^= 0x40;
+        // Written back out of order by a power cut: nothing after says it was synced.
+        let s = scan_synced(Path::new("t"), &data, synced_of).unwrap();
+        assert_eq!(s.records.len(), 1);
+        assert_eq!(s.valid_len, second as u64);
+        // A later record written after a sync that covered the damage: corruption.
+        let mut synced_then_damaged = log_with(&[
+            &rec(first, b"one"),
+            &rec(first, b"two"),
+            &rec(second as u64 + 30, b"three"),
+        ]);
+        synced_then_damaged[second + RECORD_HEADER_LEN + 9] ^= 0x40;
+        assert!(scan_synced(Path::new("t"), &synced_then_damaged, synced_of)
+            .unwrap_err()
+            .is_corruption());
+        // Without the offsets (WAL v1, manifest): corruption, as before.
+        assert!(scan(Path::new("t"), &data).unwrap_err().is_corruption());
     }
 
     #[test]

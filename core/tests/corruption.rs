@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 const CHILD_ENV: &str = "SETT_WAL_CHILD_DIR";
+const CHILD_SYNC_ENV: &str = "SETT_WAL_CHILD_SYNC";
 const BATCHES: u64 = 40;
 
 fn batch(i: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -36,7 +37,9 @@ fn wal_child_writer() {
     let Ok(dir) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let db = Db::open(wal_options(Path::new(&dir))).unwrap();
+    let mut opts = wal_options(Path::new(&dir));
+    opts.sync_writes = std::env::var(CHILD_SYNC_ENV).is_ok();
+    let db = Db::open(opts).unwrap();
     for i in 0..BATCHES {
         let mut b = WriteBatch::new();
         for (k, v) in batch(i) {
@@ -49,17 +52,26 @@ fn wal_child_writer() {
 
 /// A directory whose data lives only in an unflushed WAL and value log.
 fn dir_with_unflushed_wal() -> tempfile::TempDir {
+    dir_with_wal(false)
+}
+
+/// The same, written with `sync_writes` when `sync`: every record of the WAL
+/// then says that the ones before it were synced.
+fn dir_with_wal(sync: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let status = Command::new(std::env::current_exe().unwrap())
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child
         .args([
             "--exact",
             "wal_child_writer",
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(CHILD_ENV, dir.path())
-        .status()
-        .unwrap();
+        .env(CHILD_ENV, dir.path());
+    if sync {
+        child.env(CHILD_SYNC_ENV, "1");
+    }
+    let status = child.status().unwrap();
     assert!(status.success());
     assert_eq!(files_with_ext(dir.path(), "wal").len(), 1);
     dir
@@ -160,7 +172,8 @@ fn truncated_value_log_at_any_length_reopens_with_a_prefix() {
 
 #[test]
 fn flipped_byte_in_a_middle_wal_record_is_corruption_naming_the_wal() {
-    let src = dir_with_unflushed_wal();
+    // Synced records: damage there is not what a power cut does.
+    let src = dir_with_wal(true);
     let wal = files_with_ext(src.path(), "wal").pop().unwrap();
     let len = std::fs::metadata(&wal).unwrap().len();
     flip_byte(&wal, len / 2);
@@ -169,6 +182,20 @@ fn flipped_byte_in_a_middle_wal_record_is_corruption_naming_the_wal() {
         .expect("open must fail");
     let offset = expect_corruption_in(err, "wal");
     assert!(offset > 0 && offset <= len / 2, "offset {offset}");
+}
+
+#[test]
+fn flipped_byte_in_a_middle_record_of_a_never_synced_wal_cuts_there() {
+    // Without sync_writes nothing of this WAL was synced: a power cut may have
+    // written its pages back in any order, so damage followed by whole records
+    // is a torn tail (a prefix survives), not corruption.
+    let src = dir_with_wal(false);
+    let wal = files_with_ext(src.path(), "wal").pop().unwrap();
+    let len = std::fs::metadata(&wal).unwrap().len();
+    flip_byte(&wal, len / 2);
+    let db = Db::open(wal_options(src.path())).unwrap();
+    let n = count_prefix(&db);
+    assert!(n > 0 && n < BATCHES, "prefix of {n} batches");
 }
 
 #[test]

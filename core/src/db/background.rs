@@ -40,7 +40,21 @@ impl DbInner {
     pub(crate) fn flush_memtable(&self, mem: &Arc<Memtable>) -> Result<()> {
         // Values the table will point to must be durable before the WAL goes.
         for f in self.read_state().vlogs.all() {
-            f.sync()?;
+            f.sync(&self.opts.fs)?;
+        }
+        // So must the WAL itself, before the table exists: after a crash between
+        // the table's write and its manifest record, recovery tells such a
+        // leftover from a manifest that lost records by finding the table's
+        // versions in a surviving WAL (recovery::check_orphan_tables).
+        let wal_path = self.dir.join(wal_name(mem.wal_id()));
+        match std::fs::File::open(&wal_path) {
+            Ok(f) => self
+                .opts
+                .fs
+                .sync(&f, &wal_path)
+                .map_err(|e| Error::io(format!("syncing {}", wal_path.display()), e))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("opening {}", wal_path.display()), e)),
         }
         let mut edits = Vec::new();
         let mut added = Vec::new();
@@ -50,13 +64,17 @@ impl DbInner {
                 .ok_or(Error::Closed)?
                 .next_file_id();
             let path = self.dir.join(table::file_name(id));
-            let mut b =
-                TableBuilder::create(&path, self.opts.block_size, self.opts.bloom_bits_per_key)?;
+            let mut b = TableBuilder::create(
+                &self.opts.fs,
+                &path,
+                self.opts.block_size,
+                self.opts.bloom_bits_per_key,
+            )?;
             let built = mem.for_each(|k, v| b.add(k, v)).and_then(|_| b.finish());
             let meta = built.inspect_err(|_| {
-                let _ = std::fs::remove_file(&path);
+                let _ = self.opts.fs.remove(&path);
             })?;
-            sync_dir(&self.dir)?;
+            sync_dir(&self.opts.fs, &self.dir)?;
             let t = Arc::new(Table::open(&path, id)?);
             edits.push(Edit::AddTable {
                 level: 0,
@@ -87,7 +105,7 @@ impl DbInner {
                 vlogs: st.vlogs.clone(),
             });
         }
-        remove(&self.dir.join(wal_name(mem.wal_id())))
+        remove(&self.opts.fs, &self.dir.join(wal_name(mem.wal_id())))
     }
 
     pub(crate) fn compaction_loop(self: Arc<Self>) {
@@ -177,7 +195,7 @@ impl DbInner {
                     .map(|m| m.next_file_id())
                     .unwrap_or(u64::MAX)
             })?;
-            sync_dir(&self.dir)?;
+            sync_dir(&self.opts.fs, &self.dir)?;
             for (&id, &bytes) in &result.discard {
                 edits.push(Edit::VlogDiscard { id, bytes });
             }
@@ -207,7 +225,7 @@ impl DbInner {
         drop(m);
         if !c.is_trivial_move() {
             for t in c.all_tables() {
-                t.mark_obsolete();
+                t.mark_obsolete(&self.opts.fs);
             }
         }
         Ok(())
@@ -297,10 +315,10 @@ impl DbInner {
             vlogs: Arc::new(vlogs),
         });
         for t in st.version.levels.iter().flatten() {
-            t.mark_obsolete();
+            t.mark_obsolete(&self.opts.fs);
         }
         for f in old_vlogs {
-            remove(f.path())?;
+            remove(&self.opts.fs, f.path())?;
         }
         Ok(())
     }

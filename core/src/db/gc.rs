@@ -113,7 +113,7 @@ impl DbInner {
             version: s.version.clone(),
             vlogs: Arc::new(s.vlogs.without(file.id())),
         });
-        remove(file.path())?;
+        remove(&self.opts.fs, file.path())?;
         Ok(if moved_values == 0 {
             GcOutcome::Deleted {
                 file: file.id(),

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::batch;
+use crate::fs::Fs;
 use crate::levels::Version;
 use crate::manifest::{self, sync_dir, Edit, ManifestState};
 use crate::table::{self, Table};
@@ -9,7 +10,9 @@ use crate::vlog::{self, VlogFile};
 use crate::wal;
 
 pub(crate) const WAL_MAGIC: &[u8; 8] = b"SETTWAL\0";
-pub(crate) const WAL_VERSION: u32 = 1;
+/// Version 2 adds the synced offset to each record (FORMAT.md); version 1 WALs
+/// are still read.
+pub(crate) const WAL_VERSION: u32 = 2;
 const LOCK_FILE: &str = "LOCK";
 
 /// The kinds of file sett keeps in its directory, by name.
@@ -72,8 +75,8 @@ fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
 }
 
 /// Removes a file; a file already gone is fine.
-pub(crate) fn remove(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
+pub(crate) fn remove(fs: &Fs, path: &Path) -> Result<()> {
+    match fs.remove(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(format!("removing {}", path.display()), e)),
@@ -105,9 +108,26 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
                 dir.display()
             )));
         }
-    } else {
-        std::fs::create_dir_all(&dir)
+    } else if !dir.is_dir() {
+        opts.fs
+            .create_dir_all(&dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        // The new directory's own entry must be durable before anything in it is.
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        match opts.fs.sync_dir(parent) {
+            Ok(()) => {}
+            // A parent sett may search but not read cannot be opened to sync it.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
+            Err(e) => {
+                return Err(Error::io(
+                    format!("syncing directory {}", parent.display()),
+                    e,
+                ))
+            }
+        }
     }
     let dir_lock = lock_dir(&dir, opts.read_only)?;
     let files = list_dir(&dir)?;
@@ -284,11 +304,21 @@ fn replay_wal(
     if data.len() < wal::HEADER_LEN {
         return Ok(false); // torn while being created: holds nothing acknowledged
     }
-    wal::check_header(path, &data, WAL_MAGIC, WAL_VERSION)?;
-    let scan = wal::scan(path, &data)?;
+    let version = match wal::header_version(path, &data, WAL_MAGIC)? {
+        v @ (1 | 2) => v,
+        found => {
+            return Err(Error::UnsupportedVersion {
+                file: path.to_path_buf(),
+                found,
+                supported: WAL_VERSION,
+            })
+        }
+    };
+    let scan = wal::scan_synced(path, &data, |p| batch::split_wal_payload(version, p).0)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     for (offset, range) in scan.records {
-        let rec = batch::decode_record(&data[range])
+        let (_, payload) = batch::split_wal_payload(version, &data[range]);
+        let rec = batch::decode_record(payload)
             .ok_or_else(|| Error::corruption(path, offset, "undecodable batch record"))?;
         for (_, v) in &rec.entries {
             let decoded = value::decode(v).ok_or_else(|| {
@@ -328,7 +358,7 @@ impl DbInner {
             .collect();
         let live_vlogs = mstate.vlogs.clone();
         let log_number = mstate.log_number;
-        *lock(&self.manifest) = Some(Manifest::create(&self.dir, mstate)?);
+        *lock(&self.manifest) = Some(Manifest::create(&self.opts.fs, &self.dir, mstate)?);
         // Orphans: tables of a compaction or flush that never reached the manifest,
         // value-log files never recorded, WALs already flushed or past a cut.
         for f in &files {
@@ -344,7 +374,7 @@ impl DbInner {
                 }
                 _ => continue,
             };
-            remove(&path)?;
+            remove(&self.opts.fs, &path)?;
         }
         if !mem.is_empty() {
             self.flush_memtable(&mem)?;
@@ -357,13 +387,18 @@ impl DbInner {
         let vlog_id = u32::try_from(vlog_id).map_err(|_| {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
-        let wal = LogWriter::create(&self.dir.join(wal_name(wal_id)), WAL_MAGIC, WAL_VERSION)?;
-        let vlog = VlogWriter::create(&self.dir, vlog_id)?;
+        let wal = LogWriter::create(
+            &self.opts.fs,
+            &self.dir.join(wal_name(wal_id)),
+            WAL_MAGIC,
+            WAL_VERSION,
+        )?;
+        let vlog = VlogWriter::create(&self.opts.fs, &self.dir, vlog_id)?;
         let head = Arc::new(VlogFile::open(
             &self.dir.join(vlog::file_name(vlog_id)),
             vlog_id,
         )?);
-        sync_dir(&self.dir)?;
+        sync_dir(&self.opts.fs, &self.dir)?;
         // Value-log files holding nothing but a header can go.
         let mut edits = vec![
             Edit::AddVlog(vlog_id),
@@ -385,10 +420,10 @@ impl DbInner {
             .ok_or(Error::Closed)?
             .log(&edits)?;
         for path in empty {
-            remove(&path)?;
+            remove(&self.opts.fs, &path)?;
         }
         for id in replayed {
-            remove(&self.dir.join(wal_name(*id)))?;
+            remove(&self.opts.fs, &self.dir.join(wal_name(*id)))?;
         }
         let vlogs = Arc::new(vlogs.with(head));
         self.update_state(|st| ReadState {

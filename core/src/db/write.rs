@@ -266,7 +266,8 @@ impl DbInner {
                 entries.push((op.key, rec));
             }
             let refs: Vec<(&[u8], &[u8])> = entries.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-            wal::frame(&mut framed, &batch::encode_record(w.seq, &refs));
+            let synced = log.wal.synced();
+            wal::frame(&mut framed, &batch::encode_wal_record(synced, w.seq, &refs));
             applied.push((w.clone(), entries));
             last = w.seq;
         }
@@ -368,7 +369,7 @@ impl DbInner {
             value::encode(&mut rec, &Stored::Pointer(p), m.user_meta, m.expires_at);
             wal::frame(
                 &mut framed,
-                &batch::encode_record(m.version, &[(&m.key, &rec)]),
+                &batch::encode_wal_record(log.wal.synced(), m.version, &[(&m.key, &rec)]),
             );
             applied.push((m.key, m.version, rec));
         }
@@ -403,7 +404,7 @@ impl DbInner {
         let id = u32::try_from(m.next_file_id()).map_err(|_| {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
-        let vlog = VlogWriter::create(&self.dir, id)?;
+        let vlog = VlogWriter::create(&self.opts.fs, &self.dir, id)?;
         let file = Arc::new(VlogFile::open(&self.dir.join(vlog::file_name(id)), id)?);
         // The old head is complete now: read it through a mapping from here on.
         let old_id = log.vlog.id();
@@ -411,7 +412,7 @@ impl DbInner {
             &self.dir.join(vlog::file_name(old_id)),
             old_id,
         )?);
-        sync_dir(&self.dir)?;
+        sync_dir(&self.opts.fs, &self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
         self.update_state(|st| ReadState {
             mem: st.mem.clone(),
@@ -475,8 +476,9 @@ impl DbInner {
             .as_mut()
             .ok_or(Error::Closed)?
             .next_file_id();
-        let wal = LogWriter::create(&self.dir.join(wal_name(id)), WAL_MAGIC, WAL_VERSION)
-            .and_then(|w| sync_dir(&self.dir).map(|_| w))
+        let fs = &self.opts.fs;
+        let wal = LogWriter::create(fs, &self.dir.join(wal_name(id)), WAL_MAGIC, WAL_VERSION)
+            .and_then(|w| sync_dir(fs, &self.dir).map(|_| w))
             .inspect_err(|e| self.poison_with(e))?;
         log.wal = wal;
         self.update_state(|st| {

@@ -215,7 +215,12 @@ pub(crate) fn run(
                 let path = dir.join(table::file_name(id));
                 builder = Some((
                     id,
-                    TableBuilder::create(&path, opts.block_size, opts.bloom_bits_per_key)?,
+                    TableBuilder::create(
+                        &opts.fs,
+                        &path,
+                        opts.block_size,
+                        opts.bloom_bits_per_key,
+                    )?,
                 ));
             }
             if let Some((_, b)) = builder.as_mut() {
@@ -232,10 +237,10 @@ pub(crate) fn run(
     })();
     if let Err(e) = result {
         for (id, _) in &outputs {
-            let _ = std::fs::remove_file(dir.join(table::file_name(*id)));
+            let _ = opts.fs.remove(&dir.join(table::file_name(*id)));
         }
         if let Some((id, _)) = builder {
-            let _ = std::fs::remove_file(dir.join(table::file_name(id)));
+            let _ = opts.fs.remove(&dir.join(table::file_name(id)));
         }
         return Err(e);
     }
@@ -252,7 +257,7 @@ mod tests {
     /// A table of keys `{prefix}000..{prefix}{n}` written as table `id` in `dir`.
     fn table(dir: &Path, id: u64, prefix: &str, n: u32) -> Arc<Table> {
         let path = dir.join(table::file_name(id));
-        let mut b = TableBuilder::create(&path, 4096, 10).unwrap();
+        let mut b = TableBuilder::create(&crate::fs::Fs::real(), &path, 4096, 10).unwrap();
         for i in 0..n {
             b.add(&key::encode(format!("{prefix}{i:03}").as_bytes(), 1), b"v")
                 .unwrap();

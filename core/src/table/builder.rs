@@ -4,8 +4,8 @@ use super::block::BlockBuilder;
 use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
 use crate::coding::put_varint;
 use crate::error::{Error, Result};
+use crate::fs::{Fs, FsWriter};
 use crate::key;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -19,7 +19,7 @@ pub(crate) struct TableMeta {
 }
 
 pub(crate) struct TableBuilder {
-    out: BufWriter<File>,
+    out: BufWriter<FsWriter>,
     path: PathBuf,
     offset: u64,
     block: BlockBuilder,
@@ -36,17 +36,21 @@ pub(crate) struct TableBuilder {
 
 impl TableBuilder {
     pub(crate) fn create(
+        fs: &Fs,
         path: &Path,
         block_size: usize,
         bits_per_key: usize,
     ) -> Result<TableBuilder> {
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(path)
+        let file = fs
+            .create_new(path)
             .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        let out = FsWriter {
+            fs: fs.clone(),
+            file,
+            path: path.to_path_buf(),
+        };
         Ok(TableBuilder {
-            out: BufWriter::with_capacity(256 << 10, file),
+            out: BufWriter::with_capacity(256 << 10, out),
             path: path.to_path_buf(),
             offset: 0,
             block: BlockBuilder::new(),
@@ -145,7 +149,10 @@ impl TableBuilder {
         self.out.write_all(&footer).map_err(ctx)?;
         self.out.flush().map_err(ctx)?;
         crate::fault::check(crate::fault::Op::Sync)
-            .and_then(|_| self.out.get_ref().sync_all())
+            .and_then(|_| {
+                let w = self.out.get_ref();
+                w.fs.sync(&w.file, &w.path)
+            })
             .map_err(ctx)?;
         let largest = self
             .index

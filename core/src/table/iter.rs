@@ -207,7 +207,7 @@ mod tests {
     fn stepping_into_the_next_block_reads_ahead_and_a_seek_alone_does_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.sst");
-        let mut b = TableBuilder::create(&path, 4096, 10).unwrap();
+        let mut b = TableBuilder::create(&crate::fs::Fs::real(), &path, 4096, 10).unwrap();
         for i in 0..60_000u32 {
             b.add(&key::encode(format!("key{i:08}").as_bytes(), 1), &[7; 40])
                 .unwrap();

@@ -5,6 +5,7 @@ use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
 use crate::advice::{self, ReadAhead};
 use crate::coding::Reader;
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use crate::key;
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
@@ -12,6 +13,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::OnceLock;
 
 /// One data block in the index. The block's last key lies in the table's
 /// `index_keys` arena: a binary search walks two contiguous arrays instead of
@@ -34,7 +36,9 @@ pub(crate) struct Table {
     max_seq: u64,
     entries: u64,
     /// Set when the table left the live set; the file is deleted when the last user drops it.
-    obsolete: AtomicBool,
+    /// Set when compaction replaced the table: the file is removed, through
+    /// this file system, when the last reader lets go.
+    obsolete: OnceLock<Fs>,
     /// Blocks whose checksum was checked once: the file never changes while open,
     /// so later reads skip the crc (a 4 KiB crc costs about as much as the lookup).
     verified: Vec<AtomicBool>,
@@ -125,7 +129,7 @@ impl Table {
             filter,
             max_seq,
             entries,
-            obsolete: AtomicBool::new(false),
+            obsolete: OnceLock::new(),
         })
     }
 
@@ -294,16 +298,16 @@ impl Table {
         }
     }
 
-    pub(crate) fn mark_obsolete(&self) {
-        self.obsolete.store(true, AtomicOrdering::Release);
+    pub(crate) fn mark_obsolete(&self, fs: &Fs) {
+        let _ = self.obsolete.set(fs.clone());
     }
 }
 
 impl Drop for Table {
     fn drop(&mut self) {
-        if self.obsolete.load(AtomicOrdering::Acquire) {
+        if let Some(fs) = self.obsolete.get() {
             // Best effort: an orphaned table is also removed at the next open.
-            let _ = std::fs::remove_file(&self.path);
+            let _ = fs.remove(&self.path);
         }
     }
 }
@@ -379,7 +383,7 @@ mod tests {
 
     fn write_table(dir: &Path, n: u32) -> PathBuf {
         let path = dir.join("000001.sst");
-        let mut b = TableBuilder::create(&path, 256, 10).unwrap();
+        let mut b = TableBuilder::create(&crate::fs::Fs::real(), &path, 256, 10).unwrap();
         for i in 0..n {
             for seq in [3u64, 1] {
                 b.add(

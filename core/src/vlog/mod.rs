@@ -77,7 +77,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sett-vlog-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let mut w = VlogWriter::create(&dir, 1).unwrap();
+        let mut w = VlogWriter::create(&crate::fs::Fs::real(), &dir, 1).unwrap();
         let mut written = Vec::new();
         // Sizes on both sides of the hand-over threshold, over two flushes.
         for (i, len) in [10usize, 5000, 20, 70_000, 4096, 4095, 1]

@@ -86,9 +86,8 @@ impl VlogFile {
     }
 
     /// fsyncs the file (through this read handle: fsync acts on the file, not the handle).
-    pub(crate) fn sync(&self) -> Result<()> {
-        self.file
-            .sync_data()
+    pub(crate) fn sync(&self, fs: &crate::fs::Fs) -> Result<()> {
+        fs.sync(&self.file, &self.path)
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 

@@ -2,16 +2,18 @@
 
 use super::{encode_entry, file_name, MAGIC, VERSION};
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use crate::value::ValuePointer;
 use crate::wal::{file_header, HEADER_LEN};
 use std::fs::File;
-use std::io::{IoSlice, Write};
+use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 
 /// The head value-log file. Entries are buffered in memory by the write leader
 /// and handed to the OS once per write group by [`VlogWriter::flush`].
 pub(crate) struct VlogWriter {
     id: u32,
+    fs: Fs,
     file: File,
     path: PathBuf,
     /// Logical length: bytes in the file plus bytes buffered.
@@ -35,19 +37,16 @@ const OWNED_MIN: usize = 4096;
 
 impl VlogWriter {
     /// Creates value-log file `id` in `dir` with its header, synced.
-    pub(crate) fn create(dir: &Path, id: u32) -> Result<VlogWriter> {
+    pub(crate) fn create(fs: &Fs, dir: &Path, id: u32) -> Result<VlogWriter> {
         let path = dir.join(file_name(id));
         let ctx = || format!("creating {}", path.display());
-        let mut file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
+        let mut file = fs.create_new(&path).map_err(|e| Error::io(ctx(), e))?;
+        fs.append(&mut file, &path, &file_header(MAGIC, VERSION))
+            .and_then(|_| fs.sync(&file, &path))
             .map_err(|e| Error::io(ctx(), e))?;
-        file.write_all(&file_header(MAGIC, VERSION))
-            .map_err(|e| Error::io(ctx(), e))?;
-        file.sync_all().map_err(|e| Error::io(ctx(), e))?;
         Ok(VlogWriter {
             id,
+            fs: fs.clone(),
             file,
             path,
             len: HEADER_LEN as u64,
@@ -114,7 +113,7 @@ impl VlogWriter {
         }
         let res = crate::fault::check(crate::fault::Op::Write).and_then(|_| {
             if self.owned.is_empty() {
-                return self.file.write_all(&self.buf);
+                return self.fs.append(&mut self.file, &self.path, &self.buf);
             }
             // buf pieces and owned values, interleaved in file order.
             let mut slices = Vec::with_capacity(2 * self.owned.len() + 1);
@@ -125,7 +124,8 @@ impl VlogWriter {
                 at = *before;
             }
             slices.push(IoSlice::new(&self.buf[at..]));
-            write_all_vectored(&mut self.file, &mut slices)
+            self.fs
+                .append_vectored(&mut self.file, &self.path, &mut slices)
         });
         self.buf.clear();
         self.owned.clear();
@@ -161,28 +161,7 @@ impl VlogWriter {
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.flush()?;
         crate::fault::check(crate::fault::Op::Sync)
-            .and_then(|_| self.file.sync_data())
+            .and_then(|_| self.fs.sync(&self.file, &self.path))
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
-}
-
-/// Writes every slice, in order, with as few `writev` calls as the system allows.
-fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
-    // Empty slices cost an iovec each; IoSlice::advance_slices skips them anyway.
-    while !slices.is_empty() {
-        // Linux takes at most 1024 iovecs per call.
-        let n = slices.len().min(1024);
-        match file.write_vectored(&slices[..n]) {
-            Ok(0) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::WriteZero,
-                    "writev wrote nothing",
-                ))
-            }
-            Ok(written) => IoSlice::advance_slices(&mut slices, written),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

@@ -105,6 +105,7 @@ lint: deps
 
 # (sett-python is an extension module: it is tested through pytest, not cargo test.)
 unit: deps
+	rm -rf target/tmp/skipped
 	$(CARGO) test --workspace --exclude sett-python
 	$(CARGO) test -p sett --features fault-injection --test fault
 
@@ -211,4 +212,5 @@ mutation-check: deps
 	done
 
 test: fmt-check lint header-check unit mutation-check ctest gotest pytest smoke bindings-smoke
-	@echo "make test: all checks passed"
+	@skipped=$$(ls target/tmp/skipped 2>/dev/null | tr '\n' ' '); \
+	echo "make test: all checks passed ($$(ls target/tmp/skipped 2>/dev/null | wc -l) tests skipped$${skipped:+: $$skipped})"

@@ -52,8 +52,12 @@ if cargo fuzz --version >/dev/null 2>&1 && cargo +nightly --version >/dev/null 2
   done
 fi
 
-cycles() { grep -o '[0-9]* cycles' "$1" | grep -o '[0-9]*'; }
-acks() { grep -o '[0-9]* batches acknowledged, [0-9]* batches verified' "$1" | sed 's/ batches verified/ verified present/'; }
+verdict() { # verdict NAME TEXT: TEXT if the part passed, else FAILED
+  if [ "${ok[$1]}" = ok ]; then echo "$2"; else echo "FAILED (see $log)"; fi
+}
+num() { grep -o "[0-9]* $2" "$1" | grep -o '^[0-9]*' | tail -1; }
+cycles() { echo "$(num "$1" 'cycles in') cycles ($(num "$1" 'cycles with no acknowledgement') with no acknowledgement)"; }
+acks() { echo "$(num "$1" 'batches acknowledged') batches acknowledged, $(num "$1" 'batches verified present') verified present"; }
 fails() { grep -o '[0-9]* failures' "$1" | grep -o '[0-9]*'; }
 flips=$(grep -o '[0-9]* reported as corruption' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
 harmless=$(grep -oE '[0-9]+ (flips|cuts) harmless|[0-9]+ flips recovered a prefix' "$log/corruption.txt" | grep -o '^[0-9]*' | paste -sd+ | bc)
@@ -61,12 +65,9 @@ bank=$(grep -o 'bank: [0-9]* transfers.*' "$log/bank.txt" | tail -1)
 echo
 echo "| part | runs | failures / data lost |"
 echo "|---|---:|---:|"
-echo "| crash loop, sync on | $(cycles "$log/crash-sync.txt") cycles, $(acks "$log/crash-sync.txt") | $(fails "$log/crash-sync.txt") |"
-echo "| crash loop, sync off | $(cycles "$log/crash-nosync.txt") cycles, $(acks "$log/crash-nosync.txt") | $(fails "$log/crash-nosync.txt") |"
-echo "| bank test | ${bank:-?} | $(grep -c VIOLATION "$log/bank.txt" || true) violations |"
-verdict() { # verdict NAME TEXT: TEXT if the part passed, else FAILED
-  if [ "${ok[$1]}" = ok ]; then echo "$2"; else echo "FAILED (see $log)"; fi
-}
+echo "| crash loop, sync on (SIGKILL) | $(cycles "$log/crash-sync.txt"), $(acks "$log/crash-sync.txt") | $(verdict crash_sync "$(fails "$log/crash-sync.txt") failures") |"
+echo "| crash loop, sync off (SIGKILL: every acknowledged batch must survive too) | $(cycles "$log/crash-nosync.txt"), $(acks "$log/crash-nosync.txt") | $(verdict crash_nosync "$(fails "$log/crash-nosync.txt") failures") |"
+echo "| bank test | ${bank:-?} | $(verdict bank "$(grep -c VIOLATION "$log/bank.txt" || true) violations") |"
 cuts=$(grep -o 'POWER_CUTS [^:]*: [0-9]* cuts' "$log/power.txt" | grep -o '[0-9]* cuts' | grep -o '[0-9]*' | paste -sd+ | bc || echo 0)
 faultruns=$(grep -o 'FAULTS: [0-9]* runs' "$log/power.txt" | grep -o '[0-9]*' || echo 0)
 echo "| power cuts (SimFs: unsynced data and directory entries dropped, torn pages; both sync modes) | ${cuts:-0} cuts | $(verdict power "0 acknowledged writes lost, 0 failed opens") |"
@@ -77,5 +78,5 @@ faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' |
 full=$(grep -c 'disk full after' "$log/full-disk.txt" || true)
 fullfail=$(grep -c 'FAILED\|panicked' "$log/full-disk.txt" || true)
 echo "| fault injection (EIO/ENOSPC at the Nth write or fsync) | $faults faults | $(verdict fault "0 acknowledged writes lost") |"
-echo "| full disk (6 MiB tmpfs filled while writing, space freed, reopened) | $full runs | $fullfail failed |"
+echo "| full disk (6 MiB tmpfs filled while writing, space freed, reopened) | $full runs ($(grep -c SKIPPED "$log/full-disk.txt" || true) skipped) | $(verdict full "$fullfail failed") |"
 exit $status

@@ -91,6 +91,9 @@ type DB struct {
 // Version is the version number of the loaded libsett (MAJOR*10000+MINOR*100+PATCH).
 func Version() int { return int(C.sett_version_number()) }
 
+// headerVersion is the version of the sett.h this package was compiled against.
+func headerVersion() int { return int(C.SETT_VERSION_NUMBER) }
+
 // Open opens or creates the database in dir. opts may be nil.
 func Open(dir string, opts *Options) (*DB, error) {
 	co := C.sett_options_new()

@@ -135,11 +135,11 @@ impl FuzzTarget {
 /// and value-log files (so flushes, compactions, GC and reopens all happen) and
 /// against a `BTreeMap`, panicking on the first difference. Each operation is a
 /// tag byte followed by its arguments; a short input ends the run.
-pub fn fuzz_ops(data: &[u8]) {
+pub fn fuzz_ops(data: &[u8]) -> u64 {
     use crate::{Db, IterOptions, Options, WriteBatch};
     use std::collections::BTreeMap;
 
-    let Ok(dir) = tempfile_dir() else { return };
+    let Ok(dir) = tempfile_dir() else { return 0 };
     let opts = |dir: &std::path::Path| {
         let mut o = Options::new(dir);
         o.value_threshold = 32;
@@ -177,6 +177,9 @@ pub fn fuzz_ops(data: &[u8]) {
         Some(head)
     };
     let mut step = 0u8;
+    // Reads and scans compared with the model, so that a caller can tell a
+    // replay that checked something from one that did not.
+    let mut checked = 0u64;
     while let Some(op) = take(1) {
         step = step.wrapping_add(1);
         match op[0] % 10 {
@@ -218,6 +221,7 @@ pub fn fuzz_ops(data: &[u8]) {
                     model.get(&k).cloned(),
                     "get {k:?}"
                 );
+                checked += 1;
             }
             6 => {
                 let Some(a) = take(2) else { break };
@@ -247,6 +251,7 @@ pub fn fuzz_ops(data: &[u8]) {
                 if a[0] & 1 == 1 {
                     want.reverse();
                 }
+                checked += want.len() as u64 + 1;
                 if a[0] & 2 == 2 {
                     let keys =
                         |v: Vec<(Vec<u8>, Vec<u8>)>| v.into_iter().map(|p| p.0).collect::<Vec<_>>();
@@ -262,6 +267,7 @@ pub fn fuzz_ops(data: &[u8]) {
                 let old = model.get(&k).cloned();
                 db.update(|txn| {
                     assert_eq!(txn.get(&k)?, old, "txn read {k:?}");
+                    checked += 1;
                     txn.set(&k, &v)
                 })
                 .expect("update");
@@ -295,4 +301,5 @@ pub fn fuzz_ops(data: &[u8]) {
     db.verify().expect("verify");
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
+    checked + model.len() as u64 + 1
 }

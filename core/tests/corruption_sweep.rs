@@ -1,28 +1,77 @@
-//! Corruption sweep: for every file type, flip a byte at many offsets; open, a
-//! full scan, `verify` and point reads must each either succeed with the right
-//! data or fail with a corruption error naming the damaged file — never panic,
-//! hang, or return a wrong value.
+//! Corruption sweep: for every file type, flip a byte at many offsets (and cut
+//! files at many lengths); open, a full scan, `verify` and point reads must each
+//! either succeed with exactly the right data — every live key there with its
+//! newest value, no deleted, expired or older version back — or fail with a
+//! corruption error naming the damaged file; never panic, hang, or return a
+//! wrong value.
 
 mod common;
 
 use common::{copy_dir, files_with_ext, tiny_options, value_for};
-use sett::{Db, Error, IterOptions};
+use sett::{Clock, Db, Error, IterOptions, PutOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
 
 const KEYS: u64 = 300;
 
-fn expected(k: u64) -> (Vec<u8>, Vec<u8>) {
-    let key = format!("key{k:04}").into_bytes();
-    let v = value_for(&key, 1, if k.is_multiple_of(3) { 200 } else { 20 });
+fn key(k: u64) -> Vec<u8> {
+    format!("key{k:04}").into_bytes()
+}
+
+fn value_len(k: u64) -> usize {
+    if k.is_multiple_of(3) {
+        200
+    } else {
+        20
+    }
+}
+
+/// What key `k` holds after `build`: several versions were written, some keys
+/// deleted, some given a TTL that has passed.
+fn expected(k: u64) -> (Vec<u8>, Option<Vec<u8>>) {
+    let key = key(k);
+    let v = if k.is_multiple_of(11) || k.is_multiple_of(7) {
+        None
+    } else if k.is_multiple_of(2) {
+        Some(value_for(&key, 2, value_len(k)))
+    } else {
+        Some(value_for(&key, 1, value_len(k)))
+    };
     (key, v)
+}
+
+/// The first value written to key `k` (the WAL sweep writes only these).
+fn first_version(k: u64) -> (Vec<u8>, Vec<u8>) {
+    (key(k), value_for(&key(k), 1, value_len(k)))
 }
 
 fn build() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(tiny_options(dir.path())).unwrap();
+    let mut o = tiny_options(dir.path());
+    // TTLs are measured against a clock far in the past: expired at any reopen.
+    o.clock = Clock::manual(Arc::new(AtomicU64::new(1_000_000)));
+    let db = Db::open(o).unwrap();
     for k in 0..KEYS {
-        let (key, v) = expected(k);
+        let (key, v) = first_version(k);
         db.put(&key, &v).unwrap();
+    }
+    db.flush().unwrap();
+    for k in 0..KEYS {
+        if k.is_multiple_of(11) {
+            let ttl = PutOptions {
+                ttl: Some(Duration::from_secs(5)),
+                ..PutOptions::default()
+            };
+            db.put_with(&key(k), &value_for(&key(k), 3, value_len(k)), ttl)
+                .unwrap();
+        } else if k.is_multiple_of(7) {
+            db.delete(&key(k)).unwrap();
+        } else if k.is_multiple_of(2) {
+            db.put(&key(k), &value_for(&key(k), 2, value_len(k)))
+                .unwrap();
+        }
     }
     db.close().unwrap();
     dir
@@ -79,14 +128,21 @@ fn probe(dir: &Path, damaged: &Path, what: &str) -> (u32, u32) {
         .and_then(|it| it.collect::<sett::Result<Vec<_>>>())
     {
         Ok(items) => {
-            for (k, v) in items {
+            let mut seen = 0;
+            for (k, v) in &items {
                 let n: u64 = String::from_utf8_lossy(&k[3..]).parse().unwrap();
                 assert_eq!(
-                    v,
-                    expected(n).1,
-                    "{what}: scan returned a wrong value for {n}"
+                    Some(v),
+                    expected(n).1.as_ref(),
+                    "{what}: scan returned a wrong, deleted or expired value for {n}"
                 );
+                seen += 1;
             }
+            let live = (0..KEYS).filter(|&k| expected(k).1.is_some()).count();
+            assert_eq!(
+                seen, live,
+                "{what}: a clean scan returned {seen} items of {live}: some silently missing"
+            );
         }
         Err(e) => {
             check_error(&e, damaged, what);
@@ -99,10 +155,14 @@ fn probe(dir: &Path, damaged: &Path, what: &str) -> (u32, u32) {
     }
     for k in 0..KEYS {
         let (key, v) = expected(k);
-        match db.get(&key) {
-            Ok(Some(got)) => assert_eq!(got, v, "{what}: get returned a wrong value for {k}"),
-            Ok(None) => panic!("{what}: key {k} silently missing"),
-            Err(e) => {
+        match (db.get(&key), v) {
+            (Ok(Some(got)), Some(v)) => {
+                assert_eq!(got, v, "{what}: get returned a wrong value for {k}")
+            }
+            (Ok(None), None) => {}
+            (Ok(None), Some(_)) => panic!("{what}: key {k} silently missing"),
+            (Ok(Some(_)), None) => panic!("{what}: deleted or expired key {k} came back"),
+            (Err(e), _) => {
                 check_error(&e, damaged, what);
                 errors += 1;
             }
@@ -188,6 +248,12 @@ fn truncated_tables_are_detected_never_read_wrong() {
 }
 
 #[test]
+fn truncated_value_logs_are_detected_never_read_wrong() {
+    let (_, detected) = truncation_sweep("vlog", 30);
+    assert!(detected > 0);
+}
+
+#[test]
 fn truncated_manifests_are_detected_never_read_wrong() {
     let (_, detected) = truncation_sweep("MANIFEST", 40);
     assert!(detected > 0);
@@ -205,7 +271,7 @@ fn build_unflushed() -> tempfile::TempDir {
     o.sync_writes = true;
     let db = Db::open(o).unwrap();
     for k in 0..KEYS {
-        let (key, v) = expected(k);
+        let (key, v) = first_version(k);
         db.put(&key, &v).unwrap();
     }
     // No close: closing would flush the memtable into a table.
@@ -229,7 +295,7 @@ fn probe_wal(dir: &Path, damaged: &Path, what: &str) -> (u32, u32) {
         .and_then(|it| it.collect())
         .unwrap_or_else(|e| panic!("{what}: scan after a clean open failed: {e}"));
     for (i, (k, v)) in items.iter().enumerate() {
-        let (key, value) = expected(i as u64);
+        let (key, value) = first_version(i as u64);
         assert_eq!(
             k, &key,
             "{what}: recovered keys are not a prefix of the writes"
@@ -277,6 +343,14 @@ fn verify_checks_every_block_and_value_of_a_healthy_db() {
     let db = Db::open(tiny_options(dir.path())).unwrap();
     let r = db.verify().unwrap();
     assert!(r.tables > 0 && r.blocks >= r.tables, "{r:?}");
-    assert_eq!(r.values, KEYS / 3, "{r:?}");
-    assert!(r.entries >= KEYS, "{r:?}");
+    // Every live separated value, and older versions still held in tables.
+    let live_separated = (0..KEYS)
+        .filter(|&k| value_len(k) >= 64 && expected(k).1.is_some())
+        .count() as u64;
+    assert!(
+        r.values >= live_separated,
+        "{r:?}: {live_separated} live separated values"
+    );
+    let live = (0..KEYS).filter(|&k| expected(k).1.is_some()).count() as u64;
+    assert!(r.entries >= live, "{r:?}: {live} live keys");
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{tiny_options, value_for, Rng};
+use common::{kill_running_child, read_stderr, tiny_options, value_for, Rng};
 use sett::{Db, GcOutcome, IterOptions, Options};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -146,7 +146,12 @@ fn gc_crash_child() {
         if round % 3 == 0 {
             db.flatten().unwrap();
         }
-        let _ = db.run_value_log_gc(0.3).unwrap();
+        // Say when GC did something, so the parent can tell that the kills
+        // fell among GC runs and not only among writes.
+        if db.run_value_log_gc(0.3).unwrap() != GcOutcome::NothingToCollect {
+            writeln!(out, "gc collected").unwrap();
+            out.flush().unwrap();
+        }
     }
 }
 
@@ -156,6 +161,7 @@ fn a_crash_at_any_point_of_gc_loses_no_value() {
     let mut rng = Rng::new(99);
     let mut start = 0u64;
     let mut gc_files_seen = 0;
+    let mut gc_runs = 0;
     for cycle in 0..12 {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -167,25 +173,31 @@ fn a_crash_at_any_point_of_gc_loses_no_value() {
             .env(CHILD_ENV, dir.path())
             .env("SETT_GC_START", start.to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let stderr = read_stderr(&mut child);
         let stdout = child.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
+            let lines: Vec<String> = BufReader::new(stdout)
                 .lines()
                 .map_while(Result::ok)
+                .collect();
+            let gcs = lines.iter().filter(|l| l.contains("gc collected")).count();
+            let acked = lines
+                .iter()
                 .filter_map(|l| {
                     l.split("round ")
                         .nth(1)
                         .and_then(|n| n.trim().parse::<u64>().ok())
                 })
-                .max()
+                .max();
+            (acked, gcs)
         });
         std::thread::sleep(Duration::from_millis(150 + rng.below(400)));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let acked = reader.join().unwrap();
+        kill_running_child(&mut child, stderr, &format!("cycle {cycle}"));
+        let (acked, gcs) = reader.join().unwrap();
+        gc_runs += gcs;
         let db = Db::open(gc_options(dir.path()))
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen: {e}"));
         gc_files_seen = gc_files_seen.max(db.stats().vlog_files);
@@ -223,6 +235,10 @@ fn a_crash_at_any_point_of_gc_loses_no_value() {
         start = if missing { 0 } else { newest + 1 };
     }
     eprintln!(
-        "GC crash loop: 12 cycles, {start} rounds written, up to {gc_files_seen} value-log files"
+        "GC crash loop: 12 cycles, {start} rounds written, {gc_runs} GC runs that collected, up to {gc_files_seen} value-log files"
+    );
+    assert!(
+        gc_runs > 0,
+        "no GC run collected anything: the kills never met GC"
     );
 }

@@ -252,10 +252,7 @@ fn first_difference(got: &Model, want: &Model) -> String {
     "none".into()
 }
 
-/// Reopens `dir` with the real file system and checks it against the model.
-fn check(dir: &Path, steps: &[Step], o: &Outcome, sync: bool, what: &str) {
-    let db = Db::open(tiny_options(dir))
-        .unwrap_or_else(|e| panic!("{what}: reopen after the cut failed: {e} (run: {o:?})"));
+fn scan(db: &Db, what: &str) -> Model {
     let mut state = Model::new();
     for item in db
         .iter(IterOptions::default())
@@ -263,6 +260,69 @@ fn check(dir: &Path, steps: &[Step], o: &Outcome, sync: bool, what: &str) {
     {
         let (k, v) = item.unwrap_or_else(|e| panic!("{what}: scan after the cut: {e}"));
         state.insert(k, v);
+    }
+    state
+}
+
+/// Every file under `dir` with its length and content hash.
+fn snapshot(dir: &Path) -> BTreeMap<String, (u64, u32)> {
+    let mut out = BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let data = std::fs::read(e.path()).unwrap_or_default();
+            out.insert(
+                e.file_name().to_string_lossy().into_owned(),
+                (data.len() as u64, crc32(&data)),
+            );
+        }
+    }
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+        }
+    }
+    !crc
+}
+
+/// Reopens `dir` (read-only first, then with the real file system) and checks
+/// it against the model.
+fn check(dir: &Path, steps: &[Step], o: &Outcome, sync: bool, what: &str) {
+    // A read-only open of the crashed directory writes nothing and sees what
+    // the read-write open will.
+    let before = snapshot(dir);
+    let mut ro_opts = tiny_options(dir);
+    ro_opts.read_only = true;
+    let ro_state = match Db::open(ro_opts) {
+        Ok(ro) => Some(scan(&ro, what)),
+        Err(sett::Error::InvalidArgument(_)) => None, // no MANIFEST survived
+        Err(e) => panic!("{what}: read-only open after the cut failed: {e}"),
+    };
+    assert_eq!(
+        snapshot(dir),
+        before,
+        "{what}: a read-only open changed the directory"
+    );
+    let db = Db::open(tiny_options(dir))
+        .unwrap_or_else(|e| panic!("{what}: reopen after the cut failed: {e} (run: {o:?})"));
+    let state = scan(&db, what);
+    match ro_state {
+        Some(ro) => assert!(
+            ro == state,
+            "{what}: the read-only open saw {} keys, the read-write open {}: first difference: {}",
+            ro.len(),
+            state.len(),
+            first_difference(&ro, &state)
+        ),
+        None => assert!(
+            state.is_empty(),
+            "{what}: no MANIFEST for a read-only open, yet the Db holds data"
+        ),
     }
     let floor = if sync { o.acked } else { o.flushed };
     let k = match state.get(MARKER) {

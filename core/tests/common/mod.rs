@@ -90,3 +90,35 @@ pub fn copy_dir(from: &Path) -> tempfile::TempDir {
     }
     to
 }
+
+/// Starts reading a child's piped stderr in the background.
+pub fn read_stderr(child: &mut std::process::Child) -> std::thread::JoinHandle<String> {
+    let mut stderr = child
+        .stderr
+        .take()
+        .expect("the child's stderr must be piped");
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    })
+}
+
+/// Kills a child with SIGKILL and checks that it was still running: a child
+/// that ended on its own (a panic, an error) fails the test with its stderr.
+pub fn kill_running_child(
+    child: &mut std::process::Child,
+    stderr: std::thread::JoinHandle<String>,
+    what: &str,
+) {
+    use std::os::unix::process::ExitStatusExt;
+    let _ = child.kill();
+    let status = child.wait().expect("waiting for the child");
+    let err = stderr.join().unwrap_or_default();
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "{what}: the child ended on its own ({status}) before it was killed; its stderr:\n{err}"
+    );
+}

@@ -158,10 +158,12 @@ ctest: deps
 	$(VALGRIND) target/ctest/test_cpp
 	rm -rf target/ctest/example-db && $(VALGRIND) target/ctest/example target/ctest/example-db && rm -rf target/ctest/example-db
 
-# The Go package (race detector), go vet, gofmt, and a tiny run of the whole badger-bench suite.
+# The Go package (race detector, and cgocheck2 for every pointer it hands C), go vet, gofmt,
+# and a tiny run of the whole badger-bench suite.
 gotest: go-build
 	@test -z "$$(cd bench-go && gofmt -l .)" || { echo "gofmt would change:"; cd bench-go && gofmt -l .; exit 1; }
 	cd bench-go && go vet ./... && go test -race -count=1 ./...
+	cd bench-go && GOEXPERIMENT=cgocheck2 go test -count=1 ./sett
 	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --sizes 128,1024 \
 		--scale 0.005 --reads 2000 --iter 5000 --runs 2 --device-mib 8 --out target/bench-smoke > target/bench-smoke.log 2>&1 || \
 		{ tail -40 target/bench-smoke.log; exit 1; }

@@ -236,6 +236,72 @@ func TestManyGoroutinesShareOneDB(t *testing.T) {
 	}
 }
 
+func TestCloseRacingWithCallsInFlight(t *testing.T) {
+	// Goroutines write, read and iterate while another closes the database:
+	// each call succeeds or returns ErrClosed, nothing crashes, and once Close
+	// has returned every call is refused.
+	for round := 0; round < 5; round++ {
+		db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, MemtableSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var closed sync.WaitGroup
+		closed.Add(1)
+		errs := make(chan error, 16)
+		for g := 0; g < 6; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				ok := func(err error) bool { return err == nil || errors.Is(err, ErrNotFound) }
+				for i := 0; ; i++ {
+					k := []byte(fmt.Sprintf("g%d/%d", g, i%500))
+					var err error
+					switch i % 3 {
+					case 0:
+						err = db.Set(k, bytes.Repeat([]byte{byte(g)}, 100))
+					case 1:
+						_, err = db.Get(k)
+					default:
+						var it *Iterator
+						it, err = db.NewIterator(IteratorOptions{Prefix: []byte(fmt.Sprintf("g%d/", g))})
+						if err == nil {
+							for n := 0; it.Valid() && n < 20; n++ {
+								it.Next()
+							}
+							err = it.Err()
+							it.Close()
+						}
+					}
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if !ok(err) {
+						errs <- fmt.Errorf("goroutine %d, call %d: %v", g, i, err)
+						return
+					}
+				}
+			}(g)
+		}
+		go func() {
+			defer closed.Done()
+			time.Sleep(time.Duration(5+round*10) * time.Millisecond)
+			if err := db.Close(); err != nil {
+				errs <- fmt.Errorf("close: %v", err)
+			}
+		}()
+		closed.Wait()
+		if err := db.Set([]byte("after"), []byte("close")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a write after Close returned %v", err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestVersionMatchesHeader(t *testing.T) {
 	if Version() != headerVersion() {
 		t.Fatalf("libsett reports version %d, the sett.h compiled in says %d", Version(), headerVersion())

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -144,6 +144,36 @@ lib: deps
 	mkdir -p target/pkgconfig
 	sed -e 's|@PREFIX@|$(ROOT)|' -e 's|@LIBDIR@|$(ROOT)/target/release|' -e 's|@VERSION@|$(VERSION)|' ffi/sett.pc.in > target/pkgconfig/sett.pc
 
+# Installs the C library under PREFIX (default /usr/local; DESTDIR for staging):
+# lib/libsett.so.VERSION with its SONAME link libsett.so.MAJOR and the link
+# libsett.so, lib/libsett.a, include/sett.h and lib/pkgconfig/sett.pc.
+PREFIX ?= /usr/local
+MAJOR := $(word 1,$(subst ., ,$(VERSION)))
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 0755 target/release/libsett.so $(DESTDIR)$(PREFIX)/lib/libsett.so.$(VERSION)
+	ln -sf libsett.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libsett.so.$(MAJOR)
+	ln -sf libsett.so.$(MAJOR) $(DESTDIR)$(PREFIX)/lib/libsett.so
+	install -m 0644 target/release/libsett.a $(DESTDIR)$(PREFIX)/lib/libsett.a
+	install -m 0644 include/sett.h $(DESTDIR)$(PREFIX)/include/sett.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(PREFIX)/lib|' -e 's|@VERSION@|$(VERSION)|' \
+		ffi/sett.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sett.pc
+
+# Installs into a temporary prefix, builds the C example there with pkg-config
+# only (no path into this tree) and runs it, dynamically and statically linked.
+install-check: deps
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(MAKE) --no-print-directory install PREFIX="$$tmp/prefix" >/dev/null; \
+	export PKG_CONFIG_PATH="$$tmp/prefix/lib/pkgconfig"; \
+	cc -std=c11 -Wall -Wextra -Werror -o "$$tmp/example" examples/c/example.c $$(pkg-config --cflags --libs sett); \
+	readelf -d "$$tmp/example" | grep -q 'NEEDED.*libsett.so.$(MAJOR)'; \
+	"$$tmp/example" "$$tmp/db-dynamic" >/dev/null; \
+	cc -std=c11 -Wall -Wextra -Werror -o "$$tmp/example-static" examples/c/example.c \
+		$$(pkg-config --cflags sett) "$$tmp/prefix/lib/libsett.a" -lpthread -ldl -lm; \
+	! readelf -d "$$tmp/example-static" | grep -q 'NEEDED.*libsett'; \
+	"$$tmp/example-static" "$$tmp/db-static" >/dev/null; \
+	echo "install-check: the example built and ran against an installed prefix (shared and static)"
+
 # The C and C++ tests and the C example, against the debug library, under valgrind.
 ctest: deps
 	$(CARGO) build -p sett-ffi
@@ -213,6 +243,6 @@ mutation-check: deps
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
 
-test: fmt-check lint header-check unit mutation-check ctest gotest pytest smoke bindings-smoke
+test: fmt-check lint header-check unit mutation-check ctest install-check gotest pytest smoke bindings-smoke
 	@skipped=$$(ls target/tmp/skipped 2>/dev/null | tr '\n' ' '); \
 	echo "make test: all checks passed ($$(ls target/tmp/skipped 2>/dev/null | wc -l) tests skipped$${skipped:+: $$skipped})"

@@ -4,10 +4,30 @@
 //! the starting one means a transaction was applied in part or saw a torn
 //! snapshot: the run fails.
 
-use crate::args::Args;
 use sett::{Db, Error, IterOptions, Options, WriteBatch};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct BankArgs {
+    /// Database directory, kept (default: a new temporary directory, removed at the end)
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Accounts, at least 2
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..))]
+    accounts: u64,
+    /// Transfer threads, at least 1
+    #[arg(long, default_value_t = 4,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    threads: usize,
+    /// How long the transfers run, in seconds
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// fsync every write group
+    #[arg(long)]
+    sync: bool,
+}
 
 const START_BALANCE: u64 = 1000;
 
@@ -38,25 +58,22 @@ fn total(db: &Db) -> Result<(u64, u64), Error> {
     })
 }
 
-pub fn run(a: &Args) -> Result<bool, String> {
-    a.only(&["dir", "accounts", "threads", "seconds", "sync"])?;
-    let accounts: u64 = a.num("accounts", 100)?;
-    let threads: usize = a.num("threads", 4)?;
-    let seconds: f64 = a.num("seconds", 5.0)?;
-    if accounts < 2 || threads == 0 {
-        return Err("need at least 2 accounts and 1 thread".into());
+pub fn run(a: &BankArgs) -> Result<bool, String> {
+    let (accounts, threads, seconds) = (a.accounts, a.threads, a.seconds);
+    if !(seconds >= 0.0 && seconds.is_finite()) {
+        return Err(format!("--seconds {seconds}: not a duration"));
     }
-    let (dir, temp) = match a.str("dir") {
-        Some(d) => (std::path::PathBuf::from(d), false),
+    let (dir, temp) = match &a.dir {
+        Some(d) => (d.clone(), false),
         None => (
             std::env::temp_dir().join(format!("sett-bank-{}", std::process::id())),
             true,
         ),
     };
     let mut o = Options::new(&dir);
-    o.sync_writes = a.has("sync");
+    o.sync_writes = a.sync;
     o.memtable_size = 1 << 20; // small, so flushes and compactions run during the test
-    let db = Db::open(o).map_err(|e| e.to_string())?;
+    let db = Db::open(o).map_err(|e| format!("opening {}: {e}", dir.display()))?;
     if db.get(&account(0)).map_err(|e| e.to_string())?.is_none() {
         let mut b = WriteBatch::new();
         for i in 0..accounts {
@@ -73,7 +90,7 @@ pub fn run(a: &Args) -> Result<bool, String> {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     println!(
         "bank: {accounts} accounts, {threads} threads, {seconds} s, sync={}",
-        a.has("sync")
+        a.sync
     );
     let started = Instant::now();
     let errors: Vec<String> = std::thread::scope(|s| {
@@ -138,7 +155,8 @@ pub fn run(a: &Args) -> Result<bool, String> {
     // The total must also hold after a reopen.
     db.close().map_err(|e| e.to_string())?;
     drop(db);
-    let db = Db::open(Options::new(&dir)).map_err(|e| e.to_string())?;
+    let db =
+        Db::open(Options::new(&dir)).map_err(|e| format!("reopening {}: {e}", dir.display()))?;
     let (sum, n) = total(&db).map_err(|e| e.to_string())?;
     db.close().map_err(|e| e.to_string())?;
     if temp {

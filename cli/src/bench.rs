@@ -1,34 +1,81 @@
 //! `sett bench`: populate, random read and iterate, with figures.
 
+use crate::progress::{rss, Phase, Progress, ProgressFlags};
+use serde_json::{json, Value};
 use sett::{Db, IterOptions, Options, WriteBatch};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
-pub struct Config {
-    dir: Option<PathBuf>,
-    valsz: Vec<usize>,
-    keys: Vec<u64>,
-    writers: usize,
-    batch: usize,
-    reads: u64,
-    readers: usize,
-    sync: bool,
-    value_threshold: Option<usize>,
-    keep: bool,
+/// At least 1, as a usize.
+fn positive() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
 }
 
-fn list<T: std::str::FromStr>(flag: &str, s: &str) -> Result<Vec<T>, String> {
-    s.split(',')
-        .map(|x| {
-            x.trim()
-                .parse()
-                .map_err(|_| format!("{flag}: `{x}` is not a number"))
-        })
-        .collect()
+#[derive(clap::Args)]
+pub struct Config {
+    /// Data directory, one subdirectory per value size (default: a new temporary directory, removed at the end)
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Value sizes in bytes, comma-separated; each runs in its own process
+    #[arg(long, value_delimiter = ',', num_args = 1, default_value = "128,4096")]
+    valsz: Vec<usize>,
+    /// Keys to write per value size: one count, or one per value size
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 1,
+        default_value = "2000000,250000"
+    )]
+    keys: Vec<u64>,
+    /// Concurrent writer threads
+    #[arg(long, default_value_t = 32, value_parser = positive())]
+    writers: usize,
+    /// Entries per write batch
+    #[arg(long, default_value_t = 1000, value_parser = positive())]
+    batch: usize,
+    /// Random reads per reader thread
+    #[arg(long, default_value_t = 200_000)]
+    reads: u64,
+    /// Reader threads
+    #[arg(long, default_value_t = 2, value_parser = positive())]
+    readers: usize,
+    /// fsync every write group
+    #[arg(long)]
+    sync: bool,
+    /// Values of at least this many bytes go to the value log (default: sett's)
+    #[arg(long, value_name = "BYTES")]
+    value_threshold: Option<usize>,
+    /// Keep the data directory
+    #[arg(long)]
+    keep: bool,
+    /// Print one JSON object on stdout with every figure; the narrative goes to stderr
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    progress: ProgressFlags,
+}
+
+/// The narrative of a run: on stdout, or on stderr when stdout is for `--json`.
+macro_rules! say {
+    ($c:expr, $($t:tt)*) => {
+        if $c.json { eprintln!($($t)*) } else { println!($($t)*) }
+    };
 }
 
 impl Config {
+    /// The check clap cannot make alone; its message goes through clap (exit 2).
+    pub fn check(&self) -> Result<(), String> {
+        if self.keys.len() != 1 && self.keys.len() != self.valsz.len() {
+            return Err(format!(
+                "--keys takes one count, or one per value size ({} given for {} sizes)",
+                self.keys.len(),
+                self.valsz.len()
+            ));
+        }
+        Ok(())
+    }
+
     /// Arguments for a child run of one value size.
     fn child_args(&self, valsz: usize, keys: u64) -> Vec<String> {
         let mut a: Vec<String> = vec![
@@ -45,6 +92,8 @@ impl Config {
             self.reads.to_string(),
             "--readers".into(),
             self.readers.to_string(),
+            // The parent decides, so that a child whose stderr is a pipe agrees.
+            self.progress.as_arg().into(),
         ];
         if let Some(d) = &self.dir {
             a.extend(["--dir".into(), d.display().to_string()]);
@@ -52,57 +101,16 @@ impl Config {
         if let Some(t) = self.value_threshold {
             a.extend(["--value-threshold".into(), t.to_string()]);
         }
-        if self.sync {
-            a.push("--sync".into());
-        }
-        if self.keep {
-            a.push("--keep".into());
-        }
-        a
-    }
-
-    pub fn parse(args: &[String]) -> Result<Config, String> {
-        let mut c = Config {
-            dir: None,
-            valsz: vec![128, 4096],
-            keys: vec![2_000_000, 250_000],
-            writers: 32,
-            batch: 1000,
-            reads: 200_000,
-            readers: 2,
-            sync: false,
-            value_threshold: None,
-            keep: false,
-        };
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            let mut val = || {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| format!("{flag} needs a value"))
-            };
-            let one = |v: String| -> Result<u64, String> { Ok(list::<u64>(flag, &v)?[0]) };
-            match flag.as_str() {
-                "--dir" => c.dir = Some(PathBuf::from(val()?)),
-                "--valsz" => c.valsz = list(flag, &val()?)?,
-                "--keys" => c.keys = list(flag, &val()?)?,
-                "--writers" => c.writers = one(val()?)? as usize,
-                "--batch" => c.batch = one(val()?)? as usize,
-                "--reads" => c.reads = one(val()?)?,
-                "--readers" => c.readers = one(val()?)? as usize,
-                "--value-threshold" => c.value_threshold = Some(one(val()?)? as usize),
-                "--sync" => c.sync = true,
-                "--keep" => c.keep = true,
-                other => return Err(format!("unknown flag {other}\n{}", crate::USAGE)),
+        for (on, flag) in [
+            (self.sync, "--sync"),
+            (self.keep, "--keep"),
+            (self.json, "--json"),
+        ] {
+            if on {
+                a.push(flag.into());
             }
         }
-        if c.keys.len() != 1 && c.keys.len() != c.valsz.len() {
-            return Err("--keys takes one count, or one per value size".into());
-        }
-        if c.writers == 0 || c.batch == 0 || c.readers == 0 {
-            return Err("--writers, --batch and --readers must be at least 1".into());
-        }
-        Ok(c)
+        a
     }
 }
 
@@ -130,22 +138,8 @@ fn bench_key(valsz: usize, k: u64) -> String {
     format!("vsz={valsz:05}-k={k:010}")
 }
 
-/// (current RSS, peak RSS) of this process in bytes, from /proc.
-fn rss() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 /// (apparent bytes, allocated bytes) of the files in `dir`.
-fn disk_usage(dir: &std::path::Path) -> (u64, u64) {
+fn disk_usage(dir: &Path) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     let mut apparent = 0;
     let mut allocated = 0;
@@ -164,28 +158,81 @@ fn mib(b: u64) -> f64 {
     b as f64 / (1 << 20) as f64
 }
 
-/// Env var through which a child run hands its table row back to the parent.
+/// Env var through which a child run hands its figures (JSON) back to the parent.
 const ROW_FILE_ENV: &str = "SETT_BENCH_ROW_FILE";
 
 const TABLE_HEADER: &str = "| value size | keys written | populate keys/s | populate MB/s | random get ns/op (hit rate) | iterate keys-only keys/s | iterate with values keys/s | disk after close (apparent / allocated MiB) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
 
+/// Reader and iterator threads publish their counts this often (in keys), so
+/// that progress costs one shared atomic add per 4096 operations.
+const PUBLISH_EVERY: u64 = 4096;
+
+/// The table row of one run's figures, as `run_one` returns them.
+fn table_row(run: &Value) -> Result<String, String> {
+    let f = |name: &str| -> Result<f64, String> {
+        match &run[name] {
+            Value::Number(n) => n.as_f64().ok_or_else(|| format!("{name} is {n}")),
+            // serde_json writes a NaN or an infinity as null.
+            Value::Null if run.get(name).is_some() => Ok(f64::NAN),
+            _ => Err(format!("the figures of a run have no {name}")),
+        }
+    };
+    Ok(format!(
+        "| {:.0} B | {:.0} | {:.0} | {:.1} | {:.0} ({:.0}%) | {:.0} | {:.0} | {:.1} / {:.1} | {:.0} |",
+        f("valsz")?,
+        f("keys_written")?,
+        f("populate_keys_per_s")?,
+        f("populate_mb_per_s")?,
+        f("random_get_ns_per_op")?,
+        f("random_get_hit_rate")? * 100.0,
+        f("iterate_keys_only_keys_per_s")?,
+        f("iterate_with_values_keys_per_s")?,
+        mib(f("disk_apparent_bytes")? as u64),
+        mib(f("disk_allocated_bytes")? as u64),
+        mib(f("peak_rss_bytes")? as u64),
+    ))
+}
+
+/// Prints the table, or with `--json` one object with the settings and every run.
+fn print_runs(c: &Config, runs: Vec<Value>) -> Result<(), String> {
+    if c.json {
+        let v = json!({
+            "writers": c.writers,
+            "batch": c.batch,
+            "reads_per_reader": c.reads,
+            "readers": c.readers,
+            "sync": c.sync,
+            "runs": runs,
+        });
+        return crate::tools::print_json(&v);
+    }
+    println!("\n{TABLE_HEADER}");
+    for r in &runs {
+        println!("{}", table_row(r)?);
+    }
+    Ok(())
+}
+
 pub fn run(c: &Config) -> Result<(), String> {
-    println!(
+    say!(
+        c,
         "sett bench: {} writers x {}-entry batches, {} readers, sync={}",
-        c.writers, c.batch, c.readers, c.sync
+        c.writers,
+        c.batch,
+        c.readers,
+        c.sync
     );
     if c.valsz.len() == 1 {
-        let row = run_size(c, c.valsz[0], c.keys[0])?;
+        let run = run_size(c, c.valsz[0], c.keys[0])?;
         if let Ok(path) = std::env::var(ROW_FILE_ENV) {
-            std::fs::write(&path, &row).map_err(|e| format!("writing {path}: {e}"))?;
-        } else {
-            println!("\n{TABLE_HEADER}\n{row}");
+            std::fs::write(&path, run.to_string()).map_err(|e| format!("writing {path}: {e}"))?;
+            return Ok(());
         }
-        return Ok(());
+        return print_runs(c, vec![run]);
     }
     // One process per value size, so that each peak RSS is its own.
     let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
-    let mut rows = Vec::new();
+    let mut runs = Vec::new();
     for (i, &valsz) in c.valsz.iter().enumerate() {
         let keys = if c.keys.len() == 1 {
             c.keys[0]
@@ -202,75 +249,65 @@ pub fn run(c: &Config) -> Result<(), String> {
         if !status.success() {
             return Err(format!("the run for value size {valsz} failed ({status})"));
         }
-        let row = std::fs::read_to_string(&row_file)
+        let text = std::fs::read_to_string(&row_file)
             .map_err(|e| format!("reading {}: {e}", row_file.display()))?;
         let _ = std::fs::remove_file(&row_file);
-        rows.push(row);
+        let run: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("the figures in {}: {e}", row_file.display()))?;
+        runs.push(run);
     }
-    println!("\n{TABLE_HEADER}");
-    for r in rows {
-        println!("{r}");
-    }
-    Ok(())
+    print_runs(c, runs)
 }
 
-fn run_size(c: &Config, valsz: usize, keys: u64) -> Result<String, String> {
+fn run_size(c: &Config, valsz: usize, keys: u64) -> Result<Value, String> {
     let dir = match &c.dir {
         Some(d) => d.join(format!("vsz{valsz}")),
         None => std::env::temp_dir().join(format!("sett-bench-{}-{valsz}", std::process::id())),
     };
     let _ = std::fs::remove_dir_all(&dir);
-    let row = run_one(c, &dir, valsz, keys).map_err(|e| format!("value size {valsz}: {e}"));
+    let progress = Progress::start("bench", c.progress.enabled());
+    let run = run_one(c, &progress, &dir, valsz, keys)
+        .map_err(|e| format!("value size {valsz} in {}: {e}", dir.display()));
+    drop(progress);
     if !c.keep {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    row
+    run
 }
 
 fn run_one(
     c: &Config,
-    dir: &std::path::Path,
+    p: &Progress,
+    dir: &Path,
     valsz: usize,
     keys: u64,
-) -> Result<String, sett::Error> {
+) -> Result<Value, sett::Error> {
     let mut opts = Options::new(dir);
     opts.sync_writes = c.sync;
     if let Some(t) = c.value_threshold {
         opts.value_threshold = t;
     }
-    println!(
+    say!(
+        c,
         "\n== value size {valsz} B, {keys} keys, value_threshold {} B, dir {}",
         opts.value_threshold,
         dir.display()
     );
+    p.phase(Phase::wait("opening"));
     let db = Db::open(opts.clone())?;
 
     // Populate: keys drawn uniformly at random with replacement, as badger-bench does.
     let written = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
     let batches = keys.div_ceil(c.batch as u64);
     let next_batch = AtomicU64::new(0);
+    // Keys are 22 bytes (`bench_key`).
+    p.phase(
+        Phase::items(format!("populate {valsz} B"), "keys")
+            .total(batches * c.batch as u64)
+            .bytes_each(valsz as u64 + 22),
+    );
     let start = Instant::now();
     let result: Result<(), sett::Error> = std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut last = 0;
-            let mut t = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                std::thread::park_timeout(Duration::from_millis(100));
-                if t.elapsed() >= Duration::from_secs(1) {
-                    let n = written.load(Ordering::Relaxed);
-                    let (cur, _) = rss();
-                    println!(
-                        "  [{:>5.1}s] written {n:>10}  {:>9.0} keys/s  RSS {:.0} MiB",
-                        start.elapsed().as_secs_f64(),
-                        (n - last) as f64 / t.elapsed().as_secs_f64(),
-                        mib(cur)
-                    );
-                    last = n;
-                    t = Instant::now();
-                }
-            }
-        });
         let handles: Vec<_> = (0..c.writers)
             .map(|w| {
                 let (db, written, next_batch) = (&db, &written, &next_batch);
@@ -287,30 +324,33 @@ fn run_one(
                         let n = b.len() as u64;
                         db.write(b)?;
                         written.fetch_add(n, Ordering::Relaxed);
+                        p.add(n);
                     }
                     Ok(())
                 })
             })
             .collect();
-        let r = handles.into_iter().try_for_each(|h| {
+        handles.into_iter().try_for_each(|h| {
             h.join()
                 .unwrap_or(Err(sett::Error::Poisoned("writer thread panicked".into())))
-        });
-        done.store(true, Ordering::Relaxed);
-        r
+        })
     });
     result?;
     let populate = start.elapsed();
     let n = written.load(Ordering::Relaxed);
     let keys_per_s = n as f64 / populate.as_secs_f64();
     let mb_per_s = n as f64 * (valsz + 22) as f64 / populate.as_secs_f64() / 1e6;
-    println!(
+    say!(
+        c,
         "  populate: {n} keys in {:.2}s = {keys_per_s:.0} keys/s ({mb_per_s:.1} MB/s)",
         populate.as_secs_f64()
     );
-    println!("  stats after populate: {:?}", db.stats());
+    let stats = db.stats();
+    say!(c, "  stats after populate: {stats:?}");
 
     // Random reads: parallel readers, random keys of the same format (about 63% exist).
+    let total_reads = c.reads * c.readers as u64;
+    p.phase(Phase::items(format!("random get {valsz} B"), "reads").total(total_reads));
     let found = AtomicU64::new(0);
     let start = Instant::now();
     let result: Result<(), sett::Error> = std::thread::scope(|s| {
@@ -320,11 +360,14 @@ fn run_one(
                 s.spawn(move || -> Result<(), sett::Error> {
                     let mut rng = Rng(0xBEEF ^ (r as u64) << 40);
                     let mut hits = 0;
-                    for _ in 0..c.reads {
+                    for i in 1..=c.reads {
                         let k = bench_key(valsz, rng.next() % keys);
                         if let Some(v) = db.get(k.as_bytes())? {
                             hits += 1;
                             std::hint::black_box(v);
+                        }
+                        if i.is_multiple_of(PUBLISH_EVERY) {
+                            p.add(PUBLISH_EVERY);
                         }
                     }
                     found.fetch_add(hits, Ordering::Relaxed);
@@ -338,10 +381,10 @@ fn run_one(
         })
     });
     result?;
-    let total_reads = c.reads * c.readers as u64;
     let ns_per_op = start.elapsed().as_nanos() as f64 / total_reads as f64;
     let hit = found.load(Ordering::Relaxed) as f64 / total_reads as f64;
-    println!(
+    say!(
+        c,
         "  random get: {ns_per_op:.0} ns/op across {} readers (wall time / ops), hit rate {:.1}%",
         c.readers,
         hit * 100.0
@@ -358,28 +401,55 @@ fn run_one(
             let (k, v) = item?;
             n += 1;
             bytes += k.len() + v.len();
+            if n.is_multiple_of(PUBLISH_EVERY) {
+                p.set(n);
+            }
         }
         std::hint::black_box(bytes);
         Ok((n, n as f64 / start.elapsed().as_secs_f64()))
     };
+    // How many distinct keys there are is known only after the first scan.
+    p.phase(Phase::items(format!("iterate keys-only {valsz} B"), "keys"));
     let (n_keys, ko) = iterate(true)?;
+    p.phase(
+        Phase::items(format!("iterate with values {valsz} B"), "keys")
+            .total(n_keys)
+            .bytes_each(valsz as u64 + 22),
+    );
     let (_, wv) = iterate(false)?;
-    println!("  iterate: {n_keys} keys; keys-only {ko:.0} keys/s, with values {wv:.0} keys/s");
+    say!(
+        c,
+        "  iterate: {n_keys} keys; keys-only {ko:.0} keys/s, with values {wv:.0} keys/s"
+    );
+    p.phase(Phase::wait("closing"));
     db.close()?;
     drop(db);
     let (apparent, allocated) = disk_usage(dir);
     let (_, peak) = rss();
-    println!(
+    say!(
+        c,
         "  disk after close: {:.1} MiB apparent, {:.1} MiB allocated; peak RSS {:.0} MiB",
         mib(apparent),
         mib(allocated),
         mib(peak)
     );
-    Ok(format!(
-        "| {valsz} B | {n} | {keys_per_s:.0} | {mb_per_s:.1} | {ns_per_op:.0} ({:.0}%) | {ko:.0} | {wv:.0} | {:.1} / {:.1} | {:.0} |",
-        hit * 100.0,
-        mib(apparent),
-        mib(allocated),
-        mib(peak)
-    ))
+    Ok(json!({
+        "valsz": valsz,
+        "keys": keys,
+        "value_threshold": opts.value_threshold,
+        "dir": dir.display().to_string(),
+        "keys_written": n,
+        "populate_seconds": populate.as_secs_f64(),
+        "populate_keys_per_s": keys_per_s,
+        "populate_mb_per_s": mb_per_s,
+        "stats_after_populate": crate::tools::stats_json(&stats),
+        "random_get_ns_per_op": ns_per_op,
+        "random_get_hit_rate": hit,
+        "iterate_keys": n_keys,
+        "iterate_keys_only_keys_per_s": ko,
+        "iterate_with_values_keys_per_s": wv,
+        "disk_apparent_bytes": apparent,
+        "disk_allocated_bytes": allocated,
+        "peak_rss_bytes": peak,
+    }))
 }

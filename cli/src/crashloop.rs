@@ -12,12 +12,39 @@
 //! holds with and without --sync). Cycles in which the child acknowledged
 //! nothing are counted and reported.
 
-use crate::args::Args;
 use sett::{Db, Options, WriteBatch};
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct CrashloopArgs {
+    /// Kill-and-verify cycles to run
+    #[arg(long, default_value_t = 20)]
+    cycles: u64,
+    /// Run cycles for this many seconds instead of a count
+    #[arg(long, conflicts_with = "cycles")]
+    seconds: Option<f64>,
+    /// fsync every write group in the child
+    #[arg(long)]
+    sync: bool,
+    /// Database directory, emptied first and kept (default: a new temporary directory, removed unless a check failed)
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct ChildArgs {
+    /// The database directory
+    dir: PathBuf,
+    /// The number of the first batch to write
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// fsync every write group
+    #[arg(long)]
+    sync: bool,
+}
 
 fn options(dir: &Path, sync: bool) -> Options {
     let mut o = Options::new(dir);
@@ -47,11 +74,9 @@ fn marker(i: u64) -> Vec<u8> {
 }
 
 /// The child: writes batches from `start` until killed.
-pub fn child(a: &Args) -> Result<(), String> {
-    let dir = a.dir()?;
-    let sync = a.has("sync");
-    let start: u64 = a.num("start", 0)?;
-    let db = Db::open(options(Path::new(dir), sync)).map_err(|e| e.to_string())?;
+pub fn child(a: &ChildArgs) -> Result<(), String> {
+    let (sync, start) = (a.sync, a.start);
+    let db = Db::open(options(&a.dir, sync)).map_err(|e| format!("{}: {e}", a.dir.display()))?;
     let mut out = std::io::stdout().lock();
     for i in start.. {
         let entries = batch_entries(i);
@@ -159,13 +184,13 @@ fn verify(dir: &Path, before: u64, acked: Option<u64>) -> Result<u64, String> {
 }
 
 /// The parent loop. Returns false when a check failed.
-pub fn run(a: &Args) -> Result<bool, String> {
-    a.only(&["dir", "cycles", "seconds", "sync"])?;
-    let cycles: u64 = a.num("cycles", 20)?;
-    let seconds: f64 = a.num("seconds", 0.0)?;
-    let sync = a.has("sync");
-    let (dir, temp) = match a.str("dir") {
-        Some(d) => (std::path::PathBuf::from(d), false),
+pub fn run(a: &CrashloopArgs) -> Result<bool, String> {
+    let cycles = a.cycles;
+    // 0 (or less) seconds means: count cycles, as before --seconds existed.
+    let seconds = a.seconds.unwrap_or(0.0);
+    let sync = a.sync;
+    let (dir, temp) = match &a.dir {
+        Some(d) => (d.clone(), false),
         None => (
             std::env::temp_dir().join(format!("sett-crashloop-{}", std::process::id())),
             true,

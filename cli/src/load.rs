@@ -1,13 +1,36 @@
 //! `sett bench-load`: bulk load against batched writes of the same sorted data.
 
-use crate::args::Args;
+use crate::progress::{Phase, Progress, ProgressFlags};
 use sett::{Db, Options, WriteBatch};
 use std::time::Instant;
 
-pub fn run(a: &Args) -> Result<(), String> {
-    a.only(&["keys", "valsz"])?;
-    let keys: u64 = a.num("keys", 1_000_000)?;
-    let valsz: usize = a.num("valsz", 128)?;
+#[derive(clap::Args)]
+pub struct LoadArgs {
+    /// Sorted keys to write, each way
+    #[arg(long, default_value_t = 1_000_000)]
+    keys: u64,
+    /// Value size in bytes
+    #[arg(long, default_value_t = 128)]
+    valsz: usize,
+    #[command(flatten)]
+    progress: ProgressFlags,
+}
+
+/// Keys are `key%012d`: 15 bytes.
+const KEY_LEN: u64 = 15;
+
+/// How often (in keys) the loops publish their count: often enough for a
+/// line a second, rarely enough to cost nothing.
+const PUBLISH_EVERY: u64 = 1024;
+
+pub fn run(a: &LoadArgs) -> Result<(), String> {
+    let (keys, valsz) = (a.keys, a.valsz);
+    let p = Progress::start("bench-load", a.progress.enabled());
+    let phase = |label: &str| {
+        Phase::items(label, "keys")
+            .total(keys)
+            .bytes_each(KEY_LEN + valsz as u64)
+    };
     let base = std::env::temp_dir().join(format!("sett-bench-load-{}", std::process::id()));
     let value = |i: u64| {
         let mut v = vec![0u8; valsz];
@@ -24,32 +47,42 @@ pub fn run(a: &Args) -> Result<(), String> {
     println!("bench-load: {keys} sorted keys, {valsz}-byte values");
 
     let dir = base.join("bulk");
-    let db = Db::open(Options::new(&dir)).map_err(|e| e.to_string())?;
+    let at = |e: sett::Error| format!("{}: {e}", dir.display());
+    let db = Db::open(Options::new(&dir)).map_err(at)?;
     let t = Instant::now();
-    let mut loader = db.bulk_load().map_err(|e| e.to_string())?;
+    p.phase(phase("bulk load"));
+    let mut loader = db.bulk_load().map_err(at)?;
     for i in 0..keys {
-        loader.add(&key(i), &value(i)).map_err(|e| e.to_string())?;
+        loader.add(&key(i), &value(i)).map_err(at)?;
+        if i.is_multiple_of(PUBLISH_EVERY) {
+            p.set(i);
+        }
     }
-    loader.finish().map_err(|e| e.to_string())?;
-    db.close().map_err(|e| e.to_string())?;
+    p.phase(Phase::wait("bulk load: finishing and closing"));
+    loader.finish().map_err(at)?;
+    db.close().map_err(at)?;
     let bulk = keys as f64 / t.elapsed().as_secs_f64();
     drop(db);
 
     let dir2 = base.join("batch");
-    let db = Db::open(Options::new(&dir2)).map_err(|e| e.to_string())?;
+    let at = |e: sett::Error| format!("{}: {e}", dir2.display());
+    let db = Db::open(Options::new(&dir2)).map_err(at)?;
     let t = Instant::now();
+    p.phase(phase("1000-entry batches"));
     let mut b = WriteBatch::new();
     for i in 0..keys {
         b.put(key(i), value(i));
         if b.len() == 1000 {
-            db.write(std::mem::take(&mut b))
-                .map_err(|e| e.to_string())?;
+            db.write(std::mem::take(&mut b)).map_err(at)?;
+            p.set(i + 1);
         }
     }
-    db.write(b).map_err(|e| e.to_string())?;
-    db.close().map_err(|e| e.to_string())?;
+    db.write(b).map_err(at)?;
+    p.phase(Phase::wait("1000-entry batches: closing"));
+    db.close().map_err(at)?;
     let batched = keys as f64 / t.elapsed().as_secs_f64();
     drop(db);
+    drop(p);
     let _ = std::fs::remove_dir_all(&base);
     println!(
         "bulk load {bulk:.0} keys/s; 1000-entry batches {batched:.0} keys/s (both until durable and closed); bulk is {:.1}x",

@@ -4,100 +4,106 @@
 //!   badger-bench format, random reads, iteration keys-only and with values;
 //!   prints keys/s, ns/op and peak RSS.
 //! - `sett bench-load` — bulk load against batched writes of the same sorted data.
+//! - `sett bench-ops` — the Rust row of `make bench-bindings`.
 //! - `sett info|verify|backup|restore|flatten|gc` — operate on a database directory.
 //! - `sett bank` — Badger's bank test; exits 1 on a violation.
 //! - `sett crashloop` — SIGKILL a writer at random moments and verify what survives.
+//!
+//! `sett --help` and `sett COMMAND --help` list every flag. A bad command line
+//! exits 2 (clap's error), a failed command 1.
 
-mod args;
 mod bank;
 mod bench;
 mod crashloop;
 mod load;
 mod opsbench;
+mod progress;
 mod tools;
 
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:
-  sett info DIR
-  sett verify DIR
-  sett backup DIR FILE [--since VERSION]
-  sett restore DIR FILE
-  sett flatten DIR
-  sett gc DIR [--ratio 0.5]
-  sett bank [--dir DIR] [--accounts 100] [--threads 4] [--seconds 5] [--sync]
-  sett bench-load [--keys 1000000] [--valsz 128]
-  sett bench-ops DIR N
-  sett crashloop [--cycles 20 | --seconds T] [--sync] [--dir DIR]
-  sett bench [--dir DIR] [--valsz N[,N...]] [--keys N[,N...]] \
-[--writers N] [--batch N] [--reads N] [--readers N] [--sync] [--value-threshold N] [--keep]
-  --valsz            value sizes in bytes (default 128,4096)
-  --keys             keys to write per value size, one or one per size (default 1000000,100000)
-  --dir              data directory (default: a new temporary directory, removed at the end)
-  --writers          concurrent writer threads (default 32)
-  --batch            entries per write batch (default 1000)
-  --reads            random reads per reader thread (default 200000)
-  --readers          reader threads (default 2)
-  --sync             fsync every write group
-  --value-threshold  values of at least this many bytes go to the value log (default: sett's)
-  --keep             keep the data directory";
+#[derive(Parser)]
+#[command(
+    name = "sett",
+    version,
+    about = "Inspect, repair, back up, benchmark and stress-test sett databases"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print levels, tables, value-log files, sizes and memory of a database
+    Info(tools::InfoArgs),
+    /// Check every table block and every live value-log entry of a database
+    Verify(tools::VerifyArgs),
+    /// Write a full backup, or an incremental one since a version, to a file
+    Backup(tools::BackupArgs),
+    /// Load a backup file into a database
+    Restore(tools::RestoreArgs),
+    /// Compact every level of a database into the last one
+    Flatten(tools::FlattenArgs),
+    /// Run value-log GC until nothing is left to collect
+    Gc(tools::GcArgs),
+    /// Badger's bank test: concurrent transfers must keep the total; exits 1 on a violation
+    Bank(bank::BankArgs),
+    /// Bulk load against 1000-entry batches of the same sorted keys
+    BenchLoad(load::LoadArgs),
+    /// Batch, put, get and iterate N keys: the Rust row of make bench-bindings
+    BenchOps(opsbench::OpsArgs),
+    /// SIGKILL a writer at random moments and verify what survives; exits 1 on a failure
+    Crashloop(crashloop::CrashloopArgs),
+    /// The writer that crashloop kills (not for use by hand)
+    #[command(hide = true)]
+    CrashloopChild(crashloop::ChildArgs),
+    /// The engine benchmark: random populate, random reads, iteration; one table row per value size
+    Bench(bench::Config),
+}
+
+/// Prints a failed command's error and turns its outcome into the exit code:
+/// 0 on success, 1 when the command failed or a check it makes did not hold.
+fn finish(name: &str, r: Result<bool, String>) -> ExitCode {
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("sett {name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let tool =
-        |f: fn(&args::Args) -> Result<(), String>| match args::Args::parse(&args[1..], &["sync"])
-            .and_then(|a| f(&a))
-        {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("sett {}: {e}", args[0]);
-                ExitCode::FAILURE
-            }
-        };
-    match args.first().map(String::as_str) {
-        Some("info") => tool(tools::info),
-        Some("verify") => tool(tools::verify),
-        Some("backup") => tool(tools::backup),
-        Some("restore") => tool(tools::restore),
-        Some("flatten") => tool(tools::flatten),
-        Some("gc") => tool(tools::gc),
-        Some("bench-load") => tool(load::run),
-        Some("bench-ops") => tool(opsbench::run),
-        Some("crashloop") => {
-            match args::Args::parse(&args[1..], &["sync"]).and_then(|a| crashloop::run(&a)) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::FAILURE,
-                Err(e) => {
-                    eprintln!("sett crashloop: {e}");
-                    ExitCode::FAILURE
+    let cli = Cli::parse();
+    let ok = |r: Result<(), String>| r.map(|()| true);
+    match &cli.command {
+        Command::Info(a) => finish("info", ok(tools::info(a))),
+        Command::Verify(a) => finish("verify", ok(tools::verify(a))),
+        Command::Backup(a) => finish("backup", ok(tools::backup(a))),
+        Command::Restore(a) => finish("restore", ok(tools::restore(a))),
+        Command::Flatten(a) => finish("flatten", ok(tools::flatten(a))),
+        Command::Gc(a) => finish("gc", ok(tools::gc(a))),
+        Command::Bank(a) => finish("bank", bank::run(a)),
+        Command::BenchLoad(a) => finish("bench-load", ok(load::run(a))),
+        Command::BenchOps(a) => finish("bench-ops", ok(opsbench::run(a))),
+        Command::Crashloop(a) => finish("crashloop", crashloop::run(a)),
+        Command::CrashloopChild(a) => finish("crashloop-child", ok(crashloop::child(a))),
+        Command::Bench(c) => {
+            // A bad combination of flags is a usage error like any other: exit 2.
+            if let Err(e) = c.check() {
+                // Built, so that the usage line it prints says `sett bench`.
+                let mut cmd = Cli::command();
+                cmd.build();
+                let kind = clap::error::ErrorKind::ArgumentConflict;
+                match cmd.find_subcommand_mut("bench") {
+                    Some(bench) => bench.error(kind, e).exit(),
+                    None => cmd.error(kind, e).exit(),
                 }
             }
-        }
-        Some("crashloop-child") => tool(crashloop::child),
-        Some("bank") => {
-            match args::Args::parse(&args[1..], &["sync"]).and_then(|a| bank::run(&a)) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::FAILURE,
-                Err(e) => {
-                    eprintln!("sett bank: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Some("bench") => match bench::Config::parse(&args[1..]).and_then(|c| bench::run(&c)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("sett bench: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
+            finish("bench", ok(bench::run(c)))
         }
     }
 }

@@ -12,9 +12,18 @@
 //! every binding. Each phase prints `RESULT rust PHASE NS` (ns per key), and fails if a lookup
 //! or the scan does not return what was written.
 
-use crate::args::Args;
 use sett::{Db, IterOptions, Options, WriteBatch};
+use std::path::PathBuf;
 use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct OpsArgs {
+    /// The database directory (created; use a new one)
+    dir: PathBuf,
+    /// Keys per phase, at least 1
+    #[arg(value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    n: u64,
+}
 
 const VALUE_LEN: usize = 100;
 
@@ -27,20 +36,10 @@ fn report(phase: &str, t: Instant, n: u64) {
     println!("RESULT rust {phase} {ns:.0}");
 }
 
-pub fn run(a: &Args) -> Result<(), String> {
-    a.only(&[])?;
-    let dir = a.dir()?;
-    let n: u64 = a
-        .positional
-        .get(1)
-        .ok_or("missing N")?
-        .parse()
-        .map_err(|_| "N is not a number")?;
-    if n == 0 {
-        return Err("N must be at least 1".into());
-    }
-    let e = |e: sett::Error| e.to_string();
-    let db = Db::open(Options::new(dir)).map_err(e)?;
+pub fn run(a: &OpsArgs) -> Result<(), String> {
+    let n = a.n;
+    let e = |e: sett::Error| format!("{}: {e}", a.dir.display());
+    let db = Db::open(Options::new(&a.dir)).map_err(e)?;
     let keys: Vec<Vec<u8>> = (0..n).map(key).collect();
     let values: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b; VALUE_LEN]).collect();
     let value = |i: u64| values[(i & 0xff) as usize].as_slice();

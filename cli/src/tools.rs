@@ -1,23 +1,119 @@
-//! `info`, `backup`, `restore`, `flatten` and `gc`.
+//! `info`, `verify`, `backup`, `restore`, `flatten` and `gc`.
 
-use crate::args::Args;
-use sett::{Db, GcOutcome, Options};
+use crate::progress::{CountingReader, CountingWriter, Phase, Progress, ProgressFlags};
+use serde_json::{json, Value};
+use sett::{Db, GcOutcome, Options, Stats};
+use std::path::{Path, PathBuf};
 
-fn open(dir: &str, read_only: bool) -> Result<Db, String> {
+#[derive(clap::Args)]
+pub struct InfoArgs {
+    /// The database directory (opened read-only)
+    dir: PathBuf,
+    /// Print one JSON object on stdout instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// The database directory (opened read-only)
+    dir: PathBuf,
+    #[command(flatten)]
+    progress: ProgressFlags,
+}
+
+#[derive(clap::Args)]
+pub struct BackupArgs {
+    /// The database directory (opened read-only)
+    dir: PathBuf,
+    /// The backup file to write (replaced if it exists)
+    file: PathBuf,
+    /// Back up only the versions written after VERSION (0: a full backup of live entries)
+    #[arg(long, value_name = "VERSION", default_value_t = 0)]
+    since: u64,
+    #[command(flatten)]
+    progress: ProgressFlags,
+}
+
+#[derive(clap::Args)]
+pub struct RestoreArgs {
+    /// The database directory to load into (created if missing; empty for a full backup)
+    dir: PathBuf,
+    /// The backup file to read
+    file: PathBuf,
+    #[command(flatten)]
+    progress: ProgressFlags,
+}
+
+#[derive(clap::Args)]
+pub struct FlattenArgs {
+    /// The database directory
+    dir: PathBuf,
+    #[command(flatten)]
+    progress: ProgressFlags,
+}
+
+#[derive(clap::Args)]
+pub struct GcArgs {
+    /// The database directory
+    dir: PathBuf,
+    /// Rewrite value-log files with at least this share of garbage, in (0, 1)
+    #[arg(long, default_value_t = 0.5)]
+    ratio: f64,
+    #[command(flatten)]
+    progress: ProgressFlags,
+}
+
+fn open(dir: &Path, read_only: bool) -> Result<Db, String> {
     let mut o = Options::new(dir);
     o.read_only = read_only;
-    Db::open(o).map_err(|e| format!("opening {dir}: {e}"))
+    Db::open(o).map_err(|e| format!("opening {}: {e}", dir.display()))
 }
 
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
 }
 
-pub fn info(a: &Args) -> Result<(), String> {
-    a.only(&[])?;
-    let db = open(a.dir()?, true)?;
+/// Writes `v` as one line on stdout; a closed stdout is an error, not a panic.
+pub fn print_json(v: &Value) -> Result<(), String> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{v}")
+        .map_err(|e| format!("writing the JSON to stdout: {e}"))
+}
+
+/// Every figure of [`Stats`], for `info --json` and `bench --json`.
+pub fn stats_json(s: &Stats) -> Value {
+    json!({
+        "levels": s.levels.iter().enumerate().map(|(i, (tables, bytes))| json!({
+            "level": i, "tables": tables, "bytes": bytes,
+        })).collect::<Vec<_>>(),
+        "vlog_files": s.vlog_files,
+        "vlog_bytes": s.vlog_bytes,
+        "memtable_bytes": s.memtable_bytes,
+        "immutable_memtables": s.immutable_memtables,
+        "index_filter_bytes": s.index_filter_bytes,
+        "last_seq": s.last_seq,
+        "table_entries": s.table_entries,
+        "batches_written": s.batches_written,
+        "write_groups": s.write_groups,
+        "wal_syncs": s.wal_syncs,
+        "vlog_discard": s.vlog_discard.iter().map(|(file, bytes)| json!({
+            "file": file, "bytes": bytes,
+        })).collect::<Vec<_>>(),
+        "compactions_pending": s.compactions_pending,
+        "compactions_running": s.compactions_running,
+    })
+}
+
+pub fn info(a: &InfoArgs) -> Result<(), String> {
+    let db = open(&a.dir, true)?;
     let s = db.stats();
-    println!("database {}", a.dir()?);
+    if a.json {
+        let mut v = stats_json(&s);
+        v["database"] = json!(a.dir.display().to_string());
+        return print_json(&v);
+    }
+    println!("database {}", a.dir.display());
     println!("last sequence      {}", s.last_seq);
     for (i, (n, bytes)) in s.levels.iter().enumerate() {
         println!("L{i}                 {n:>4} tables  {}", mib(*bytes));
@@ -36,10 +132,15 @@ pub fn info(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-pub fn verify(a: &Args) -> Result<(), String> {
-    a.only(&[])?;
-    let db = open(a.dir()?, true)?;
-    let r = db.verify().map_err(|e| e.to_string())?;
+pub fn verify(a: &VerifyArgs) -> Result<(), String> {
+    let p = Progress::start("verify", a.progress.enabled());
+    p.phase(Phase::wait(format!("opening {}", a.dir.display())));
+    let db = open(&a.dir, true)?;
+    p.phase(Phase::wait("checking every table block and live value"));
+    let r = db
+        .verify()
+        .map_err(|e| format!("verifying {}: {e}", a.dir.display()))?;
+    drop(p);
     println!(
         "ok: {} tables ({} blocks), {} entries, {} value-log entries checked",
         r.tables, r.blocks, r.entries, r.values
@@ -47,56 +148,92 @@ pub fn verify(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-pub fn backup(a: &Args) -> Result<(), String> {
-    a.only(&["since"])?;
-    let out = a.positional.get(1).ok_or("missing the backup file")?;
-    let since: u64 = a.num("since", 0)?;
-    let db = open(a.dir()?, true)?;
-    let file = std::fs::File::create(out).map_err(|e| format!("creating {out}: {e}"))?;
-    let mut w = std::io::BufWriter::new(file);
-    let next = db.backup(&mut w, since).map_err(|e| e.to_string())?;
-    let f = w.into_inner().map_err(|e| format!("writing {out}: {e}"))?;
+pub fn backup(a: &BackupArgs) -> Result<(), String> {
+    let out = a.file.display();
+    let p = Progress::start("backup", a.progress.enabled());
+    p.phase(Phase::wait(format!("opening {}", a.dir.display())));
+    let db = open(&a.dir, true)?;
+    let file = std::fs::File::create(&a.file).map_err(|e| format!("creating {out}: {e}"))?;
+    // The size of a backup is not known ahead: a rate, no ETA.
+    p.phase(Phase::bytes(format!("writing {out}")));
+    let mut w = CountingWriter::new(std::io::BufWriter::new(file), &p);
+    let next = db
+        .backup(&mut w, a.since)
+        .map_err(|e| format!("backing up {} to {out}: {e}", a.dir.display()))?;
+    p.phase(Phase::wait(format!("syncing {out}")));
+    let f = w
+        .inner
+        .into_inner()
+        .map_err(|e| format!("writing {out}: {e}"))?;
     f.sync_all().map_err(|e| format!("syncing {out}: {e}"))?;
+    drop(p);
     println!("backup written to {out}; pass --since {next} for the next incremental backup");
     Ok(())
 }
 
-pub fn restore(a: &Args) -> Result<(), String> {
-    a.only(&[])?;
-    let input = a.positional.get(1).ok_or("missing the backup file")?;
-    let db = open(a.dir()?, false)?;
-    let file = std::fs::File::open(input).map_err(|e| format!("opening {input}: {e}"))?;
+pub fn restore(a: &RestoreArgs) -> Result<(), String> {
+    let input = a.file.display();
+    let p = Progress::start("restore", a.progress.enabled());
+    p.phase(Phase::wait(format!("opening {}", a.dir.display())));
+    let db = open(&a.dir, false)?;
+    let file = std::fs::File::open(&a.file).map_err(|e| format!("opening {input}: {e}"))?;
+    let size = file
+        .metadata()
+        .map_err(|e| format!("reading the size of {input}: {e}"))?
+        .len();
+    p.phase(Phase::bytes(format!("loading {input}")).total(size));
+    let mut r = std::io::BufReader::new(CountingReader::new(file, &p));
     let n = db
-        .load(&mut std::io::BufReader::new(file))
-        .map_err(|e| e.to_string())?;
-    db.close().map_err(|e| e.to_string())?;
+        .load(&mut r)
+        .map_err(|e| format!("restoring {input} into {}: {e}", a.dir.display()))?;
+    p.phase(Phase::wait("closing (flushing memtables)"));
+    db.close()
+        .map_err(|e| format!("closing {}: {e}", a.dir.display()))?;
+    drop(p);
     println!("restored {n} entries from {input}");
     Ok(())
 }
 
-pub fn flatten(a: &Args) -> Result<(), String> {
-    a.only(&[])?;
-    let db = open(a.dir()?, false)?;
-    db.flatten().map_err(|e| e.to_string())?;
+pub fn flatten(a: &FlattenArgs) -> Result<(), String> {
+    let p = Progress::start("flatten", a.progress.enabled());
+    p.phase(Phase::wait(format!("opening {}", a.dir.display())));
+    let db = open(&a.dir, false)?;
+    p.phase(Phase::wait("compacting every level into the last"));
+    db.flatten()
+        .map_err(|e| format!("flattening {}: {e}", a.dir.display()))?;
     let s = db.stats();
-    db.close().map_err(|e| e.to_string())?;
+    p.phase(Phase::wait("closing"));
+    db.close()
+        .map_err(|e| format!("closing {}: {e}", a.dir.display()))?;
+    drop(p);
     println!("flattened: levels {:?}", s.levels);
     Ok(())
 }
 
-pub fn gc(a: &Args) -> Result<(), String> {
-    a.only(&["ratio"])?;
-    let ratio: f64 = a.num("ratio", 0.5)?;
-    let db = open(a.dir()?, false)?;
+pub fn gc(a: &GcArgs) -> Result<(), String> {
+    let p = Progress::start("gc", a.progress.enabled());
+    p.phase(Phase::wait(format!("opening {}", a.dir.display())));
+    let db = open(&a.dir, false)?;
     let before = db.stats().vlog_bytes;
+    // How many files are left to collect is not known ahead: a count, no ETA.
+    p.phase(Phase::items("value-log gc, files collected", "files"));
     loop {
-        match db.run_value_log_gc(ratio).map_err(|e| e.to_string())? {
+        match db
+            .run_value_log_gc(a.ratio)
+            .map_err(|e| format!("value-log gc in {}: {e}", a.dir.display()))?
+        {
             GcOutcome::NothingToCollect => break,
-            o => println!("{o:?}"),
+            o => {
+                p.add(1);
+                println!("{o:?}");
+            }
         }
     }
     let after = db.stats().vlog_bytes;
-    db.close().map_err(|e| e.to_string())?;
+    p.phase(Phase::wait("closing"));
+    db.close()
+        .map_err(|e| format!("closing {}: {e}", a.dir.display()))?;
+    drop(p);
     println!("value log: {} before, {} after", mib(before), mib(after));
     Ok(())
 }

@@ -1,0 +1,287 @@
+//! The `sett` binary's command line: help, usage errors, `--json` and `--progress`.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn sett(args: &[&str]) -> Output {
+    sett_env(args, &[])
+}
+
+fn sett_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sett"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("running sett {args:?}: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Fails with both streams when `sett` did not exit with `code`.
+fn expect_code(o: &Output, code: i32, what: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+const PROGRESS: &[&str] = &["--progress", "--no-progress"];
+
+/// Every visible command and the flags its help must mention.
+fn commands() -> Vec<(&'static str, Vec<&'static str>)> {
+    let with_progress = |flags: &[&'static str]| [flags, PROGRESS].concat();
+    vec![
+        ("info", vec!["--json"]),
+        ("verify", with_progress(&[])),
+        ("backup", with_progress(&["--since"])),
+        ("restore", with_progress(&[])),
+        ("flatten", with_progress(&[])),
+        ("gc", with_progress(&["--ratio"])),
+        (
+            "bank",
+            vec!["--dir", "--accounts", "--threads", "--seconds", "--sync"],
+        ),
+        ("bench-load", with_progress(&["--keys", "--valsz"])),
+        ("bench-ops", vec![]),
+        (
+            "crashloop",
+            vec!["--cycles", "--seconds", "--sync", "--dir"],
+        ),
+        (
+            "bench",
+            with_progress(&[
+                "--dir",
+                "--valsz",
+                "--keys",
+                "--writers",
+                "--batch",
+                "--reads",
+                "--readers",
+                "--sync",
+                "--value-threshold",
+                "--keep",
+                "--json",
+            ]),
+        ),
+    ]
+}
+
+#[test]
+fn help_names_every_command_and_flag() {
+    let o = sett(&["--help"]);
+    expect_code(&o, 0, "sett --help");
+    let top = text(&o.stdout);
+    for (cmd, flags) in commands() {
+        assert!(top.contains(cmd), "sett --help does not name {cmd}:\n{top}");
+        let o = sett(&[cmd, "--help"]);
+        expect_code(&o, 0, &format!("sett {cmd} --help"));
+        let help = text(&o.stdout);
+        for f in flags {
+            assert!(
+                help.contains(f),
+                "sett {cmd} --help does not name {f}:\n{help}"
+            );
+        }
+    }
+    assert!(
+        !top.contains("crashloop-child"),
+        "the internal crashloop-child shows in sett --help:\n{top}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_name_the_problem() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let d = dir.path().to_str().expect("a UTF-8 temporary path");
+    let cases: &[(&[&str], &str)] = &[
+        (&["info", d, "--bogus"], "--bogus"),
+        (&["bench", "--no-such-flag"], "--no-such-flag"),
+        (&["gc", d, "--ratio"], "--ratio"),
+        (&["gc", d, "--ratio", "half"], "half"),
+        (&["backup", d], "FILE"),
+        (&["bench", "--writers", "0"], "--writers"),
+        (&["bench", "--valsz", "1,2,3", "--keys", "1,2"], "--keys"),
+        // The defaults: two value sizes, two key counts.
+        (&["bench", "--keys", "1,2,3"], "3 given for 2 sizes"),
+        (&["bench", "--valsz", "1,2,3"], "2 given for 3 sizes"),
+        (&["bank", "--accounts", "1"], "--accounts"),
+        (
+            &["crashloop", "--cycles", "3", "--seconds", "2"],
+            "--seconds",
+        ),
+        (&["no-such-command"], "no-such-command"),
+        (&[], "Usage"),
+    ];
+    for (args, named) in cases {
+        let o = sett(args);
+        expect_code(&o, 2, &format!("sett {args:?}"));
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(named),
+            "sett {args:?}: the error does not name {named}:\n{err}"
+        );
+    }
+}
+
+/// A database of `n` keys written with the library, flushed to tables.
+fn small_db(dir: &Path, n: u64) {
+    let db = sett::Db::open(sett::Options::new(dir)).expect("open");
+    for i in 0..n {
+        db.put(format!("key{i:06}").as_bytes(), &[b'v'; 100])
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    db.close().expect("close");
+}
+
+#[test]
+fn info_json_reports_the_database() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path().join("db");
+    small_db(&dir, 300);
+    let want = {
+        let mut o = sett::Options::new(&dir);
+        o.read_only = true;
+        let db = sett::Db::open(o).expect("read-only open");
+        db.stats()
+    };
+    let d = dir.to_str().expect("a UTF-8 path");
+    let o = sett(&["info", d, "--json"]);
+    expect_code(&o, 0, "sett info --json");
+    let out = text(&o.stdout);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e} in:\n{out}"));
+    assert_eq!(v["database"], d);
+    assert_eq!(v["table_entries"], 300, "{v}");
+    assert_eq!(v["table_entries"], want.table_entries);
+    assert_eq!(v["last_seq"], want.last_seq);
+    assert_eq!(v["vlog_files"], want.vlog_files);
+    let levels = v["levels"].as_array().expect("levels is an array");
+    assert_eq!(levels.len(), want.levels.len());
+    let tables: u64 = levels.iter().filter_map(|l| l["tables"].as_u64()).sum();
+    assert_eq!(
+        tables,
+        want.levels.iter().map(|(n, _)| *n as u64).sum::<u64>()
+    );
+
+    // The text form says the same.
+    let o = sett(&["info", d]);
+    expect_code(&o, 0, "sett info");
+    assert!(text(&o.stdout).contains("table entries      300"));
+}
+
+/// Tiny bench flags: a few thousand keys, done in a second or two.
+const TINY: &[&str] = &[
+    "--keys",
+    "3000",
+    "--reads",
+    "3000",
+    "--writers",
+    "2",
+    "--batch",
+    "100",
+];
+
+#[test]
+fn bench_progress_and_json() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let d = tmp.path().to_str().expect("a UTF-8 path");
+    // A short interval, so that this tiny run lasts several of them.
+    let fast = [("SETT_PROGRESS_MS", "20")];
+    let mut args = vec![
+        "bench",
+        "--valsz",
+        "128",
+        "--dir",
+        d,
+        "--json",
+        "--progress",
+    ];
+    args.extend(TINY);
+    let o = sett_env(&args, &fast);
+    expect_code(&o, 0, "sett bench --progress --json");
+    let err = text(&o.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("[sett bench "))
+        .collect();
+    assert!(!lines.is_empty(), "no progress line on stderr:\n{err}");
+    assert!(lines.iter().all(|l| l.contains("RSS ")), "{err}");
+    let out = text(&o.stdout);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e} in:\n{out}"));
+    assert_eq!(v["writers"], 2);
+    let runs = v["runs"].as_array().expect("runs is an array");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["valsz"], 128);
+    assert_eq!(runs[0]["keys_written"], 3000);
+    assert!(runs[0]["populate_keys_per_s"]
+        .as_f64()
+        .is_some_and(|r| r > 0.0));
+    assert!(runs[0]["iterate_keys"]
+        .as_u64()
+        .is_some_and(|n| n > 0 && n <= 3000));
+
+    // Off: with --no-progress, and by default when stderr is not a terminal.
+    for extra in [&["--no-progress"][..], &[]] {
+        let mut args = vec!["bench", "--valsz", "128", "--dir", d];
+        args.extend(extra);
+        args.extend(TINY);
+        let o = sett_env(&args, &fast);
+        expect_code(&o, 0, "sett bench without progress");
+        let err = text(&o.stderr);
+        assert!(
+            !err.contains("[sett bench "),
+            "{args:?} printed progress:\n{err}"
+        );
+        assert!(text(&o.stdout).contains("| 128 B | 3000 |"));
+    }
+}
+
+#[test]
+fn bench_json_with_one_child_per_value_size() {
+    let mut args = vec!["bench", "--valsz", "64,256", "--json", "--no-progress"];
+    args.extend(TINY);
+    let o = sett(&args);
+    expect_code(&o, 0, "sett bench --valsz 64,256 --json");
+    let out = text(&o.stdout);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e} in:\n{out}"));
+    let sizes: Vec<u64> = v["runs"]
+        .as_array()
+        .expect("runs is an array")
+        .iter()
+        .filter_map(|r| r["valsz"].as_u64())
+        .collect();
+    assert_eq!(sizes, [64, 256], "{v}");
+}
+
+#[test]
+fn maintenance_commands_with_progress() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let db = tmp.path().join("db");
+    small_db(&db, 2000);
+    let p = |name: &str| tmp.path().join(name).to_string_lossy().into_owned();
+    let (d, backup, restored) = (p("db"), p("full.backup"), p("restored"));
+    let fast = [("SETT_PROGRESS_MS", "1")];
+    let runs: &[&[&str]] = &[
+        &["verify", &d, "--progress"],
+        &["backup", &d, &backup, "--progress"],
+        &["restore", &restored, &backup, "--progress"],
+        &["flatten", &restored, "--progress"],
+        &["gc", &d, "--ratio", "0.1", "--progress"],
+        &["verify", &restored, "--no-progress"],
+    ];
+    for args in runs {
+        let o = sett_env(args, &fast);
+        expect_code(&o, 0, &format!("sett {args:?}"));
+    }
+    let o = sett(&["info", &restored, "--json"]);
+    expect_code(&o, 0, "sett info --json on the restored copy");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("info --json parses");
+    assert_eq!(v["table_entries"], 2000, "{v}");
+}

@@ -2,7 +2,7 @@
 
 use crate::convert::{bytes_arg, opt_bytes_arg};
 use crate::errors::to_py;
-use crate::iter::PyIter;
+use crate::iter::{PyIter, Yield};
 use crate::txn::Txn;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -75,6 +75,25 @@ pub(crate) fn iter_options(
         keys_only,
         ..Default::default()
     })
+}
+
+impl Db {
+    /// An `Iter` over a snapshot taken now, yielding `what`.
+    fn stream(
+        slf: &Bound<'_, Self>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        what: Yield,
+    ) -> PyResult<PyIter> {
+        let o = iter_options(prefix, start, end, reverse, what == Yield::Keys)?;
+        let py = slf.py();
+        let db = slf.borrow();
+        let inner = &db.inner;
+        let it = py.allow_threads(|| inner.iter(o)).map_err(to_py)?;
+        Ok(PyIter::new(it, what, Some(slf.clone().into_any().unbind())))
+    }
 }
 
 #[pymethods]
@@ -214,9 +233,20 @@ impl Db {
             .collect())
     }
 
-    /// Starts a transaction (read-write if `update`). Prefer `transaction()`/`view()`.
-    #[pyo3(signature = (update=true))]
-    fn begin(&self, py: Python<'_>, update: bool) -> PyResult<Txn> {
+    /// Starts a transaction: read-write unless `update` (or its alias `write`, as
+    /// py-lmdb names it) is False. A context manager: the block's end commits it
+    /// (a read-only one just ends), an exception discards it.
+    #[pyo3(signature = (update=None, *, write=None))]
+    fn begin(&self, py: Python<'_>, update: Option<bool>, write: Option<bool>) -> PyResult<Txn> {
+        let update = match (update, write) {
+            (Some(_), Some(_)) => {
+                return Err(PyTypeError::new_err(
+                    "begin() takes update or its alias write, not both",
+                ))
+            }
+            (Some(u), None) | (None, Some(u)) => u,
+            (None, None) => true,
+        };
         let t = py
             .allow_threads(|| self.inner.begin(update))
             .map_err(to_py)?;
@@ -233,16 +263,51 @@ impl Db {
         reverse: bool,
         keys_only: bool,
     ) -> PyResult<PyIter> {
-        let o = iter_options(prefix, start, end, reverse, keys_only)?;
-        let py = slf.py();
-        let db = slf.borrow();
-        let inner = &db.inner;
-        let it = py.allow_threads(|| inner.iter(o)).map_err(to_py)?;
-        Ok(PyIter::new(
-            it,
-            keys_only,
-            Some(slf.clone().into_any().unbind()),
-        ))
+        let what = if keys_only { Yield::Keys } else { Yield::Items };
+        Self::stream(slf, prefix, start, end, reverse, what)
+    }
+
+    /// The keys, in order (like `iter(keys_only=True)`): streamed from a snapshot
+    /// taken now, not a list.
+    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false))]
+    fn keys(
+        slf: &Bound<'_, Self>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<PyIter> {
+        Self::stream(slf, prefix, start, end, reverse, Yield::Keys)
+    }
+
+    /// The (key, value) pairs, in key order (like `iter()`): streamed from a
+    /// snapshot taken now, not a list.
+    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false))]
+    fn items(
+        slf: &Bound<'_, Self>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<PyIter> {
+        Self::stream(slf, prefix, start, end, reverse, Yield::Items)
+    }
+
+    /// The values, in key order: streamed from a snapshot taken now, not a list.
+    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false))]
+    fn values(
+        slf: &Bound<'_, Self>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<PyIter> {
+        Self::stream(slf, prefix, start, end, reverse, Yield::Values)
+    }
+
+    /// Iterating a Db yields its keys in order, as iterating a dict does.
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<PyIter> {
+        Self::stream(slf, None, None, None, false, Yield::Keys)
     }
 
     /// One round of value-log GC; True if a file was collected.

@@ -1,32 +1,69 @@
 //! `Iter`: a Python iterator over a snapshot, filled in chunks with the GIL released.
 
-use crate::errors::to_py;
+use crate::convert::bytes_arg;
+use crate::errors::{to_py, ClosedError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyType};
 use sett_core::DbIterator;
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// Items fetched per trip into the engine (the GIL is released meanwhile).
 const CHUNK: usize = 256;
 
-/// Iterator of (key, value) tuples, or of keys when `keys_only`. It keeps its
+/// What each step of an `Iter` yields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Yield {
+    /// (key, value) tuples.
+    Items,
+    /// Keys (the engine then never reads a value).
+    Keys,
+    /// Values.
+    Values,
+}
+
+struct State {
+    /// None once closed, or once exhausted when no `seek` was ever made.
+    it: Option<DbIterator>,
+    /// Fetched from `it`, not yet handed out.
+    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// `seek` was called: exhaustion keeps the snapshot so that it can seek again.
+    cursor: bool,
+}
+
+/// Iterator of (key, value) tuples, of keys, or of values. It keeps its
 /// database object alive; once that database is closed it raises ClosedError.
 #[pyclass(module = "sett._sett", name = "Iter")]
 pub struct PyIter {
-    it: Mutex<Option<DbIterator>>,
-    buf: Mutex<VecDeque<(Vec<u8>, Vec<u8>)>>,
-    keys_only: bool,
+    state: Mutex<State>,
+    what: Yield,
     _owner: Option<PyObject>,
 }
 
 impl PyIter {
-    pub(crate) fn new(it: DbIterator, keys_only: bool, owner: Option<PyObject>) -> PyIter {
+    pub(crate) fn new(it: DbIterator, what: Yield, owner: Option<PyObject>) -> PyIter {
         PyIter {
-            it: Mutex::new(Some(it)),
-            buf: Mutex::new(VecDeque::new()),
-            keys_only,
+            state: Mutex::new(State {
+                it: Some(it),
+                buf: VecDeque::new(),
+                cursor: false,
+            }),
+            what,
             _owner: owner,
+        }
+    }
+
+    /// The state, or a RuntimeError if another thread is inside this iterator
+    /// (waiting for it while holding the GIL could deadlock: the other thread
+    /// may be waiting for the GIL to return from the engine).
+    fn state(&self) -> PyResult<MutexGuard<'_, State>> {
+        match self.state.try_lock() {
+            Ok(g) => Ok(g),
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(PyRuntimeError::new_err(
+                "this sett.Iter is in use by another thread; give each thread its own iterator",
+            )),
         }
     }
 }
@@ -38,35 +75,68 @@ impl PyIter {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let mut buf = self.buf.lock().unwrap_or_else(|p| p.into_inner());
-        if buf.is_empty() {
-            let mut guard = self.it.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(it) = guard.as_mut() else {
+        let mut guard = self.state()?;
+        let st = &mut *guard;
+        if st.buf.is_empty() {
+            let Some(it) = st.it.as_mut() else {
                 return Ok(None);
             };
             let chunk: sett_core::Result<Vec<(Vec<u8>, Vec<u8>)>> =
                 py.allow_threads(|| it.by_ref().take(CHUNK).collect());
             let chunk = chunk.map_err(to_py)?;
             if chunk.is_empty() {
-                *guard = None; // exhausted: release the snapshot now
+                if !st.cursor {
+                    st.it = None; // exhausted: release the snapshot now
+                }
                 return Ok(None);
             }
-            buf.extend(chunk);
+            st.buf.extend(chunk);
         }
-        let Some((k, v)) = buf.pop_front() else {
+        let Some((k, v)) = st.buf.pop_front() else {
             return Ok(None);
         };
-        let key = PyBytes::new_bound(py, &k);
-        Ok(Some(if self.keys_only {
-            key.into_any().unbind()
-        } else {
-            (key, PyBytes::new_bound(py, &v)).into_py(py)
+        Ok(Some(match self.what {
+            Yield::Keys => PyBytes::new_bound(py, &k).into_any().unbind(),
+            Yield::Values => PyBytes::new_bound(py, &v).into_any().unbind(),
+            Yield::Items => (PyBytes::new_bound(py, &k), PyBytes::new_bound(py, &v)).into_py(py),
         }))
     }
 
-    /// Releases the snapshot early (also done at exhaustion).
-    fn close(&self) {
-        *self.it.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        self.buf.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    /// Moves to the first key >= `key` (reverse iterators: the last key <= `key`),
+    /// staying within the iterator's prefix and bounds; the next item is that
+    /// key's. Past the end, iteration stops until a seek back. Can seek again
+    /// after running out; raises ClosedError after close() or after the iterator
+    /// ran out without ever seeking (the snapshot is released then).
+    fn seek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_arg(key, "key")?;
+        let mut guard = self.state()?;
+        let st = &mut *guard;
+        let Some(it) = st.it.as_mut() else {
+            return Err(ClosedError::new_err(
+                "iterator closed, or exhausted before any seek (its snapshot is released); \
+                 start a new one",
+            ));
+        };
+        st.buf.clear();
+        st.cursor = true;
+        py.allow_threads(|| it.seek(&k)).map_err(to_py)
+    }
+
+    /// `sett.Iter[bytes]` in annotations evaluated at run time (the stubs make Iter generic).
+    #[classmethod]
+    fn __class_getitem__(cls: &Bound<'_, PyType>, item: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let py = cls.py();
+        match py.import_bound("types")?.getattr("GenericAlias") {
+            Ok(alias) => Ok(alias.call1((cls, item))?.unbind()),
+            Err(_) => Ok(cls.clone().into_any().unbind()), // Python 3.8
+        }
+    }
+
+    /// Releases the snapshot early (also done at exhaustion unless seek() was used).
+    fn close(&self) -> PyResult<()> {
+        let mut st = self.state()?;
+        st.it = None;
+        st.buf.clear();
+        Ok(())
     }
 }

@@ -1,31 +1,36 @@
-//! `Txn`: a transaction. `sett.Db.transaction()` / `view()` wrap it as context managers.
+//! `Txn`: a transaction, and a context manager (commit on success, discard on
+//! an exception). `sett.Db.transaction()` / `view()` begin one in a `with` block.
 
 use crate::convert::bytes_arg;
 use crate::db::{iter_options, put_options};
 use crate::errors::{to_py, ClosedError};
-use crate::iter::PyIter;
+use crate::iter::{PyIter, Yield};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Mutex;
 
-/// A transaction; finished by `commit()` or `discard()`.
+/// A transaction; finished by `commit()` or `discard()`, or by the end of a
+/// `with` block (commit if it raised nothing, else discard). Once finished,
+/// every use but `discard()` raises ClosedError. One dropped unfinished is discarded.
 #[pyclass(module = "sett._sett")]
 pub struct Txn {
     txn: Mutex<Option<sett_core::Txn>>,
+    update: bool,
 }
+
+const ENDED: &str = "transaction already committed or discarded; begin a new one";
 
 impl Txn {
     pub(crate) fn new(t: sett_core::Txn) -> Txn {
         Txn {
+            update: t.is_update(),
             txn: Mutex::new(Some(t)),
         }
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut sett_core::Txn) -> sett_core::Result<T>) -> PyResult<T> {
         let mut g = self.txn.lock().unwrap_or_else(|p| p.into_inner());
-        let t = g
-            .as_mut()
-            .ok_or_else(|| ClosedError::new_err("transaction already committed or discarded"))?;
+        let t = g.as_mut().ok_or_else(|| ClosedError::new_err(ENDED))?;
         f(t).map_err(to_py)
     }
 }
@@ -79,7 +84,8 @@ impl Txn {
     ) -> PyResult<PyIter> {
         let o = iter_options(prefix, start, end, reverse, keys_only)?;
         let it = self.with(|t| t.iter(o))?;
-        Ok(PyIter::new(it, keys_only, None))
+        let what = if keys_only { Yield::Keys } else { Yield::Items };
+        Ok(PyIter::new(it, what, None))
     }
 
     /// Commits; raises ConflictError if it must be retried.
@@ -89,7 +95,7 @@ impl Txn {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
-            .ok_or_else(|| ClosedError::new_err("transaction already committed or discarded"))?;
+            .ok_or_else(|| ClosedError::new_err(ENDED))?;
         py.allow_threads(|| t.commit()).map_err(to_py)
     }
 
@@ -104,5 +110,42 @@ impl Txn {
     #[getter]
     fn active(&self) -> bool {
         self.txn.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    /// True for a read-write transaction.
+    #[getter]
+    fn write(&self) -> bool {
+        self.update
+    }
+
+    /// Raises ClosedError if the transaction has already ended.
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        if !slf.active() {
+            return Err(ClosedError::new_err(ENDED));
+        }
+        Ok(slf)
+    }
+
+    /// Commits a read-write transaction when the block raised nothing (a
+    /// ConflictError then propagates); otherwise discards it and lets the
+    /// exception propagate. A read-only one just ends. One already finished
+    /// inside the block (by commit() or discard()) is left as it is.
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let Some(t) = self.txn.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(false);
+        };
+        if exc_type.is_none() && self.update {
+            py.allow_threads(|| t.commit()).map_err(to_py)?;
+        } else {
+            t.discard();
+        }
+        Ok(false)
     }
 }

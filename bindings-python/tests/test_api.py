@@ -275,6 +275,43 @@ def test_many_threads_share_one_db(db):
     assert len(list(db.iter(keys_only=True))) == 8 * 300
 
 
+def test_close_racing_with_calls_in_flight(db_path):
+    # Threads write and read (the GIL released inside each call) while another
+    # closes the database: every call succeeds or raises ClosedError.
+    for _ in range(3):
+        d = sett.open(db_path, value_threshold=64, memtable_size=64 << 10)
+        unexpected = []
+        calls = []
+
+        def work(n: int, d=d, unexpected=unexpected, calls=calls) -> None:
+            i = 0
+            try:
+                while True:
+                    k = b"r%d/%d" % (n, i % 200)
+                    if i % 2:
+                        d.get(k)
+                    else:
+                        d[k] = b"value" * 20
+                    i += 1
+            except sett.ClosedError:
+                calls.append(i)
+            except Exception as e:  # noqa: BLE001 (collected and reported below)
+                unexpected.append(e)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for th in threads:
+            th.start()
+        time.sleep(0.05)
+        d.close()
+        for th in threads:
+            th.join(timeout=30)
+            assert not th.is_alive()
+        assert not unexpected, unexpected
+        assert len(calls) == 4 and all(c > 0 for c in calls), calls
+        with pytest.raises(sett.ClosedError):
+            d[b"after"] = b"close"
+
+
 def test_version_and_hierarchy():
     assert sett.__version__.count(".") == 2
     for exc in (

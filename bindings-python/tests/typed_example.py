@@ -17,10 +17,29 @@ def main() -> None:
             b.delete(b"k")
         with db.transaction() as txn:
             txn.put(b"n", (txn.get(b"n") or b"0") + b"1")
+        with db.begin(write=True) as wtxn:
+            wtxn.put(b"w", b"1")
+            ended: bool = wtxn.active
+        with db.begin(False) as rtxn:
+            seen: Optional[bytes] = rtxn.get(b"w")
+            writable: bool = rtxn.write
+        with db.view() as view:
+            snap: List[bytes] = list(view.iter(keys_only=True))
         count: int = db.update(lambda t: len(t.get(b"n") or b""))
         pairs: List[Tuple[bytes, bytes]] = list(db.iter(prefix=b"a"))
+        keys: List[bytes] = list(db.keys(prefix=b"a", reverse=True))
+        items: List[Tuple[bytes, bytes]] = list(db.items(start=b"a", end=b"z"))
+        values: List[bytes] = list(db.values())
+        every: List[bytes] = [k for k in db]
+        it: sett.Iter[Tuple[bytes, bytes]] = db.iter()
+        it.seek(b"m")
+        after_m: Optional[Tuple[bytes, bytes]] = next(it, None)
+        rev = db.keys(reverse=True)
+        rev.seek(bytearray(b"m"))
+        first_below: bytes = next(rev, b"")
         stats = db.stats()
         print(value, maybe, many, count, pairs, stats["last_seq"])
+        print(ended, seen, writable, snap, keys, items, values, every, after_m, first_below)
 
 
 if __name__ == "__main__":

@@ -6,20 +6,39 @@
         with db.batch() as b:
             b.put(b"a", b"1")
             b.delete(b"k")
-        with db.transaction() as txn:
+        with db.transaction() as txn:  # or: with db.begin(write=True) as txn:
             txn.put(b"n", txn.get(b"n", b"0") + b"!")
-        for key, value in db.iter(prefix=b"a"):
+        for key, value in db.items(prefix=b"a"):
             ...
+        for key in db:  # also db.keys(), db.values()
+            ...
+        it = db.iter()
+        it.seek(b"m")  # the next item is the first key >= b"m"
 
 Keys and values are ``bytes`` (or ``bytearray``); ``str`` raises TypeError.
 Errors are ``sett.Error`` and its subclasses.
+
+``db.keys()``, ``db.items()``, ``db.values()`` and ``iter(db)`` are iterators
+over a snapshot (not views or lists), read in chunks as you go. There is no
+``len(db)``: the engine keeps no exact count of live keys, so it would have to
+scan everything (count with ``sum(1 for _ in db)`` if you mean that).
 """
 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from typing import Callable, Iterator, List, Optional, Tuple, TypeVar, Union
+from types import TracebackType
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    List,
+    NoReturn,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from . import _sett
 from ._sett import (
@@ -57,6 +76,7 @@ __all__ = [
     "ReadOnlyError",
     "TooBigError",
     "Txn",
+    "TxnBlock",
     "UnsupportedVersionError",
     "open",
     "__version__",
@@ -110,6 +130,46 @@ class Batch:
             self._ops = []
 
 
+class TxnBlock:
+    """What ``Db.transaction()`` and ``Db.view()`` return: a context manager that
+    begins a transaction on entering a ``with`` block and yields it, commits it
+    (or, read-only, ends it) when the block raises nothing, and discards it when
+    the block raises. Anything else done with it raises AttributeError."""
+
+    __slots__ = ("_db", "_write", "_txn")
+
+    def __init__(self, db: Db, write: bool) -> None:
+        self._db = db
+        self._write = write
+        self._txn: Optional[Txn] = None
+
+    def __enter__(self) -> Txn:
+        if self._txn is not None:
+            raise RuntimeError("this transaction block is already in use; call transaction() again")
+        self._txn = self._db.begin(write=self._write)
+        return self._txn
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        txn, self._txn = self._txn, None
+        if txn is not None:
+            txn.__exit__(exc_type, exc, tb)
+
+    if not TYPE_CHECKING:  # mypy reports such misuse statically; at run time:
+
+        def __getattr__(self, name: str) -> NoReturn:
+            how = "transaction" if self._write else "view"
+            raise AttributeError(
+                f"db.{how}() returns a context manager, not a transaction (it has no "
+                f"{name!r}): use `with db.{how}() as txn:`, or for a transaction held in a "
+                f"variable txn = db.begin(write={self._write}) ... txn.commit()"
+            )
+
+
 class Db(_sett.Db):
     """An open database; see ``sett.open``. Usable as a mapping of bytes to bytes
     and as a context manager that closes it."""
@@ -118,26 +178,23 @@ class Db(_sett.Db):
         """A batch to fill and commit atomically (a context manager)."""
         return Batch(self)
 
-    @contextmanager
-    def transaction(self) -> Iterator[Txn]:
-        """A read-write transaction committed when the block ends without an
-        exception (ConflictError if it must be retried; see ``update``)."""
-        txn = self.begin(True)
-        try:
-            yield txn
-        except BaseException:
-            txn.discard()
-            raise
-        txn.commit()
+    def transaction(self) -> TxnBlock:
+        """A read-write transaction for a ``with`` block: ``with db.transaction()
+        as txn:``. It begins on entering the block and commits when the block
+        ends without an exception (ConflictError if it must be retried; see
+        ``update``); an exception discards it and propagates.
 
-    @contextmanager
-    def view(self) -> Iterator[Txn]:
-        """A read-only transaction: a stable snapshot while writes go on."""
-        txn = self.begin(False)
-        try:
-            yield txn
-        finally:
-            txn.discard()
+        The object returned is not the transaction: using it outside ``with``
+        (``txn = db.transaction(); txn.put(...)``) raises AttributeError saying
+        so, rather than leaving writes to be discarded unseen. For a transaction
+        held in a variable, use ``db.begin(write=True)`` and ``txn.commit()``."""
+        return TxnBlock(self, True)
+
+    def view(self) -> TxnBlock:
+        """A read-only transaction for a ``with`` block (``with db.view() as
+        txn:``): a stable snapshot while writes go on. Like ``transaction()``, it
+        must be used in a ``with`` statement."""
+        return TxnBlock(self, False)
 
     def update(self, fn: Callable[[Txn], T], retries: int = UPDATE_RETRIES) -> T:
         """Runs ``fn(txn)`` in a read-write transaction and commits it, running it

@@ -1,10 +1,24 @@
 """Type stubs of the compiled module sett._sett."""
 
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple, TypeVar, Union
+from types import TracebackType
+from typing import (
+    Any,
+    Dict,
+    Iterator,
+    List,
+    Literal,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
 
 Bytes = Union[bytes, bytearray]
 _D = TypeVar("_D", bound="Db")
+_X = TypeVar("_X", bound="Txn")
 
 __version__: str
 
@@ -21,9 +35,14 @@ class InvalidArgumentError(Error): ...
 class IOError(Error): ...
 class UnsupportedVersionError(Error): ...
 
-class Iter(Iterator[Any]):
-    def __iter__(self) -> Iter: ...
-    def __next__(self) -> Any: ...
+_T_co = TypeVar("_T_co", covariant=True)
+
+class Iter(Iterator[_T_co]):
+    """Yields (key, value) tuples, keys, or values, per the call that made it."""
+    def __iter__(self) -> Iter[_T_co]: ...
+    def __next__(self) -> _T_co: ...
+    def seek(self, key: Bytes) -> None:
+        """Next item: the first key >= key (reverse: the last key <= key), within bounds."""
     def close(self) -> None: ...
 
 class Txn:
@@ -32,6 +51,26 @@ class Txn:
         self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
     ) -> None: ...
     def delete(self, key: Bytes) -> None: ...
+    @overload
+    def iter(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+        keys_only: Literal[False] = False,
+    ) -> Iter[Tuple[bytes, bytes]]: ...
+    @overload
+    def iter(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+        *,
+        keys_only: Literal[True],
+    ) -> Iter[bytes]: ...
+    @overload
     def iter(
         self,
         prefix: Optional[Bytes] = None,
@@ -39,11 +78,20 @@ class Txn:
         end: Optional[Bytes] = None,
         reverse: bool = False,
         keys_only: bool = False,
-    ) -> Iter: ...
+    ) -> Iter[Any]: ...
     def commit(self) -> None: ...
     def discard(self) -> None: ...
     @property
     def active(self) -> bool: ...
+    @property
+    def write(self) -> bool: ...
+    def __enter__(self: _X) -> _X: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
 
 class Db:
     def __init__(self, path: Union[str, os.PathLike[str]], **options: Union[int, bool]) -> None: ...
@@ -61,7 +109,28 @@ class Db:
         self, ops: List[Tuple[Bytes, Optional[Bytes], Optional[float], int]]
     ) -> None: ...
     def get_many(self, keys: List[Bytes]) -> List[Optional[bytes]]: ...
-    def begin(self, update: bool = True) -> Txn: ...
+    def begin(self, update: Optional[bool] = None, *, write: Optional[bool] = None) -> Txn:
+        """Read-write unless update (or its alias write) is False."""
+    @overload
+    def iter(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+        keys_only: Literal[False] = False,
+    ) -> Iter[Tuple[bytes, bytes]]: ...
+    @overload
+    def iter(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+        *,
+        keys_only: Literal[True],
+    ) -> Iter[bytes]: ...
+    @overload
     def iter(
         self,
         prefix: Optional[Bytes] = None,
@@ -69,7 +138,29 @@ class Db:
         end: Optional[Bytes] = None,
         reverse: bool = False,
         keys_only: bool = False,
-    ) -> Iter: ...
+    ) -> Iter[Any]: ...
+    def keys(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+    ) -> Iter[bytes]: ...
+    def items(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+    ) -> Iter[Tuple[bytes, bytes]]: ...
+    def values(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+    ) -> Iter[bytes]: ...
+    def __iter__(self) -> Iter[bytes]: ...
     def run_value_log_gc(self, discard_ratio: float = 0.5) -> bool: ...
     def flatten(self) -> None: ...
     def flush(self) -> None: ...

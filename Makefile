@@ -238,7 +238,7 @@ mutation-check: deps
 		if $(CARGO) test -q -p sett --features $$f --test power_loss > target/mutation-$$f.log 2>&1; then \
 			echo "mutation check: tests/power_loss.rs passed on a build with $$f: it cannot see that loss"; exit 1; \
 		fi; \
-		grep -q "acknowledged writes lost\|reopen after the cut failed\|the model after write" target/mutation-$$f.log || \
+		grep -q "acknowledged writes lost\|open after the cut failed\|the model after write" target/mutation-$$f.log || \
 			{ echo "mutation check: the $$f build failed for another reason:"; tail -30 target/mutation-$$f.log; exit 1; }; \
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done

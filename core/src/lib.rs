@@ -71,6 +71,7 @@ mod levels;
 mod manifest;
 mod memtable;
 mod options;
+mod read_guard;
 mod sequence;
 mod table;
 mod txn;

@@ -234,6 +234,25 @@ pub(crate) fn decode_edits(payload: &[u8]) -> Option<Vec<Edit>> {
     Some(edits)
 }
 
+/// True if the record at `data[tail..]` holds a sector that reads back as
+/// zeros: what a power cut leaves of a write that had not been synced (the
+/// file's length reached the disk, some of its sectors did not). Bit rot in
+/// a synced record flips bits; it does not zero an aligned run. A run shorter
+/// than 4 bytes counts only at the record's start (its checksum).
+fn has_torn_sector(data: &[u8], tail: usize) -> bool {
+    const SECTOR: usize = 512;
+    let mut start = tail;
+    while start < data.len() {
+        let end = (start / SECTOR + 1) * SECTOR;
+        let window = &data[start..end.min(data.len())];
+        if (window.len() >= 4 || start == tail) && window.iter().all(|&b| b == 0) {
+            return true;
+        }
+        start = end;
+    }
+    false
+}
+
 /// Reads the manifest of `dir`, if there is one. A torn last record is ignored
 /// (it was never acknowledged); any other damage is corruption.
 pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState>> {
@@ -256,8 +275,9 @@ pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState
         ));
     }
     // Each record is fsynced before anything acts on it, so a torn tail is a
-    // record cut short. A whole-length last record with a bad checksum is damage:
-    // dropping it would silently revert the state (and lose what it recorded).
+    // record cut short, or cut at its whole length with sectors that never
+    // reached the disk (zeros). Any other whole-length last record with a bad
+    // checksum is damage: dropping it would silently revert the state.
     let tail = scan.valid_len as usize;
     if tail < data.len() {
         let declared = crate::coding::u32_at(&data, tail + 4)
@@ -271,7 +291,8 @@ pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState
             h.update(&rest[wal::RECORD_HEADER_LEN..]);
             crate::coding::u32_at(rest, 0) == Some(h.finalize())
         };
-        if declared == Some(data.len()) || whole_with_bad_length {
+        if (declared == Some(data.len()) || whole_with_bad_length) && !has_torn_sector(&data, tail)
+        {
             return Err(Error::corruption(
                 &path,
                 tail as u64,
@@ -469,6 +490,46 @@ mod tests {
                 "flip at {off} taken as a torn tail"
             );
         }
+    }
+
+    #[test]
+    fn a_whole_length_last_record_with_a_zeroed_sector_is_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let mut m = Manifest::create(&Fs::real(), dir.path(), ManifestState::new(3)).unwrap();
+        // Log until the last record crosses a sector boundary.
+        let mut id = 1;
+        let (last, boundary) = loop {
+            let before = std::fs::metadata(&path).unwrap().len() as usize;
+            m.log(&[Edit::AddTable {
+                level: 0,
+                table: table(id),
+            }])
+            .unwrap();
+            let after = std::fs::metadata(&path).unwrap().len() as usize;
+            let boundary = (before / 512 + 1) * 512;
+            if boundary < after {
+                break (before, boundary);
+            }
+            id += 1;
+        };
+        drop(m);
+        let good = std::fs::read(&path).unwrap();
+        // The power went before the record's fsync: its second sector is zeros.
+        let mut torn = good.clone();
+        torn[boundary..].fill(0);
+        std::fs::write(&path, &torn).unwrap();
+        let s = load(dir.path(), 3).unwrap().unwrap();
+        assert_eq!(
+            s.levels[0].len() as u64,
+            id - 1,
+            "the torn record is dropped"
+        );
+        // The same record with a flipped byte instead is damage, not a tear.
+        let mut bad = good.clone();
+        bad[last + 9] ^= 0x21;
+        std::fs::write(&path, &bad).unwrap();
+        assert!(load(dir.path(), 3).unwrap_err().is_corruption());
     }
 
     #[test]

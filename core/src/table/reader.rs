@@ -7,6 +7,7 @@ use crate::coding::Reader;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::key;
+use crate::read_guard;
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
 use std::fs::File;
@@ -42,6 +43,9 @@ pub(crate) struct Table {
     /// Blocks whose checksum was checked once: the file never changes while open,
     /// so later reads skip the crc (a 4 KiB crc costs about as much as the lookup).
     verified: Vec<AtomicBool>,
+    /// A read of the mapping failed (SIGBUS caught by `read_guard`): every
+    /// later read of this table is an I/O error.
+    read_failed: AtomicBool,
 }
 
 impl Table {
@@ -62,6 +66,36 @@ impl Table {
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
         // Point lookups touch one block; iterators ask for read-ahead themselves.
         advice::random(&mmap);
+        let read_failed = AtomicBool::new(false);
+        let mapped = read_guard::Mapped {
+            path,
+            failed: &read_failed,
+        };
+        let (smallest, index_keys, index, filter, max_seq, entries) =
+            read_guard::read(mapped, || Self::parse(path, &mmap))?;
+        let verified = index.iter().map(|_| AtomicBool::new(false)).collect();
+        Ok(Table {
+            id,
+            path: path.to_path_buf(),
+            mmap,
+            verified,
+            index,
+            index_keys,
+            smallest,
+            filter,
+            max_seq,
+            entries,
+            obsolete: OnceLock::new(),
+            read_failed,
+        })
+    }
+
+    /// Checks and parses the footer, index and filter of a mapped table.
+    #[allow(clippy::type_complexity)]
+    fn parse(
+        path: &Path,
+        mmap: &Mmap,
+    ) -> Result<(Box<[u8]>, Vec<u8>, Vec<IndexEntry>, Vec<u8>, u64, u64)> {
         let fpos = mmap.len() - FOOTER_LEN;
         let footer = &mmap[fpos..];
         let corrupt =
@@ -109,28 +143,25 @@ impl Table {
         }
         // Filter, index and footer lie together at the end: one read, not a fault per page.
         advice::will_need(
-            &mmap,
+            mmap,
             usize::try_from(filter_off).unwrap_or(usize::MAX),
             fpos,
         );
-        let filter = checked_slice(path, &mmap, filter_off, filter_len, fpos)?.to_vec();
-        let index_bytes = checked_slice(path, &mmap, index_off, index_len, fpos)?;
+        let filter = checked_slice(path, mmap, filter_off, filter_len, fpos)?.to_vec();
+        let index_bytes = checked_slice(path, mmap, index_off, index_len, fpos)?;
         let (smallest, index_keys, index) = parse_index(index_bytes, filter_off)
             .ok_or_else(|| corrupt(index_off as usize, "malformed index block"))?;
-        let verified = index.iter().map(|_| AtomicBool::new(false)).collect();
-        Ok(Table {
-            id,
-            path: path.to_path_buf(),
-            mmap,
-            verified,
-            index,
-            index_keys,
-            smallest,
-            filter,
-            max_seq,
-            entries,
-            obsolete: OnceLock::new(),
-        })
+        Ok((smallest, index_keys, index, filter, max_seq, entries))
+    }
+
+    /// Runs `f`, a read of this table's mapping, with device errors under the
+    /// mapping returned as I/O errors (see `read_guard`).
+    fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mapped = read_guard::Mapped {
+            path: &self.path,
+            failed: &self.read_failed,
+        };
+        read_guard::read(mapped, f)
     }
 
     pub(crate) fn id(&self) -> u64 {
@@ -226,9 +257,11 @@ impl Table {
             if let Some(r) = ahead.forward(e.offset as usize, self.mmap.len()) {
                 self.will_need(r);
             }
-            let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
-            DecodedBlock::decode(data)
-                .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+            self.guarded(|| {
+                let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+                DecodedBlock::decode(data)
+                    .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))
+            })?;
             self.verified[i].store(true, AtomicOrdering::Release);
         }
         Ok(self.index.len())
@@ -237,9 +270,10 @@ impl Table {
     /// Decodes block `i`, checking its crc the first time.
     pub(crate) fn block(&self, i: usize) -> Result<(DecodedBlock, usize)> {
         let e = &self.index[i];
-        let data = self.block_bytes(i)?;
-        let block = DecodedBlock::decode(data)
-            .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+        let block = self.guarded(|| {
+            DecodedBlock::decode(self.block_bytes(i)?)
+                .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))
+        })?;
         Ok((block, e.offset as usize))
     }
 
@@ -255,22 +289,25 @@ impl Table {
             return Ok(None);
         }
         let target = key::encode(user_key, read_seq);
-        let mut b = self.find_block(&target);
-        while b < self.index.len() {
-            let e = &self.index[b];
-            let data = self.block_bytes(b)?;
-            let found = super::block::seek(data, &target)
-                .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
-            if let Some((k, v)) = found {
-                let (uk, seq) = key::split(&k);
-                if uk != user_key {
-                    return Ok(None);
+        self.guarded(|| {
+            let mut b = self.find_block(&target);
+            while b < self.index.len() {
+                let e = &self.index[b];
+                let data = self.block_bytes(b)?;
+                let found = super::block::seek(data, &target).ok_or_else(|| {
+                    Error::corruption(&self.path, e.offset, "malformed data block")
+                })?;
+                if let Some((k, v)) = found {
+                    let (uk, seq) = key::split(&k);
+                    if uk != user_key {
+                        return Ok(None);
+                    }
+                    return Ok(Some((seq, data[v].to_vec())));
                 }
-                return Ok(Some((seq, data[v].to_vec())));
+                b += 1;
             }
-            b += 1;
-        }
-        Ok(None)
+            Ok(None)
+        })
     }
 
     /// Starts reading `range` of the file into the page cache (a walk in order

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Reads larger than this are not merged with their neighbours.
@@ -35,6 +36,9 @@ pub(crate) struct VlogFile {
     path: PathBuf,
     file: File,
     map: Option<Mmap>,
+    /// A read of the mapping failed (SIGBUS caught by `read_guard`): every
+    /// later read of this file is an I/O error.
+    read_failed: AtomicBool,
 }
 
 impl VlogFile {
@@ -51,6 +55,7 @@ impl VlogFile {
             path: path.to_path_buf(),
             file,
             map: None,
+            read_failed: AtomicBool::new(false),
         })
     }
 
@@ -60,7 +65,8 @@ impl VlogFile {
         // SAFETY: sealed value-log files are never written again; sett only
         // deletes them (a mapping outlives the unlink), and other processes are
         // kept out by the directory lock. A file truncated behind sett's back
-        // would fault on access, as a table would.
+        // faults on access: reads go through `read_guard`, which makes that an
+        // I/O error.
         let map = unsafe { Mmap::map(&f.file) }
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
         // A point read touches one entry; scans ask for their ranges (read_many).
@@ -102,9 +108,11 @@ impl VlogFile {
                 advice::will_need(map, start, end);
             }
         }
-        if let Some(found) = self.check_mapped(ptr) {
-            let (start, len) = found?;
-            return Ok(self.map.as_deref().unwrap_or_default()[start..start + len].to_vec());
+        if let Some(map) = &self.map {
+            return self.guarded(|| {
+                let (start, len) = self.check_entry_in(map, ptr)?;
+                Ok(map[start..start + len].to_vec())
+            });
         }
         let mut buf = vec![0u8; ptr.len as usize];
         let n = read_up_to(&self.file, &mut buf, ptr.offset)
@@ -295,27 +303,39 @@ impl VlogFile {
     /// lies in the mapping; `None` if the file is not mapped.
     fn check_mapped(&self, ptr: ValuePointer) -> Option<Result<(usize, usize)>> {
         let map = self.map.as_ref()?;
-        Some((|| {
-            crate::fault::check(crate::fault::Op::Read)
-                .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
-            let start = ptr.offset as usize;
-            let entry = start
-                .checked_add(ptr.len as usize)
-                .and_then(|end| map.get(start..end))
-                .ok_or_else(|| {
-                    Error::corruption(
-                        &self.path,
-                        ptr.offset,
-                        format!(
-                            "value pointer runs past the end of the file ({} bytes)",
-                            map.len()
-                        ),
-                    )
-                })?;
-            let (klen, vlen) = check_entry(entry)
-                .map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
-            Ok((start + ENTRY_HEADER_LEN + klen, vlen))
-        })())
+        Some(self.guarded(|| self.check_entry_in(map, ptr)))
+    }
+
+    fn check_entry_in(&self, map: &Mmap, ptr: ValuePointer) -> Result<(usize, usize)> {
+        crate::fault::check(crate::fault::Op::Read)
+            .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+        let start = ptr.offset as usize;
+        let entry = start
+            .checked_add(ptr.len as usize)
+            .and_then(|end| map.get(start..end))
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    ptr.offset,
+                    format!(
+                        "value pointer runs past the end of the file ({} bytes)",
+                        map.len()
+                    ),
+                )
+            })?;
+        let (klen, vlen) =
+            check_entry(entry).map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
+        Ok((start + ENTRY_HEADER_LEN + klen, vlen))
+    }
+
+    /// Runs `f`, a read of this file's mapping, with device errors under the
+    /// mapping returned as I/O errors (see `read_guard`).
+    fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mapped = crate::read_guard::Mapped {
+            path: &self.path,
+            failed: &self.read_failed,
+        };
+        crate::read_guard::read(mapped, f)
     }
 }
 

@@ -266,3 +266,44 @@ mod tests {
         assert_eq!(v.unwrap(), 7);
     }
 }
+
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    /// What a guarded read adds to one lookup (run with
+    /// `cargo test --release -p sett --lib read_guard::cost -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn guarded_read_cost() {
+        let path = Path::new("x");
+        let failed = AtomicBool::new(false);
+        let data: Vec<u64> = (0..1024).collect();
+        let n = 20_000_000u64;
+        for round in 0..3 {
+            let t = std::time::Instant::now();
+            let mut s = 0u64;
+            for i in 0..n {
+                s = s.wrapping_add(std::hint::black_box(&data)[(i & 1023) as usize]);
+            }
+            let plain = t.elapsed().as_nanos() as f64 / n as f64;
+            let t = std::time::Instant::now();
+            let mut g = 0u64;
+            for i in 0..n {
+                let mapped = Mapped {
+                    path,
+                    failed: &failed,
+                };
+                g = g.wrapping_add(
+                    read(mapped, || {
+                        Ok(std::hint::black_box(&data)[(i & 1023) as usize])
+                    })
+                    .unwrap_or(0),
+                );
+            }
+            let guarded = t.elapsed().as_nanos() as f64 / n as f64;
+            assert_eq!(s, g);
+            println!("round {round}: plain {plain:.2} ns, guarded {guarded:.2} ns per read");
+        }
+    }
+}

@@ -54,6 +54,10 @@
 //!
 //! The on-disk format is described byte by byte in `core/FORMAT.md`.
 
+#![deny(missing_docs)]
+// Data from disk or from a caller is never unwrapped: errors say what and where.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod advice;
 mod backup;
 mod batch;
@@ -64,6 +68,8 @@ mod error;
 #[doc(hidden)]
 pub mod fault;
 pub mod fs;
+// Fuzz targets panic on a difference from the model: that is how libFuzzer sees a bug.
+#[allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 mod fuzzing;
 mod iter;
 mod key;

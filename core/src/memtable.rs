@@ -24,6 +24,8 @@ const ENTRY_OVERHEAD: usize = 64;
 /// Arena chunk size; a larger entry gets a chunk of its own.
 const CHUNK: usize = 1 << 20;
 
+/// A sorted in-memory table of recent writes: a lock-free skip list whose keys
+/// and values live in an arena, so an insert makes no per-entry allocation.
 pub struct Memtable {
     // Declared before `arena`, so it is dropped first: its entries point into the arena.
     map: SkipMap<Slot, ()>,
@@ -206,6 +208,7 @@ impl Arena {
 }
 
 impl Memtable {
+    /// An empty memtable whose writes are logged in WAL `wal_id`.
     pub fn new(wal_id: u64) -> Memtable {
         Memtable {
             map: SkipMap::new(),

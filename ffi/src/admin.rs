@@ -90,6 +90,7 @@ pub unsafe extern "C" fn sett_run_value_log_gc(
         let h = unsafe { handle(db, "db") }?;
         let outcome = h.db.run_value_log_gc(discard_ratio)?;
         if !collected.is_null() {
+            // SAFETY: `collected` was checked writable (not NULL) above, as sett.h requires of out-pointers.
             unsafe { collected.write(c_int::from(outcome != GcOutcome::NothingToCollect)) };
         }
         Ok(())
@@ -110,6 +111,7 @@ pub unsafe extern "C" fn sett_backup(
     guard_ok(err, || {
         // SAFETY: live handle, NUL-terminated path (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let io = |e: std::io::Error| {
             FfiError::from(sett_core::Error::Io {
@@ -142,6 +144,7 @@ pub unsafe extern "C" fn sett_restore(
     guard_ok(err, || {
         // SAFETY: live handle, NUL-terminated path (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let file = std::fs::File::open(p).map_err(|e| {
             FfiError::from(sett_core::Error::Io {
@@ -199,6 +202,7 @@ pub unsafe extern "C" fn sett_drop_prefix(
     guard_ok(err, || {
         // SAFETY: live handle and valid byte range (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `prefix` is NULL (refused) or points to `len` readable bytes, as sett.h requires of the caller.
         h.db.drop_prefix(unsafe { bytes(prefix, len, "prefix") }?)?;
         Ok(())
     })
@@ -223,9 +227,12 @@ pub unsafe extern "C" fn sett_sequence_new(
     guard_ok(err, || {
         // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
         unsafe { write_out(seq, std::ptr::null_mut(), "seq") }?;
+        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
         let h = unsafe { handle(db, "db") }?;
         let s =
+            // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
             h.db.sequence(unsafe { bytes(key, keylen, "key") }?, bandwidth)?;
+        // SAFETY: `seq` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { seq.write(Box::into_raw(Box::new(sett_sequence_t { seq: s }))) };
         Ok(())
     })
@@ -242,6 +249,7 @@ pub unsafe extern "C" fn sett_sequence_next(
         // SAFETY: live handle and writable out-pointer (contract in sett.h).
         let s = unsafe { handle(seq, "seq") }?;
         let v = s.seq.next()?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(value, v, "value") }
     })
 }
@@ -285,8 +293,10 @@ pub unsafe extern "C" fn sett_bulk_loader_new(
     guard_ok(err, || {
         // SAFETY: live handle and writable out-pointer (contract in sett.h).
         unsafe { write_out(loader, std::ptr::null_mut(), "loader") }?;
+        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
         let h = unsafe { handle(db, "db") }?;
         let l = h.db.bulk_load()?;
+        // SAFETY: `loader` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe {
             loader.write(Box::into_raw(Box::new(sett_bulk_loader_t {
                 loader: Some(l),
@@ -312,6 +322,7 @@ pub unsafe extern "C" fn sett_bulk_loader_add(
         let l = l.loader.as_mut().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         l.add(unsafe { bytes(key, keylen, "key") }?, unsafe {
             bytes(val, vallen, "value")
         }?)?;
@@ -348,6 +359,7 @@ pub unsafe extern "C" fn sett_bulk_loader_free(loader: *mut sett_bulk_loader_t) 
     if !loader.is_null() {
         // SAFETY: loader came from sett_bulk_loader_new and is freed once.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: `loader` is not NULL (checked above) and came from Box::into_raw here; sett.h lets a handle be freed once.
             drop(unsafe { Box::from_raw(loader) })
         }));
     }

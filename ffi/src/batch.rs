@@ -66,6 +66,7 @@ pub unsafe extern "C" fn sett_batch_put_with(
     with_batch(batch, |b| {
         // SAFETY: valid byte ranges (contract in sett.h).
         let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
         let v = unsafe { bytes(val, vallen, "value") }?;
         b.put_with(k, v, put_options(user_meta, ttl_ms));
         Ok(())

@@ -42,6 +42,7 @@ pub unsafe extern "C" fn sett_open(
         unsafe { db.write(std::ptr::null_mut()) };
         // SAFETY: path is NUL-terminated; opts is NULL or a live sett_options_t.
         let dir = unsafe { c_path(path, "path") }?;
+        // SAFETY: `opts` is NULL or a live options handle from this library (sett.h).
         let mut o = match unsafe { opts.as_ref() } {
             Some(o) => o.opts.clone(),
             None => Options::new(""),
@@ -73,6 +74,7 @@ pub unsafe extern "C" fn sett_db_free(db: *mut sett_db_t) {
         // SAFETY: db came from sett_open and is freed once; a panic while
         // closing must not cross into C.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: `db` is not NULL (checked above) and came from Box::into_raw here; sett.h lets a handle be freed once.
             drop(unsafe { Box::from_raw(db) })
         }));
     }
@@ -108,7 +110,9 @@ pub unsafe extern "C" fn sett_put_with(
     guard_ok(err, || {
         // SAFETY: live handle and valid byte ranges (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
         let v = unsafe { bytes(val, vallen, "value") }?;
         h.db.put_with(k, v, put_options(user_meta, ttl_ms))?;
         Ok(())
@@ -126,6 +130,7 @@ pub unsafe extern "C" fn sett_delete(
     guard_ok(err, || {
         // SAFETY: live handle and valid byte range (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         h.db.delete(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
     })
@@ -144,10 +149,13 @@ pub unsafe extern "C" fn sett_get(
     guard(err, || {
         // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
         match h.db.get(k)? {
             Some(v) => {
+                // SAFETY: `value` was checked writable (not NULL) above, as sett.h requires of out-pointers.
                 unsafe { value.write(sett_buf_t::from_vec(v)) };
                 Ok(SETT_OK)
             }
@@ -173,7 +181,9 @@ pub unsafe extern "C" fn sett_get_into(
     guard(err, || {
         // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(len, 0, "len") }?;
         if dst.is_null() && cap > 0 {
             return Err(FfiError::invalid("dst is NULL with a non-zero capacity"));
@@ -211,11 +221,14 @@ pub unsafe extern "C" fn sett_get_entry(
     guard(err, || {
         // SAFETY: live handle, valid byte range, writable out-pointers (sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
         let Some(item) = h.db.get_entry(k)? else {
             return Ok(SETT_NOT_FOUND);
         };
+        // SAFETY: each out-pointer is written only when not NULL, and sett.h requires it writable.
         unsafe {
             if !user_meta.is_null() {
                 user_meta.write(item.user_meta);
@@ -242,6 +255,7 @@ pub unsafe extern "C" fn sett_write(
     guard_ok(err, || {
         // SAFETY: live handles (contract in sett.h).
         let h = unsafe { handle(db, "db") }?;
+        // SAFETY: `batch` is NULL (refused) or a live handle from this library, as sett.h requires.
         let b = unsafe { handle(batch, "batch") }?;
         h.db.write(b.batch.clone())?;
         Ok(())
@@ -272,6 +286,7 @@ pub unsafe extern "C" fn sett_multi_get(
                 "keys, keylens, values and statuses must not be NULL",
             ));
         }
+        // SAFETY: each array is not NULL (checked above) and holds `n` elements, as sett.h requires.
         let (kp, kl) = unsafe {
             (
                 std::slice::from_raw_parts(keys, n),
@@ -280,6 +295,7 @@ pub unsafe extern "C" fn sett_multi_get(
         };
         let mut ks = Vec::with_capacity(n);
         for i in 0..n {
+            // SAFETY: `kp[i]` is NULL (refused) or points to `kl[i]` readable bytes, as sett.h requires of the caller.
             ks.push(unsafe { bytes(kp[i], kl[i], "key") }?);
         }
         let got = h.db.get_many(&ks)?;

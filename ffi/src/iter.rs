@@ -73,6 +73,7 @@ pub unsafe extern "C" fn sett_iter_options_set_bounds(
     with_opts(opts, |o| {
         // SAFETY: valid byte ranges (contract in sett.h).
         let s = unsafe { bytes(start, start_len, "start") }?;
+        // SAFETY: `end` is NULL (refused) or points to `end_len` readable bytes, as sett.h requires of the caller.
         let e = unsafe { bytes(end, end_len, "end") }?;
         o.start = (!s.is_empty()).then(|| s.to_vec());
         o.end = (!e.is_empty()).then(|| e.to_vec());
@@ -136,8 +137,10 @@ pub unsafe extern "C" fn sett_iter_new(
     guard_ok(err, || {
         // SAFETY: live handle and writable out-pointer (contract in sett.h).
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
+        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
         let h = unsafe { handle(db, "db") }?;
         let it = h.db.iter(options(opts))?;
+        // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
         Ok(())
     })
@@ -154,8 +157,10 @@ pub unsafe extern "C" fn sett_txn_iter_new(
     guard_ok(err, || {
         // SAFETY: live handle and writable out-pointer (contract in sett.h).
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
+        // SAFETY: `txn` is NULL (refused) or a live handle from this library, as sett.h requires.
         let t = unsafe { handle_mut(txn, "txn") }?.live()?;
         let it = t.iter(options(opts))?;
+        // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
         Ok(())
     })
@@ -180,6 +185,7 @@ pub unsafe extern "C" fn sett_iter_key(
         // SAFETY: live handle and writable out-pointers (contract in sett.h).
         let i = unsafe { handle(iter, "iter") }?;
         let k = i.it.key();
+        // SAFETY: `key` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe {
             write_out(
                 key,
@@ -191,6 +197,7 @@ pub unsafe extern "C" fn sett_iter_key(
                 "key",
             )
         }?;
+        // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(len, k.len(), "len") }?;
         Ok(SETT_OK)
     })
@@ -207,6 +214,7 @@ pub unsafe extern "C" fn sett_iter_value(
         // SAFETY: live handle and writable out-pointers (contract in sett.h).
         let i = unsafe { handle(iter, "iter") }?;
         let v = i.it.value();
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe {
             write_out(
                 value,
@@ -218,6 +226,7 @@ pub unsafe extern "C" fn sett_iter_value(
                 "value",
             )
         }?;
+        // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(len, v.len(), "len") }?;
         Ok(SETT_OK)
     })
@@ -247,6 +256,7 @@ pub unsafe extern "C" fn sett_iter_seek(
     guard_ok(err, || {
         // SAFETY: live handle and valid byte range (contract in sett.h).
         let i = unsafe { handle_mut(iter, "iter") }?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         i.it.seek(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
     })
@@ -283,7 +293,9 @@ pub unsafe extern "C" fn sett_iter_next_batch(
     guard(err, || {
         // SAFETY: live handle and writable out-pointers (contract in sett.h).
         let i = unsafe { handle_mut(iter, "iter") }?;
+        // SAFETY: `count` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(count, 0, "count") }?;
+        // SAFETY: `used` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(used, 0, "used") }?;
         if buf.is_null() && cap > 0 {
             return Err(FfiError::invalid("buf is NULL with a non-zero capacity"));
@@ -295,6 +307,7 @@ pub unsafe extern "C" fn sett_iter_next_batch(
             let need = 8 + k.len() + v.len();
             if at + need > cap {
                 if n == 0 {
+                    // SAFETY: `used` was checked writable (not NULL) above, as sett.h requires of out-pointers.
                     unsafe { used.write(need) };
                     return Err(FfiError::new(
                         SETT_BUFFER_TOO_SMALL,
@@ -334,6 +347,7 @@ pub unsafe extern "C" fn sett_iter_free(iter: *mut sett_iter_t) {
     if !iter.is_null() {
         // SAFETY: iter came from sett_iter_new/sett_txn_iter_new and is freed once.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: `iter` is not NULL (checked above) and came from Box::into_raw here; sett.h lets a handle be freed once.
             drop(unsafe { Box::from_raw(iter) })
         }));
     }

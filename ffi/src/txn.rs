@@ -37,9 +37,11 @@ pub unsafe extern "C" fn sett_txn_begin(
     guard_ok(err, || {
         // SAFETY: live handle and writable out-pointer (contract in sett.h).
         unsafe { write_out(txn, std::ptr::null_mut(), "txn") }?;
+        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
         let h = unsafe { handle(db, "db") }?;
         let update = flag(update, "update")?;
         let t = h.db.begin(update)?;
+        // SAFETY: `txn` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { txn.write(Box::into_raw(Box::new(sett_txn_t { txn: Some(t) }))) };
         Ok(())
     })
@@ -58,10 +60,13 @@ pub unsafe extern "C" fn sett_txn_get(
     guard(err, || {
         // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
         let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
         match t.get(k)? {
             Some(v) => {
+                // SAFETY: `value` was checked writable (not NULL) above, as sett.h requires of out-pointers.
                 unsafe { value.write(sett_buf_t::from_vec(v)) };
                 Ok(SETT_OK)
             }
@@ -101,7 +106,9 @@ pub unsafe extern "C" fn sett_txn_put_with(
     guard_ok(err, || {
         // SAFETY: live handle and valid byte ranges (contract in sett.h).
         let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
         let v = unsafe { bytes(val, vallen, "value") }?;
         t.set_with(k, v, put_options(user_meta, ttl_ms))?;
         Ok(())
@@ -119,6 +126,7 @@ pub unsafe extern "C" fn sett_txn_delete(
     guard_ok(err, || {
         // SAFETY: live handle and valid byte range (contract in sett.h).
         let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         t.delete(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
     })
@@ -160,6 +168,7 @@ pub unsafe extern "C" fn sett_txn_free(txn: *mut sett_txn_t) {
     if !txn.is_null() {
         // SAFETY: txn came from sett_txn_begin and is freed once.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: `txn` is not NULL (checked above) and came from Box::into_raw here; sett.h lets a handle be freed once.
             drop(unsafe { Box::from_raw(txn) })
         }));
     }

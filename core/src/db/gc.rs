@@ -23,12 +23,21 @@ pub enum GcOutcome {
     /// No file has at least the asked share of garbage.
     NothingToCollect,
     /// A file held no live value and was deleted without a rewrite.
-    Deleted { file: u32, freed_bytes: u64 },
+    Deleted {
+        /// The value-log file's id.
+        file: u32,
+        /// Its size, returned to the file system.
+        freed_bytes: u64,
+    },
     /// A file's live values were moved to the head of the log and the file deleted.
     Rewritten {
+        /// The value-log file's id.
         file: u32,
+        /// Live values copied to the head of the log.
         moved_values: u64,
+        /// Their bytes.
         moved_bytes: u64,
+        /// The file's size, returned to the file system.
         freed_bytes: u64,
     },
 }

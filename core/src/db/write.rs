@@ -11,7 +11,6 @@ use super::recovery::{WAL_MAGIC, WAL_VERSION};
 use super::*;
 use crate::batch;
 use crate::manifest::{sync_dir, Edit};
-use crate::table::bloom;
 use crate::value::ValuePointer;
 use crate::vlog::{self, VlogFile};
 use crate::wal;
@@ -154,8 +153,13 @@ impl DbInner {
                 let seq = q.next_seq;
                 q.next_seq += 1;
                 if q.oracle.tracking() {
-                    q.oracle
-                        .record(seq, b.ops.iter().map(|op| bloom::hash(&op.key)).collect());
+                    q.oracle.record(
+                        seq,
+                        b.ops
+                            .iter()
+                            .map(|op| crate::txn::fingerprint(&op.key))
+                            .collect(),
+                    );
                 }
                 seq
             }

@@ -5,7 +5,6 @@ use super::{MergeIter, Source};
 use crate::db::{lock, DbInner, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::key;
-use crate::table::bloom;
 use crate::value::{self, Stored, ValuePointer};
 use crate::vlog::{ScanAhead, ValueBytes, VlogSet};
 use std::collections::HashSet;
@@ -332,7 +331,7 @@ impl DbIterator {
         if let Some(reads) = &self.reads {
             let mut reads = lock(reads);
             for it in &self.items {
-                reads.insert(bloom::hash(self.span(it.key)));
+                reads.insert(crate::txn::fingerprint(self.span(it.key)));
             }
         }
         Ok(())

@@ -10,12 +10,11 @@
 
 mod oracle;
 
-pub(crate) use oracle::Oracle;
+pub(crate) use oracle::{fingerprint, Oracle};
 
 use crate::db::{lock, DbInner, Item, ReadState, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, IterOptions};
-use crate::table::bloom;
 use crate::value::{self, Stored};
 use crate::{PutOptions, WriteBatch};
 use std::collections::{BTreeMap, HashSet};
@@ -125,7 +124,7 @@ impl Txn {
             }));
         }
         if self.update {
-            lock(&self.reads).insert(bloom::hash(key));
+            lock(&self.reads).insert(oracle::fingerprint(key));
         }
         self.db.get_in(&self.state, key, self.read_ts)
     }

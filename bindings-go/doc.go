@@ -16,6 +16,12 @@
 // LD_LIBRARY_PATH. Inside the repository, `make gotest` uses the sett.pc that
 // `make lib` writes to target/pkgconfig (libsett in target/release).
 //
+// Go's build cache does not key on pkg-config's output: a package built
+// against one prefix is reused after PKG_CONFIG_PATH changes to another. When
+// switching between libsett installations, run `go clean -cache` or set
+// CGO_LDFLAGS to something naming the prefix (such as -L$PREFIX/lib), as the
+// repository's Makefile does.
+//
 // # Use
 //
 //	db, err := sett.Open(dir, nil)         // or &sett.Options{SyncWrites: true, ...}

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -46,9 +46,16 @@ bench-large: go-build
 	./target/go/runbench --large --memhog target/go/memhog --populate target/go/populate --bench target/go/bench.test \
 		--dir "$$tmp" --out results $(LARGE_ARGS)
 
+# Go builds against the in-tree release libsett: the Go package (bindings-go) links
+# through pkg-config, which finds the sett.pc that `make lib` writes to target/pkgconfig
+# (its Libs carry an rpath to target/release, so the programs run without LD_LIBRARY_PATH).
+# Go's build cache does not key on pkg-config's output: CGO_LDFLAGS names the library
+# folder so that a package built against another prefix is not reused.
+GO_ENV := PKG_CONFIG_PATH=$(ROOT)/target/pkgconfig CGO_LDFLAGS=-L$(ROOT)/target/release
+
 # The Go programs of the suites, against the release libsett.
 go-build: lib
-	cd bench-go && go build -o ../target/go/populate ./cmd/populate && \
+	cd bench-go && export $(GO_ENV) && go build -o ../target/go/populate ./cmd/populate && \
 		go test -c -o ../target/go/bench.test . && go build -o ../target/go/runbench ./cmd/runbench && \
 		go build -o ../target/go/kvbench ./cmd/kvbench && go build -o ../target/go/kvserver ./cmd/kvserver && \
 		go build -o ../target/go/kvrun ./cmd/kvrun && go build -o ../target/go/memhog ./cmd/memhog
@@ -88,7 +95,7 @@ bindings-build: lib
 	$(CARGO) build --release -p sett-cli
 	mkdir -p target/bench target/go
 	cc -O2 -std=c11 -Wall -Wextra -Werror -o target/bench/ops ffi/bench/ops.c $$(PKG_CONFIG_PATH=target/pkgconfig pkg-config --cflags --libs sett)
-	cd bench-go && go build -o ../target/go/opsbench ./cmd/opsbench
+	cd bench-go && $(GO_ENV) go build -o ../target/go/opsbench ./cmd/opsbench
 
 # The same programs on a tiny data set, so that make test keeps them working
 # (after pytest has installed the wheel into the venv).
@@ -164,7 +171,7 @@ install: lib
 install-check: deps
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(MAKE) --no-print-directory install PREFIX="$$tmp/prefix" >/dev/null; \
-	export PKG_CONFIG_PATH="$$tmp/prefix/lib/pkgconfig"; \
+	export PKG_CONFIG_PATH="$$tmp/prefix/lib/pkgconfig" CGO_LDFLAGS="-L$$tmp/prefix/lib"; \
 	cc -std=c11 -Wall -Wextra -Werror -o "$$tmp/example" examples/c/example.c $$(pkg-config --cflags --libs sett); \
 	readelf -d "$$tmp/example" | grep -q 'NEEDED.*libsett.so.$(MAJOR)'; \
 	"$$tmp/example" "$$tmp/db-dynamic" >/dev/null; \
@@ -188,12 +195,15 @@ ctest: deps
 	$(VALGRIND) target/ctest/test_cpp
 	rm -rf target/ctest/example-db && $(VALGRIND) target/ctest/example target/ctest/example-db && rm -rf target/ctest/example-db
 
-# The Go package (race detector, and cgocheck2 for every pointer it hands C), go vet, gofmt,
-# and a tiny run of the whole badger-bench suite.
-gotest: go-build
-	@test -z "$$(cd bench-go && gofmt -l .)" || { echo "gofmt would change:"; cd bench-go && gofmt -l .; exit 1; }
-	cd bench-go && go vet ./... && go test -race -count=1 ./...
-	cd bench-go && GOEXPERIMENT=cgocheck2 go test -count=1 ./sett
+# The Go package (race detector, and cgocheck2 for every pointer it hands C), the benchmark
+# module's tests, go vet, gofmt, the example built against an installed prefix, and a tiny
+# run of the whole badger-bench suite.
+GO_DIRS := bindings-go bench-go examples/go-installed
+gotest: go-build go-install-check
+	@test -z "$$(gofmt -l $(GO_DIRS))" || { echo "gofmt would change:"; gofmt -l $(GO_DIRS); exit 1; }
+	cd bindings-go && export $(GO_ENV) && go vet ./... && go test -race -count=1 ./... && \
+		GOEXPERIMENT=cgocheck2 go test -count=1 ./...
+	cd bench-go && export $(GO_ENV) && go vet ./... && go test -race -count=1 ./...
 	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --sizes 128,1024 \
 		--scale 0.005 --reads 2000 --iter 5000 --runs 2 --device-mib 8 --out target/bench-smoke > target/bench-smoke.log 2>&1 || \
 		{ tail -40 target/bench-smoke.log; exit 1; }
@@ -213,6 +223,22 @@ gotest: go-build
 		{ tail -40 target/kvbench-smoke.log; exit 1; }
 	@test "$$(wc -l < target/kvbench-smoke/kvbench.csv)" -eq 17 || { echo "kvbench smoke: expected 16 rows"; exit 1; }
 	@echo "kvbench smoke run: results in target/kvbench-smoke/kvbench.md"
+
+# The example program (examples/go-installed, a module of its own) copied to a temporary
+# folder and built against libsett installed under a temporary prefix, found through
+# pkg-config only (the one path into this tree is the replace that points at bindings-go,
+# which is not published); then run: open, write, read, iterate, value-log GC, backup, restore.
+go-install-check: deps
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(MAKE) --no-print-directory install PREFIX="$$tmp/prefix" >/dev/null; \
+	cp -r examples/go-installed "$$tmp/example"; cd "$$tmp/example"; \
+	go mod edit -replace=github.com/sett-db/sett-go=$(ROOT)/bindings-go; \
+	export PKG_CONFIG_PATH="$$tmp/prefix/lib/pkgconfig" CGO_LDFLAGS="-L$$tmp/prefix/lib"; \
+	go vet . && go build -o "$$tmp/sett-installed" .; \
+	readelf -d "$$tmp/sett-installed" | grep -q 'NEEDED.*libsett.so.$(MAJOR)'; \
+	readelf -d "$$tmp/sett-installed" | grep -q "R.*PATH.*$$tmp/prefix/lib"; \
+	if readelf -d "$$tmp/sett-installed" | grep -q "$(ROOT)"; then echo "go-install-check: the example links into $(ROOT)"; exit 1; fi; \
+	"$$tmp/sett-installed" "$$tmp/run"
 
 # A virtualenv with the test tools, and the real wheel installed by pip from bindings-python.
 py: deps

@@ -3,7 +3,7 @@ package stores
 import (
 	"errors"
 
-	"settbench/sett"
+	sett "github.com/sett-db/sett-go"
 )
 
 // settKV is the KVBench face of the badger-bench adapter.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"settbench/sett"
+	sett "github.com/sett-db/sett-go"
 )
 
 type settStore struct {

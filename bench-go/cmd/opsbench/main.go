@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"time"
 
-	"settbench/sett"
+	sett "github.com/sett-db/sett-go"
 )
 
 const valueLen = 100

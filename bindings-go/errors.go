@@ -1,0 +1,119 @@
+package sett
+
+/*
+#include <sett.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is an error returned by sett: its C status code and message. Compare
+// it with the sentinels below through errors.Is (the match is by code), or get
+// at the message with errors.As.
+type Error struct {
+	Code    int
+	Message string
+}
+
+func (e *Error) Error() string { return "sett: " + e.Message }
+
+// Is lets errors.Is match an *Error against the sentinels by code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// String describes the error with its code, for fmt's %v of a value.
+func (e *Error) String() string { return fmt.Sprintf("sett error %d: %s", e.Code, e.Message) }
+
+// One sentinel per status code of sett.h; compare with errors.Is.
+var (
+	// ErrNotFound: the key has no value (SETT_NOT_FOUND).
+	ErrNotFound = sentinel(C.SETT_NOT_FOUND)
+	// ErrConflict: a transaction conflicted with one that committed after it
+	// began; DB.Update retries it, a Txn committed by hand must be retried by
+	// the caller (SETT_CONFLICT).
+	ErrConflict = sentinel(C.SETT_CONFLICT)
+	// ErrInvalidArgument: an empty key, a write in a read-only transaction or
+	// another bad argument (SETT_INVALID_ARGUMENT).
+	ErrInvalidArgument = sentinel(C.SETT_INVALID_ARGUMENT)
+	// ErrIO: an operating-system I/O error (SETT_IO).
+	ErrIO = sentinel(C.SETT_IO)
+	// ErrCorruption: damaged data; the message names the file and offset
+	// (SETT_CORRUPTION).
+	ErrCorruption = sentinel(C.SETT_CORRUPTION)
+	// ErrClosed: the database, transaction, iterator, batch, sequence or bulk
+	// loader is closed or finished (SETT_CLOSED).
+	ErrClosed = sentinel(C.SETT_CLOSED)
+	// ErrTooBig: a key, value, batch or transaction exceeds its limit
+	// (SETT_TOO_BIG).
+	ErrTooBig = sentinel(C.SETT_TOO_BIG)
+	// ErrBufferTooSmall: a caller buffer was too small (SETT_BUFFER_TOO_SMALL).
+	// The package grows its buffers itself, so a caller does not see it.
+	ErrBufferTooSmall = sentinel(C.SETT_BUFFER_TOO_SMALL)
+	// ErrPanic: a panic inside sett was caught; the database may be unusable
+	// (SETT_PANIC).
+	ErrPanic = sentinel(C.SETT_PANIC)
+	// ErrLocked: another process holds the database directory (SETT_LOCKED).
+	ErrLocked = sentinel(C.SETT_LOCKED)
+	// ErrReadOnly: a write to a database opened with ReadOnly (SETT_READ_ONLY).
+	ErrReadOnly = sentinel(C.SETT_READ_ONLY)
+	// ErrPoisoned: an earlier write error left the database refusing writes;
+	// reopen it (SETT_POISONED).
+	ErrPoisoned = sentinel(C.SETT_POISONED)
+	// ErrUnsupportedVersion: a file has a format version this libsett cannot
+	// read (SETT_UNSUPPORTED_VERSION).
+	ErrUnsupportedVersion = sentinel(C.SETT_UNSUPPORTED_VERSION)
+	// ErrInvalidOption: an option is out of range; the message names it
+	// (SETT_INVALID_OPTION).
+	ErrInvalidOption = sentinel(C.SETT_INVALID_OPTION)
+)
+
+// ErrNoRewrite is returned by RunValueLogGC when no value-log file had enough
+// garbage to be collected (as Badger's). It is not a C status: the C call
+// succeeds and reports that nothing was collected.
+var ErrNoRewrite = errors.New("sett: value log GC found nothing to rewrite")
+
+// sentinels lists the sentinel of every status code, for status() and tests.
+var sentinels = []*Error{
+	ErrNotFound, ErrConflict, ErrInvalidArgument, ErrIO, ErrCorruption, ErrClosed,
+	ErrTooBig, ErrBufferTooSmall, ErrPanic, ErrLocked, ErrReadOnly, ErrPoisoned,
+	ErrUnsupportedVersion, ErrInvalidOption,
+}
+
+// lastStatusCode is the largest status code of the sett.h compiled in.
+const lastStatusCode = int(C.SETT_INVALID_OPTION)
+
+func sentinel(code C.int) *Error {
+	return &Error{Code: int(code), Message: statusString(int(code))}
+}
+
+// statusString is libsett's static description of a status code.
+func statusString(code int) string { return C.GoString(C.sett_status_string(C.int(code))) }
+
+// status turns a C status and error into a Go error (nil for SETT_OK) and
+// frees the C error.
+func status(rc C.int, cerr *C.sett_error_t) error {
+	if rc == C.SETT_OK {
+		C.sett_error_free(cerr)
+		return nil
+	}
+	if rc == C.SETT_NOT_FOUND {
+		C.sett_error_free(cerr)
+		return ErrNotFound
+	}
+	msg := statusString(int(rc))
+	if cerr != nil {
+		msg = C.GoString(C.sett_error_message(cerr))
+		C.sett_error_free(cerr)
+	}
+	return &Error{Code: int(rc), Message: msg}
+}
+
+// argError is an error made on the Go side before calling C.
+func argError(code C.int, format string, args ...any) error {
+	return &Error{Code: int(code), Message: fmt.Sprintf(format, args...)}
+}

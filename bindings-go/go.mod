@@ -1,0 +1,3 @@
+module github.com/sett-db/sett-go
+
+go 1.22

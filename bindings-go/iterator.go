@@ -1,0 +1,232 @@
+package sett
+
+/*
+#include <sett.h>
+*/
+import "C"
+
+import (
+	"encoding/binary"
+	"runtime"
+)
+
+// IteratorOptions says what an iterator walks. The zero value walks every key
+// forward with values.
+type IteratorOptions struct {
+	// Prefix: only keys starting with it.
+	Prefix []byte
+	// Start (inclusive) and End (exclusive) bound the keys; empty leaves that
+	// side open.
+	Start, End []byte
+	// Reverse walks from the largest key down.
+	Reverse bool
+	// KeysOnly never reads the value log; Value is then empty.
+	KeysOnly bool
+	// PrefetchSize: how many items ahead values are read from the value log
+	// (0 keeps sett's default).
+	PrefetchSize int
+}
+
+// Iterator walks a snapshot taken when it was made, fetching many entries per
+// cgo call (sett_iter_next_batch). Key and Value point into the iterator's
+// buffer and are valid until the next call that moves it (copy them to keep
+// them). One goroutine at a time; Close it.
+//
+//	for ; it.Valid(); it.Next() { use(it.Key(), it.Value()) }
+//	if err := it.Err(); err != nil { ... }
+type Iterator struct {
+	it      *C.sett_iter_t
+	buf     []byte
+	entries [][2][]byte
+	pos     int
+	done    bool
+	err     error
+}
+
+// Iterators start with a small batch buffer (a prefix scan of ten keys should
+// not allocate 256 KiB) and double it while batches come back full.
+const (
+	iterFirstBytes = 4 << 10
+	iterMaxBytes   = 256 << 10
+)
+
+func newIterOptions(o IteratorOptions) (*C.sett_iter_options_t, error) {
+	if o.PrefetchSize < 0 {
+		return nil, argError(C.SETT_INVALID_ARGUMENT, "negative PrefetchSize %d", o.PrefetchSize)
+	}
+	co := C.sett_iter_options_new()
+	C.sett_iter_options_set_prefix(co, ptr(o.Prefix), C.size_t(len(o.Prefix)))
+	C.sett_iter_options_set_bounds(co, ptr(o.Start), C.size_t(len(o.Start)), ptr(o.End), C.size_t(len(o.End)))
+	C.sett_iter_options_set_reverse(co, cbool(o.Reverse))
+	C.sett_iter_options_set_keys_only(co, cbool(o.KeysOnly))
+	if o.PrefetchSize > 0 {
+		C.sett_iter_options_set_prefetch(co, C.uint32_t(min(o.PrefetchSize, 1<<31)))
+	}
+	runtime.KeepAlive(o.Prefix)
+	runtime.KeepAlive(o.Start)
+	runtime.KeepAlive(o.End)
+	return co, nil
+}
+
+// NewIterator starts an iterator over a snapshot of the database taken now,
+// positioned on the first entry.
+func (d *DB) NewIterator(o IteratorOptions) (*Iterator, error) {
+	co, err := newIterOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	defer C.sett_iter_options_free(co)
+	h, err := d.handle()
+	if err != nil {
+		return nil, err
+	}
+	var it *C.sett_iter_t
+	var cerr *C.sett_error_t
+	rc := C.sett_iter_new(h, co, &it, &cerr)
+	d.mu.RUnlock()
+	if err := status(rc, cerr); err != nil {
+		return nil, err
+	}
+	return newIterator(it), nil
+}
+
+// NewIterator iterates the transaction's view: its snapshot plus its own
+// writes.
+func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
+	if t.t == nil {
+		return nil, ErrClosed
+	}
+	co, err := newIterOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	defer C.sett_iter_options_free(co)
+	var it *C.sett_iter_t
+	var cerr *C.sett_error_t
+	if err := status(C.sett_txn_iter_new(t.t, co, &it, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newIterator(it), nil
+}
+
+func newIterator(it *C.sett_iter_t) *Iterator {
+	i := &Iterator{it: it, buf: make([]byte, iterFirstBytes)}
+	i.fill()
+	return i
+}
+
+// fill fetches the next batch of entries into buf.
+func (i *Iterator) fill() {
+	i.entries = i.entries[:0]
+	i.pos = 0
+	if i.it == nil || i.done {
+		return
+	}
+	for {
+		var count, used C.size_t
+		var cerr *C.sett_error_t
+		rc := C.sett_iter_next_batch(i.it, ptr(i.buf), C.size_t(len(i.buf)), &count, &used, &cerr)
+		runtime.KeepAlive(i.buf)
+		if rc == C.SETT_BUFFER_TOO_SMALL {
+			C.sett_error_free(cerr)
+			i.buf = make([]byte, int(used)*2)
+			continue
+		}
+		if err := status(rc, cerr); err != nil {
+			i.err = err
+			i.done = true
+			return
+		}
+		if count == 0 {
+			i.done = true
+			return
+		}
+		buf := i.buf
+		if int(used)*2 > len(i.buf) && len(i.buf) < iterMaxBytes {
+			// The entries point into buf; the next batch goes to a larger one.
+			i.buf = make([]byte, min(len(i.buf)*2, iterMaxBytes))
+		}
+		at := 0
+		for n := 0; n < int(count); n++ {
+			kl := int(binary.LittleEndian.Uint32(buf[at:]))
+			vl := int(binary.LittleEndian.Uint32(buf[at+4:]))
+			k := buf[at+8 : at+8+kl : at+8+kl]
+			v := buf[at+8+kl : at+8+kl+vl : at+8+kl+vl]
+			i.entries = append(i.entries, [2][]byte{k, v})
+			at += 8 + kl + vl
+		}
+		return
+	}
+}
+
+// Valid reports whether the iterator is on an entry.
+func (i *Iterator) Valid() bool { return i.pos < len(i.entries) }
+
+// Key is the current key (valid until the iterator moves).
+func (i *Iterator) Key() []byte { return i.entries[i.pos][0] }
+
+// Value is the current value (valid until the iterator moves; empty when
+// KeysOnly).
+func (i *Iterator) Value() []byte { return i.entries[i.pos][1] }
+
+// KeyCopy appends the current key to dst and returns it.
+func (i *Iterator) KeyCopy(dst []byte) []byte { return append(dst[:0], i.Key()...) }
+
+// ValueCopy appends the current value to dst and returns it.
+func (i *Iterator) ValueCopy(dst []byte) []byte { return append(dst[:0], i.Value()...) }
+
+// Next moves to the next entry.
+func (i *Iterator) Next() {
+	i.pos++
+	if i.pos >= len(i.entries) {
+		i.fill()
+	}
+}
+
+// Seek moves to the first key >= key (reverse: the last key <= key) within the
+// bounds.
+func (i *Iterator) Seek(key []byte) error {
+	if i.it == nil {
+		return ErrClosed
+	}
+	var cerr *C.sett_error_t
+	rc := C.sett_iter_seek(i.it, ptr(key), C.size_t(len(key)), &cerr)
+	runtime.KeepAlive(key)
+	return i.restart(status(rc, cerr))
+}
+
+// Rewind moves back to the first entry (reverse: the last).
+func (i *Iterator) Rewind() error {
+	if i.it == nil {
+		return ErrClosed
+	}
+	var cerr *C.sett_error_t
+	return i.restart(status(C.sett_iter_rewind(i.it, &cerr), cerr))
+}
+
+func (i *Iterator) restart(err error) error {
+	if err != nil {
+		i.entries = i.entries[:0]
+		i.pos = 0
+		i.err = err
+		i.done = true
+		return err
+	}
+	i.done = false
+	i.err = nil
+	i.fill()
+	return i.err
+}
+
+// Err is the error that ended the iteration early, if any (ErrClosed when the
+// database was closed under it).
+func (i *Iterator) Err() error { return i.err }
+
+// Close frees the iterator; safe to call twice.
+func (i *Iterator) Close() {
+	if i.it != nil {
+		C.sett_iter_free(i.it)
+		i.it = nil
+	}
+	i.entries = nil
+}

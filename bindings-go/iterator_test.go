@@ -1,0 +1,121 @@
+package sett
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestIteratorPrefixReverseKeysOnlyAndSeek(t *testing.T) {
+	db := openTemp(t)
+	for i := 0; i < 2000; i++ {
+		_ = db.Set([]byte(fmt.Sprintf("p/%05d", i)), bytes.Repeat([]byte{byte(i)}, i%200))
+	}
+	_ = db.Set([]byte("q/other"), []byte("v"))
+	it, err := db.NewIterator(IteratorOptions{Prefix: []byte("p/"), PrefetchSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ; it.Valid(); it.Next() {
+		if want := fmt.Sprintf("p/%05d", n); string(it.Key()) != want || !bytes.Equal(it.Value(), bytes.Repeat([]byte{byte(n)}, n%200)) {
+			t.Fatalf("entry %d: %q (%d bytes)", n, it.Key(), len(it.Value()))
+		}
+		n++
+	}
+	if n != 2000 || it.Err() != nil {
+		t.Fatalf("iterated %d, err %v", n, it.Err())
+	}
+	if err := it.Seek([]byte("p/01500")); err != nil || string(it.Key()) != "p/01500" {
+		t.Fatalf("seek: %q %v", it.Key(), err)
+	}
+	k := it.KeyCopy(nil)
+	it.Next()
+	if string(k) != "p/01500" || string(it.Key()) != "p/01501" {
+		t.Fatalf("KeyCopy %q, next %q", k, it.Key())
+	}
+	if err := it.Rewind(); err != nil || string(it.Key()) != "p/00000" {
+		t.Fatalf("rewind: %q %v", it.Key(), err)
+	}
+	it.Close()
+	it.Close()
+	if err := it.Seek([]byte("p")); !errors.Is(err, ErrClosed) || it.Valid() {
+		t.Fatalf("seek on a closed iterator: %v", err)
+	}
+	rev, _ := db.NewIterator(IteratorOptions{Reverse: true, KeysOnly: true, Start: []byte("p/00010"), End: []byte("p/00020")})
+	var keys []string
+	for ; rev.Valid(); rev.Next() {
+		keys = append(keys, string(rev.Key()))
+		if len(rev.Value()) != 0 {
+			t.Fatal("keys-only iterator returned a value")
+		}
+	}
+	rev.Close()
+	if len(keys) != 10 || keys[0] != "p/00019" || keys[9] != "p/00010" {
+		t.Fatalf("reverse bounded keys: %v", keys)
+	}
+}
+
+func TestIteratorIsASnapshot(t *testing.T) {
+	db := openTemp(t)
+	mustSet(t, db, "a", "1")
+	mustSet(t, db, "b", "2")
+	it, err := db.NewIterator(IteratorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	mustSet(t, db, "c", "3")
+	_ = db.Delete([]byte("a"))
+	var got []string
+	for ; it.Valid(); it.Next() {
+		got = append(got, string(it.Key())+"="+string(it.Value()))
+	}
+	if fmt.Sprint(got) != "[a=1 b=2]" {
+		t.Fatalf("iterator saw writes made after it: %v", got)
+	}
+}
+
+func TestIteratorWithValuesLargerThanItsBuffer(t *testing.T) {
+	db := openTemp(t)
+	// Values bigger than the first batch buffer (4 KiB) and than the largest
+	// (256 KiB): the iterator must grow its buffer and keep earlier entries
+	// intact.
+	sizes := []int{10, 5000, 300 << 10, 20, 70 << 10}
+	for i, n := range sizes {
+		if err := db.Set([]byte(fmt.Sprintf("k%d", i)), bytes.Repeat([]byte{byte('a' + i)}, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := db.NewIterator(IteratorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	i := 0
+	for ; it.Valid(); it.Next() {
+		if !bytes.Equal(it.Value(), bytes.Repeat([]byte{byte('a' + i)}, sizes[i])) {
+			t.Fatalf("value %d: %d bytes", i, len(it.Value()))
+		}
+		i++
+	}
+	if i != len(sizes) || it.Err() != nil {
+		t.Fatalf("%d entries, %v", i, it.Err())
+	}
+}
+
+func TestIteratorOptionsAreChecked(t *testing.T) {
+	db := openTemp(t)
+	if _, err := db.NewIterator(IteratorOptions{PrefetchSize: -1}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("negative prefetch: %v", err)
+	}
+	it, err := db.NewIterator(IteratorOptions{Prefix: []byte("none/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if it.Valid() || it.Err() != nil {
+		t.Fatalf("an empty range: valid %v, err %v", it.Valid(), it.Err())
+	}
+}

@@ -1,0 +1,147 @@
+package sett
+
+/*
+#include <sett.h>
+*/
+import "C"
+
+// Options of Open. The zero value of a field keeps sett's default (given per
+// field); Open(dir, nil) opens with every default. Out-of-range values are
+// refused by Open with ErrInvalidOption naming the option. The names follow
+// Badger's Options where sett has the same setting.
+type Options struct {
+	// ValueThreshold: values of at least this many bytes go to the value log,
+	// smaller ones stay in the LSM tree (default 1024).
+	ValueThreshold int
+	// MemTableSize: bytes of one memtable (default 16 MiB).
+	MemTableSize int
+	// NumMemtables: memtables held at most, the active one plus those waiting
+	// to be flushed (default 4).
+	NumMemtables int
+	// BlockSize: SST block size in bytes (default 4096).
+	BlockSize int
+	// BloomBitsPerKey: bloom filter bits per key (default 10). A negative
+	// value builds no bloom filters (C: 0).
+	BloomBitsPerKey int
+	// BaseTableSize: target size of one SST in bytes (default 64 MiB).
+	BaseTableSize int64
+	// BaseLevelSize: target size of level 1 in bytes (default 256 MiB).
+	BaseLevelSize int64
+	// LevelSizeMultiplier: size ratio between levels (default 10).
+	LevelSizeMultiplier int
+	// MaxLevels: number of levels, L0 included (default 7).
+	MaxLevels int
+	// NumLevelZeroTables: L0 tables that start a compaction (default 4).
+	NumLevelZeroTables int
+	// NumLevelZeroTablesSlowdown: L0 tables at which writes slow down
+	// (default 8; Badger has no such setting).
+	NumLevelZeroTablesSlowdown int
+	// NumLevelZeroTablesStall: L0 tables at which writes stop until a
+	// compaction makes room (default 12).
+	NumLevelZeroTablesStall int
+	// NumCompactors: background compaction threads (default 2).
+	NumCompactors int
+	// ValueLogFileSize: bytes of a value-log file before a new one starts
+	// (default 1 GiB).
+	ValueLogFileSize int64
+	// MaxKeySize: largest key in bytes (default 65000).
+	MaxKeySize int
+	// MaxValueSize: largest value in bytes (default 1 GiB).
+	MaxValueSize int
+	// MaxTxnSize: largest transaction (or batch) in bytes written (default
+	// about 9.6 MiB).
+	MaxTxnSize int
+	// SyncWrites: fsync the WAL and value log once per write group, so that an
+	// acknowledged write survives a machine crash (default false: it survives
+	// a process crash).
+	SyncWrites bool
+	// ReadOnly: open read-only; several read-only opens, also from other
+	// processes, may share a directory. Writes return ErrReadOnly.
+	ReadOnly bool
+}
+
+// cOptions builds the C options; the caller frees them with
+// sett_options_free. A negative size is refused here, before it would wrap
+// around in size_t.
+func (o *Options) cOptions() (*C.sett_options_t, error) {
+	co := C.sett_options_new()
+	if o == nil {
+		return co, nil
+	}
+	var firstErr error
+	check := func(name string, v int64) bool {
+		if v < 0 && firstErr == nil {
+			firstErr = argError(C.SETT_INVALID_OPTION, "option %s is negative (%d)", name, v)
+		}
+		return v > 0
+	}
+	// Each setter only fails for a NULL options pointer, which co is not;
+	// range checks happen in sett_open.
+	if check("ValueThreshold", int64(o.ValueThreshold)) {
+		C.sett_options_set_value_threshold(co, C.size_t(o.ValueThreshold))
+	}
+	if check("MemTableSize", int64(o.MemTableSize)) {
+		C.sett_options_set_memtable_size(co, C.size_t(o.MemTableSize))
+	}
+	if check("NumMemtables", int64(o.NumMemtables)) {
+		C.sett_options_set_max_memtables(co, C.size_t(o.NumMemtables))
+	}
+	if check("BlockSize", int64(o.BlockSize)) {
+		C.sett_options_set_block_size(co, C.size_t(o.BlockSize))
+	}
+	if o.BloomBitsPerKey < 0 {
+		C.sett_options_set_bloom_bits_per_key(co, 0)
+	} else if o.BloomBitsPerKey > 0 {
+		C.sett_options_set_bloom_bits_per_key(co, C.size_t(o.BloomBitsPerKey))
+	}
+	if check("BaseTableSize", o.BaseTableSize) {
+		C.sett_options_set_table_size(co, C.uint64_t(o.BaseTableSize))
+	}
+	if check("BaseLevelSize", o.BaseLevelSize) {
+		C.sett_options_set_level_base_size(co, C.uint64_t(o.BaseLevelSize))
+	}
+	if check("LevelSizeMultiplier", int64(o.LevelSizeMultiplier)) {
+		C.sett_options_set_level_multiplier(co, C.uint64_t(o.LevelSizeMultiplier))
+	}
+	if check("MaxLevels", int64(o.MaxLevels)) {
+		C.sett_options_set_num_levels(co, C.size_t(o.MaxLevels))
+	}
+	if check("NumLevelZeroTables", int64(o.NumLevelZeroTables)) {
+		C.sett_options_set_l0_compaction_trigger(co, C.size_t(o.NumLevelZeroTables))
+	}
+	if check("NumLevelZeroTablesSlowdown", int64(o.NumLevelZeroTablesSlowdown)) {
+		C.sett_options_set_l0_slowdown_trigger(co, C.size_t(o.NumLevelZeroTablesSlowdown))
+	}
+	if check("NumLevelZeroTablesStall", int64(o.NumLevelZeroTablesStall)) {
+		C.sett_options_set_l0_stop_trigger(co, C.size_t(o.NumLevelZeroTablesStall))
+	}
+	if check("NumCompactors", int64(o.NumCompactors)) {
+		C.sett_options_set_compaction_threads(co, C.size_t(o.NumCompactors))
+	}
+	if check("ValueLogFileSize", o.ValueLogFileSize) {
+		C.sett_options_set_vlog_file_size(co, C.uint64_t(o.ValueLogFileSize))
+	}
+	if check("MaxKeySize", int64(o.MaxKeySize)) {
+		C.sett_options_set_max_key_size(co, C.size_t(o.MaxKeySize))
+	}
+	if check("MaxValueSize", int64(o.MaxValueSize)) {
+		C.sett_options_set_max_value_size(co, C.size_t(o.MaxValueSize))
+	}
+	if check("MaxTxnSize", int64(o.MaxTxnSize)) {
+		C.sett_options_set_max_txn_size(co, C.size_t(o.MaxTxnSize))
+	}
+	C.sett_options_set_sync_writes(co, cbool(o.SyncWrites))
+	C.sett_options_set_read_only(co, cbool(o.ReadOnly))
+	if firstErr != nil {
+		C.sett_options_free(co)
+		return nil, firstErr
+	}
+	return co, nil
+}
+
+func cbool(b bool) C.uint32_t {
+	if b {
+		return 1
+	}
+	return 0
+}

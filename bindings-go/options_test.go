@@ -1,0 +1,160 @@
+package sett
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// allOptions sets every field to a valid value other than the default.
+func allOptions() Options {
+	return Options{
+		ValueThreshold:             128,
+		MemTableSize:               1 << 20,
+		NumMemtables:               3,
+		BlockSize:                  8192,
+		BloomBitsPerKey:            12,
+		BaseTableSize:              2 << 20,
+		BaseLevelSize:              8 << 20,
+		LevelSizeMultiplier:        8,
+		MaxLevels:                  5,
+		NumLevelZeroTables:         3,
+		NumLevelZeroTablesSlowdown: 6,
+		NumLevelZeroTablesStall:    9,
+		NumCompactors:              1,
+		ValueLogFileSize:           4 << 20,
+		MaxKeySize:                 1000,
+		MaxValueSize:               1 << 20,
+		MaxTxnSize:                 4 << 20,
+		SyncWrites:                 true,
+	}
+}
+
+func TestEveryOptionIsAcceptedAndTheDatabaseWorks(t *testing.T) {
+	o := allOptions()
+	// Every field of Options is set by allOptions except ReadOnly (tested
+	// below): a new field must be added there and to cOptions.
+	v := reflect.ValueOf(o)
+	for i := 0; i < v.NumField(); i++ {
+		if name := v.Type().Field(i).Name; name != "ReadOnly" && v.Field(i).IsZero() {
+			t.Errorf("allOptions leaves %s at its zero value", name)
+		}
+	}
+	db := openTempWith(t, &o)
+	mustSet(t, db, "k", "v")
+	if mustGet(t, db, "k") != "v" {
+		t.Fatal("read back")
+	}
+	st, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.LevelTables) != 5 {
+		t.Fatalf("MaxLevels 5 gave %d levels", len(st.LevelTables))
+	}
+}
+
+func TestOptionsReachTheEngine(t *testing.T) {
+	// MaxKeySize and MaxValueSize are checked on every write: the limits set
+	// from Go must be the ones enforced.
+	db := openTempWith(t, &Options{MaxKeySize: 10, MaxValueSize: 100})
+	if err := db.Set(bytes.Repeat([]byte("k"), 11), nil); !errors.Is(err, ErrTooBig) {
+		t.Fatalf("an 11-byte key with MaxKeySize 10: %v", err)
+	}
+	if err := db.Set([]byte("k"), make([]byte, 101)); !errors.Is(err, ErrTooBig) {
+		t.Fatalf("a 101-byte value with MaxValueSize 100: %v", err)
+	}
+	if err := db.Set(bytes.Repeat([]byte("k"), 10), make([]byte, 100)); err != nil {
+		t.Fatalf("a write at both limits: %v", err)
+	}
+	// MaxTxnSize bounds a transaction's buffered writes.
+	db2 := openTempWith(t, &Options{MaxTxnSize: 10000})
+	err := db2.Update(func(txn *Txn) error {
+		for i := 0; i < 1000; i++ {
+			if err := txn.Set([]byte(fmt.Sprintf("k%04d", i)), make([]byte, 100)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrTooBig) {
+		t.Fatalf("100 KB in a transaction with MaxTxnSize 10000: %v", err)
+	}
+}
+
+func TestOutOfRangeOptionsAreRefusedNamingTheOption(t *testing.T) {
+	cases := []struct {
+		o    Options
+		name string
+	}{
+		{Options{BlockSize: 10}, "block_size"},
+		{Options{MemTableSize: 100}, "memtable_size"},
+		{Options{ValueLogFileSize: 100}, "vlog_file_size"},
+		{Options{MemTableSize: -1}, "MemTableSize"},
+		{Options{BaseTableSize: -5}, "BaseTableSize"},
+	}
+	for _, c := range cases {
+		_, err := Open(t.TempDir(), &c.o)
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%+v: %v, want ErrInvalidOption naming %s", c.o, err, c.name)
+		}
+	}
+}
+
+func TestBloomFiltersCanBeTurnedOff(t *testing.T) {
+	with := openTempWith(t, &Options{MemTableSize: 64 << 10})
+	without := openTempWith(t, &Options{MemTableSize: 64 << 10, BloomBitsPerKey: -1})
+	for _, db := range []*DB{with, without} {
+		for i := 0; i < 2000; i++ {
+			mustSet(t, db, fmt.Sprintf("key%05d", i), "v")
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := with.Stats()
+	b, _ := without.Stats()
+	if a.IndexFilterBytes <= b.IndexFilterBytes {
+		t.Fatalf("index+filter bytes with bloom filters %d, without %d", a.IndexFilterBytes, b.IndexFilterBytes)
+	}
+	if mustGet(t, without, "key01999") != "v" {
+		t.Fatal("read without bloom filters")
+	}
+}
+
+func TestReadOnlyOpenSharesTheDirectoryAndRefusesWrites(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSet(t, db, "k", "v")
+	if _, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second read-write open: %v, want ErrLocked", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	r2, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a second read-only open: %v", err)
+	}
+	defer r2.Close()
+	if mustGet(t, r1, "k") != "v" || mustGet(t, r2, "k") != "v" {
+		t.Fatal("read-only reads")
+	}
+	if err := r1.Set([]byte("k"), []byte("w")); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("a write to a read-only database: %v", err)
+	}
+	if err := r1.Update(func(txn *Txn) error { return txn.Set([]byte("k"), []byte("w")) }); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("a transaction on a read-only database: %v", err)
+	}
+}

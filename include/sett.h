@@ -569,7 +569,7 @@ int sett_iter_options_set_reverse(struct sett_iter_options_t *opts, uint32_t val
 int sett_iter_options_set_keys_only(struct sett_iter_options_t *opts, uint32_t value);
 
 /**
- * How many items ahead values are read (at least 1; default 64).
+ * How many items ahead values are read (at least 1; default 256).
  */
 int sett_iter_options_set_prefetch(struct sett_iter_options_t *opts, uint32_t value);
 

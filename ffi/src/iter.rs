@@ -105,7 +105,7 @@ pub unsafe extern "C" fn sett_iter_options_set_keys_only(
     })
 }
 
-/// How many items ahead values are read (at least 1; default 64).
+/// How many items ahead values are read (at least 1; default 256).
 #[no_mangle]
 pub unsafe extern "C" fn sett_iter_options_set_prefetch(
     opts: *mut sett_iter_options_t,

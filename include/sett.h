@@ -728,6 +728,19 @@ int sett_options_set_vlog_file_size(struct sett_options_t *opts,
                                     uint64_t value);
 
 /**
+ * Garbage share of a sealed value-log file at which the background GC
+ * rewrites and deletes it (default 0.5; 0 turns the background GC off; must be
+ * in [0, 1), checked at open). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_vlog_gc_ratio(struct sett_options_t *opts, double value);
+
+/**
+ * Bytes per second the background value-log GC reads and rewrites at most
+ * (default 64 MiB/s; 0: no limit). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_vlog_gc_rate(struct sett_options_t *opts, uint64_t value);
+
+/**
  * Largest key in bytes (default 65000). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_max_key_size(struct sett_options_t *opts, size_t value);

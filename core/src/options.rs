@@ -78,6 +78,15 @@ pub struct Options {
     pub sync_writes: bool,
     /// A value-log file is closed and a new one started past this size. Default 1 GiB.
     pub vlog_file_size: u64,
+    /// Share of a sealed value-log file's bytes that compactions must have
+    /// found to be garbage before a background job rewrites its live values
+    /// and deletes it (Badger's `discardRatio`). 0 turns the background job
+    /// off; `Db::run_value_log_gc` works either way. Default 0.5.
+    pub vlog_gc_ratio: f64,
+    /// Bytes per second the background value-log GC reads and rewrites at
+    /// most, so that it does not take the device from foreground work.
+    /// 0: no limit. Default 64 MiB/s.
+    pub vlog_gc_rate: u64,
     /// Largest key accepted, in bytes. Default 65 000 (Badger's limit), at most 1 MiB.
     pub max_key_size: usize,
     /// Largest value accepted, in bytes. Default 1 GiB, at most 2 GiB.
@@ -117,6 +126,8 @@ impl Options {
             compaction_threads: 2,
             sync_writes: false,
             vlog_file_size: 1 << 30,
+            vlog_gc_ratio: 0.5,
+            vlog_gc_rate: 64 << 20,
             max_key_size: 65_000,
             max_value_size: 1 << 30,
             read_only: false,
@@ -204,6 +215,12 @@ impl Options {
                     "{} must be above l0_slowdown_trigger ({})",
                     self.l0_stop_trigger, self.l0_slowdown_trigger
                 ),
+            );
+        }
+        if !(0.0..1.0).contains(&self.vlog_gc_ratio) {
+            return bad(
+                "vlog_gc_ratio",
+                format!("{} is outside [0, 1)", self.vlog_gc_ratio),
             );
         }
         if !(1..=64).contains(&self.compaction_threads) {

@@ -17,6 +17,8 @@ fn gc_options(dir: &Path) -> Options {
     let mut o = tiny_options(dir);
     o.memtable_size = 64 << 10;
     o.vlog_file_size = 64 << 10;
+    // These tests drive GC by hand; auto_gc.rs tests the background job.
+    o.vlog_gc_ratio = 0.0;
     o
 }
 

@@ -205,6 +205,33 @@ pub unsafe extern "C" fn sett_options_set_vlog_file_size(
     })
 }
 
+/// Garbage share of a sealed value-log file at which the background GC
+/// rewrites and deletes it (default 0.5; 0 turns the background GC off; must be
+/// in [0, 1), checked at open). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_vlog_gc_ratio(
+    opts: *mut sett_options_t,
+    value: f64,
+) -> c_int {
+    set(opts, |o| {
+        o.vlog_gc_ratio = value;
+        Ok(())
+    })
+}
+
+/// Bytes per second the background value-log GC reads and rewrites at most
+/// (default 64 MiB/s; 0: no limit). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_vlog_gc_rate(
+    opts: *mut sett_options_t,
+    value: u64,
+) -> c_int {
+    set(opts, |o| {
+        o.vlog_gc_rate = value;
+        Ok(())
+    })
+}
+
 /// Largest key in bytes (default 65000). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_max_key_size(

@@ -58,6 +58,7 @@ impl DbInner {
         }
         let mut edits = Vec::new();
         let mut added = Vec::new();
+        let mut discard: std::collections::HashMap<u32, u64> = Default::default();
         if !mem.is_empty() {
             let id = lock(&self.manifest)
                 .as_mut()
@@ -70,7 +71,30 @@ impl DbInner {
                 self.opts.block_size,
                 self.opts.bloom_bits_per_key,
             )?;
-            let built = mem.for_each(|k, v| b.add(k, v)).and_then(|_| b.finish());
+            // Versions that no snapshot can see any more stay out of the table,
+            // and their separated values are counted as value-log garbage now,
+            // as a compaction would: with large values a memtable holds many
+            // versions of few keys, and compactions would find them late.
+            let snapshot = self.smallest_snapshot();
+            let mut user_key: Option<Vec<u8>> = None;
+            let mut shadowed = false;
+            let built = mem
+                .for_each(|k, v| {
+                    let (uk, seq) = crate::key::split(k);
+                    if user_key.as_deref() != Some(uk) {
+                        user_key = Some(uk.to_vec());
+                        shadowed = false;
+                    }
+                    if shadowed {
+                        if let Some(Stored::Pointer(p)) = value::decode(v).map(|r| r.stored) {
+                            *discard.entry(p.file).or_insert(0) += u64::from(p.len);
+                        }
+                        return Ok(());
+                    }
+                    shadowed = seq <= snapshot;
+                    b.add(k, v)
+                })
+                .and_then(|_| b.finish());
             let meta = built.inspect_err(|_| {
                 let _ = self.opts.fs.remove(&path);
             })?;
@@ -87,6 +111,9 @@ impl DbInner {
                 },
             });
             added.push((0, t));
+        }
+        for (&id, &bytes) in &discard {
+            edits.push(Edit::VlogDiscard { id, bytes });
         }
         edits.push(Edit::LogNumber(mem.wal_id() + 1));
         edits.push(Edit::LastSeq(mem.max_seq()));

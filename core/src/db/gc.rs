@@ -8,11 +8,26 @@
 //! by the write leader only if still live then); syncs; and deletes the file.
 //! A file with no live entry is deleted without a rewrite. Readers that started
 //! before keep the file open through their read state.
+//!
+//! A background thread (`gc_loop`, unless `vlog_gc_ratio` is 0) does the same
+//! without being asked: whenever compactions have run, and once a second, it
+//! collects every sealed file whose garbage share reached `vlog_gc_ratio`,
+//! reading and rewriting at most `vlog_gc_rate` bytes a second. Writers wait
+//! for it only as for any other write (its moves go through the write
+//! pipeline in chunks) and for the memtable switch of its flush.
 
 use super::recovery::remove;
 use super::*;
 use crate::manifest::Edit;
 use crate::vlog::ENTRY_HEADER_LEN;
+use std::time::{Duration, Instant};
+
+/// How long the background GC waits after a failed round before it tries again.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(30);
+
+/// A head value-log file this large (or half of `vlog_file_size`, if less)
+/// with enough garbage is sealed so that GC can collect it.
+const SEAL_HEAD_AT: u64 = 16 << 20;
 
 /// Moves are handed to the write pipeline in chunks of about this many bytes.
 const MOVE_CHUNK: usize = 4 << 20;
@@ -43,27 +58,120 @@ pub enum GcOutcome {
 }
 
 impl DbInner {
+    /// The background GC: see the module's documentation.
+    pub(crate) fn gc_loop(self: Arc<Self>) {
+        let mut wait = Duration::from_secs(1);
+        loop {
+            {
+                let bg = lock(&self.bg);
+                if bg.shutdown || self.poisoned().is_some() {
+                    return;
+                }
+                let (bg, _) = self
+                    .bg_cv
+                    .wait_timeout(bg, wait)
+                    .unwrap_or_else(|p| p.into_inner());
+                if bg.shutdown || self.poisoned().is_some() {
+                    return;
+                }
+            }
+            wait = Duration::from_secs(1);
+            loop {
+                match self.collect_one(self.opts.vlog_gc_ratio, self.opts.vlog_gc_rate) {
+                    Ok(GcOutcome::NothingToCollect) => break,
+                    Ok(_) => {}
+                    // Closing, or poisoned by a write path error: the loop ends above.
+                    Err(Error::Closed | Error::Poisoned(_)) => break,
+                    Err(_) => {
+                        // A read error or a full disk: the data is safe (the file
+                        // stays until a round completes); try again later.
+                        wait = RETRY_AFTER_ERROR;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
     pub(crate) fn run_value_log_gc(self: &Arc<Self>, ratio: f64) -> Result<GcOutcome> {
         if !(ratio > 0.0 && ratio < 1.0) {
             return Err(Error::InvalidArgument(format!(
                 "GC discard ratio {ratio} is outside (0, 1)"
             )));
         }
+        self.collect_one(ratio, 0)
+    }
+
+    /// One round: collects the file with the largest garbage share if it is
+    /// at least `ratio`, reading and rewriting at most `rate` bytes a second
+    /// (0: no limit).
+    fn collect_one(self: &Arc<Self>, ratio: f64, rate: u64) -> Result<GcOutcome> {
         let _one_at_a_time = lock(&self.gc_lock);
+        let started = Instant::now();
+        let outcome = self.collect_one_locked(ratio, rate, started);
+        self.counters
+            .gc_micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match &outcome {
+            Ok(GcOutcome::Deleted { freed_bytes, .. }) => {
+                self.counters
+                    .gc_files_deleted
+                    .fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .gc_bytes_reclaimed
+                    .fetch_add(*freed_bytes, Ordering::Relaxed);
+            }
+            Ok(GcOutcome::Rewritten { freed_bytes, .. }) => {
+                self.counters
+                    .gc_files_rewritten
+                    .fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .gc_bytes_reclaimed
+                    .fetch_add(*freed_bytes, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        outcome
+    }
+
+    fn collect_one_locked(
+        self: &Arc<Self>,
+        ratio: f64,
+        rate: u64,
+        started: Instant,
+    ) -> Result<GcOutcome> {
         self.check_writable()?;
-        let head = self.head_vlog_id().ok_or(Error::Closed)?;
+        let mut head = self.head_vlog_id().ok_or(Error::Closed)?;
         let discard = lock(&self.manifest)
             .as_ref()
             .map(|m| m.state().discard.clone())
             .unwrap_or_default();
-        let st = self.read_state();
-        let mut best: Option<(f64, Arc<crate::vlog::VlogFile>)> = None;
-        for f in st.vlogs.all().filter(|f| f.id() != head) {
+        let share = |f: &crate::vlog::VlogFile| -> Result<f64> {
             let size = f
                 .len()?
                 .saturating_sub(crate::wal::HEADER_LEN as u64)
                 .max(1);
-            let share = discard.get(&f.id()).copied().unwrap_or(0) as f64 / size as f64;
+            Ok(discard.get(&f.id()).copied().unwrap_or(0) as f64 / size as f64)
+        };
+        // The head is only ever appended to, so it cannot be collected; but a
+        // head that compactions found mostly garbage is sealed (a new head is
+        // started) once it is large enough, so that it can be: otherwise a
+        // database smaller than one value-log file never gets space back.
+        if let Some(h) = self.read_state().vlogs.get(head) {
+            let seal_at = (self.opts.vlog_file_size / 2).min(SEAL_HEAD_AT);
+            if h.len()? >= seal_at && share(&h)? >= ratio {
+                let mut log = lock(&self.log);
+                let log = log.as_mut().ok_or(Error::Closed)?;
+                if log.vlog.id() == head {
+                    self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
+                }
+                head = log.vlog.id();
+            }
+        }
+        let st = self.read_state();
+        let mut best: Option<(f64, Arc<crate::vlog::VlogFile>)> = None;
+        for f in st.vlogs.all().filter(|f| f.id() != head) {
+            let share = share(f)?;
             if best.as_ref().is_none_or(|(b, _)| share > *b) {
                 best = Some((share, f.clone()));
             }
@@ -80,7 +188,14 @@ impl DbInner {
         let mut moved_bytes = 0u64;
         let mut chunk: Vec<Move> = Vec::new();
         let mut chunk_bytes = 0usize;
+        let mut throttled = 0u64;
         file.for_each_entry(|ptr, key, value| {
+            // Bytes read so far, plus what was moved: what the rate limits.
+            let done = ptr.offset + u64::from(ptr.len) + moved_bytes;
+            if rate > 0 && done >= throttled + (256 << 10) {
+                throttled = done;
+                self.throttle(started, done, rate)?;
+            }
             let st = self.read_state();
             let Some((version, raw)) = st.lookup(key, crate::key::MAX_SEQ)? else {
                 return Ok(());
@@ -136,5 +251,16 @@ impl DbInner {
                 freed_bytes: file_bytes.saturating_sub(moved_bytes),
             }
         })
+    }
+
+    /// Sleeps until `done` bytes since `started` keep within `rate` a second,
+    /// waking every 50 ms to see whether the Db is closing.
+    fn throttle(&self, started: Instant, done: u64, rate: u64) -> Result<()> {
+        let due = Duration::from_secs_f64(done as f64 / rate as f64);
+        while started.elapsed() < due {
+            self.check_open()?;
+            std::thread::sleep((due - started.elapsed()).min(Duration::from_millis(50)));
+        }
+        Ok(())
     }
 }

@@ -141,6 +141,15 @@ pub struct Stats {
     pub compactions_pending: u64,
     /// Compactions in progress (automatic ones, flatten, drop prefix).
     pub compactions_running: u64,
+    /// Value-log GC since open, background and asked for: files whose live
+    /// values were moved before they were deleted.
+    pub gc_files_rewritten: u64,
+    /// Files deleted without a rewrite (no live value left).
+    pub gc_files_deleted: u64,
+    /// Bytes returned to the file system (deleted files less what was moved).
+    pub gc_bytes_reclaimed: u64,
+    /// Time spent in value-log GC, in microseconds (waits for its rate included).
+    pub gc_micros: u64,
 }
 
 #[derive(Default)]
@@ -149,6 +158,10 @@ pub(crate) struct Counters {
     pub(crate) groups: AtomicU64,
     pub(crate) wal_syncs: AtomicU64,
     pub(crate) compactions_running: AtomicU64,
+    pub(crate) gc_files_rewritten: AtomicU64,
+    pub(crate) gc_files_deleted: AtomicU64,
+    pub(crate) gc_bytes_reclaimed: AtomicU64,
+    pub(crate) gc_micros: AtomicU64,
 }
 
 /// What [`Db::verify`] checked.
@@ -601,6 +614,10 @@ impl DbInner {
             compactions_pending: crate::levels::compaction::due(&st.version, &self.opts).len()
                 as u64,
             compactions_running: self.counters.compactions_running.load(Ordering::Relaxed),
+            gc_files_rewritten: self.counters.gc_files_rewritten.load(Ordering::Relaxed),
+            gc_files_deleted: self.counters.gc_files_deleted.load(Ordering::Relaxed),
+            gc_bytes_reclaimed: self.counters.gc_bytes_reclaimed.load(Ordering::Relaxed),
+            gc_micros: self.counters.gc_micros.load(Ordering::Relaxed),
         }
     }
 

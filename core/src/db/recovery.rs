@@ -444,6 +444,10 @@ impl DbInner {
             let me = self.clone();
             threads.push(std::thread::spawn(move || me.compaction_loop()));
         }
+        if self.opts.vlog_gc_ratio > 0.0 {
+            let me = self.clone();
+            threads.push(std::thread::spawn(move || me.gc_loop()));
+        }
     }
 
     pub(crate) fn take_threads(&self) -> Vec<JoinHandle<()>> {

@@ -1,0 +1,134 @@
+//! Space that looks after itself: overwriting and deleting ten times the live
+//! data, without ever calling value-log GC, keeps the directory within 1.5x of
+//! the live data, because the background GC collects sealed files (the head
+//! too, once it is sealed) by the garbage compactions found in them.
+//! The disk-size curve is written to `target/auto-gc-<size>.csv` when
+//! `AUTO_GC_CSV` is set.
+
+mod common;
+
+use common::value_for;
+use sett::{Db, Options};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Bytes of live data (keys and values) the workload keeps.
+const LIVE: usize = 8 << 20;
+
+fn options(dir: &Path, value_len: usize) -> Options {
+    let mut o = Options::new(dir);
+    o.value_threshold = 512;
+    o.memtable_size = 256 << 10;
+    o.table_size = 256 << 10;
+    o.level_base_size = 1 << 20;
+    o.level_multiplier = 4;
+    o.vlog_file_size = (64 * value_len as u64).max(512 << 10);
+    o.vlog_gc_rate = 0;
+    o
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+/// Writes the live set, then overwrites and deletes until ten times the live
+/// data went through; returns (bytes written, largest directory size seen after
+/// the first two rounds, final size, curve of (bytes written, directory bytes)).
+fn churn(db: &Db, dir: &Path, value_len: usize) -> (u64, u64, u64, Vec<(u64, u64)>) {
+    let keys = LIVE / value_len;
+    let mut written = 0u64;
+    let mut curve = Vec::new();
+    let mut worst = 0u64;
+    for round in 0..11u64 {
+        for i in 0..keys {
+            let k = key(i);
+            // Each round deletes a tenth of the keys and puts them back later
+            // in the round: deletes leave garbage as overwrites do.
+            if (i + round as usize) % 10 == 0 {
+                db.delete(&k).unwrap();
+            }
+            db.put(&k, &value_for(&k, round, value_len)).unwrap();
+            written += (k.len() + value_len) as u64;
+            if i % (keys / 8).max(1) == 0 {
+                let size = dir_bytes(dir);
+                curve.push((written, size));
+                if round >= 2 {
+                    worst = worst.max(size);
+                }
+            }
+        }
+    }
+    (written, worst, dir_bytes(dir), curve)
+}
+
+fn check(value_len: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(options(dir.path(), value_len)).unwrap();
+    let (written, worst, _, mut curve) = churn(&db, dir.path(), value_len);
+    let live = (LIVE / value_len * (value_len + 11)) as u64;
+    assert!(
+        written >= 10 * live,
+        "wrote {written} bytes for {live} live"
+    );
+    // The garbage of the last rounds is found by compactions still to run:
+    // give the background work a moment to settle.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut size = dir_bytes(dir.path());
+    while size as f64 > 1.5 * live as f64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        size = dir_bytes(dir.path());
+    }
+    curve.push((written, size));
+    if std::env::var_os("AUTO_GC_CSV").is_some() {
+        let csv: String = std::iter::once("bytes_written,dir_bytes,live_bytes\n".to_string())
+            .chain(curve.iter().map(|(w, d)| format!("{w},{d},{live}\n")))
+            .collect();
+        let _ = std::fs::write(format!("../target/auto-gc-{value_len}.csv"), csv);
+    }
+    let stats = db.stats();
+    println!(
+        "{value_len} B values: live {live} B, wrote {written} B, largest directory after round 2 {worst} B ({:.2}x), settled {size} B ({:.2}x); GC rewrote {} and deleted {} files, reclaimed {} B in {} ms",
+        worst as f64 / live as f64,
+        size as f64 / live as f64,
+        stats.gc_files_rewritten,
+        stats.gc_files_deleted,
+        stats.gc_bytes_reclaimed,
+        stats.gc_micros / 1000,
+    );
+    assert!(
+        stats.gc_files_rewritten + stats.gc_files_deleted > 0,
+        "the background GC never ran"
+    );
+    assert!(
+        size as f64 <= 1.5 * live as f64,
+        "directory {size} B is more than 1.5x the live {live} B"
+    );
+    // Every key reads its last value.
+    for i in (0..LIVE / value_len).step_by(7) {
+        let k = key(i);
+        assert_eq!(
+            db.get(&k).unwrap(),
+            Some(value_for(&k, 10, value_len)),
+            "key {i}"
+        );
+    }
+}
+
+#[test]
+fn overwrites_and_deletes_of_ten_times_the_live_data_stay_within_1_5x_with_1_kib_values() {
+    check(1024);
+}
+
+#[test]
+fn overwrites_and_deletes_of_ten_times_the_live_data_stay_within_1_5x_with_16_kib_values() {
+    check(16 << 10);
+}

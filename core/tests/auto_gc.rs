@@ -53,12 +53,12 @@ fn churn(db: &Db, dir: &Path, value_len: usize) -> (u64, u64, u64, Vec<(u64, u64
             let k = key(i);
             // Each round deletes a tenth of the keys and puts them back later
             // in the round: deletes leave garbage as overwrites do.
-            if (i + round as usize) % 10 == 0 {
+            if (i + round as usize).is_multiple_of(10) {
                 db.delete(&k).unwrap();
             }
             db.put(&k, &value_for(&k, round, value_len)).unwrap();
             written += (k.len() + value_len) as u64;
-            if i % (keys / 8).max(1) == 0 {
+            if i.is_multiple_of((keys / 8).max(1)) {
                 let size = dir_bytes(dir);
                 curve.push((written, size));
                 if round >= 2 {

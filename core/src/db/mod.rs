@@ -345,7 +345,11 @@ impl Db {
         self.inner.drop_all()
     }
 
-    /// Deletes every key starting with `prefix`.
+    /// Deletes every key starting with `prefix`. Writes wait while it runs: it
+    /// removes every write ordered before it and none ordered after it. It is
+    /// not atomic across keys: a reader while it runs, or a reopen after a
+    /// crash in its middle, may still find some keys of the prefix, each with
+    /// its value from before the drop (never an older one).
     pub fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
         self.inner.drop_prefix(prefix)
     }

@@ -1,0 +1,433 @@
+//! Maintenance operations beside writers, and a power cut in the middle of each.
+//!
+//! 1. Writer threads (batches and transactions of puts, overwrites and deletes,
+//!    values on both sides of the 64-byte value threshold, tiny memtables,
+//!    tables and value-log files) run while another thread loops through
+//!    value-log GC, a backup (restored into a new Db and checked to be a
+//!    snapshot), flatten and DropPrefix on a prefix the writers also write
+//!    under, and a reader checks that no key ever goes back to an older value.
+//!    At the end, and after a reopen, the Db must match the model of
+//!    acknowledged writes, with what `Db::drop_prefix` promises for the prefix:
+//!    writes wait while it runs, so every write ordered before it is gone and
+//!    every write after it stays.
+//! 2. A bulk load races with writers on fresh Dbs: either the load is refused
+//!    (the Db was no longer empty) or the writes are refused while it runs; the
+//!    load is all there or not at all, and every acknowledged write is there.
+//! 3. With `SimFs`, the power is cut at the Nth file-system operation of GC,
+//!    backup (to a file on the simulated disk), flatten, DropPrefix and bulk
+//!    load, with synced writers running beside it or right before it. After the
+//!    cut the Db must open, hold every acknowledged write, no wrong value and no
+//!    deleted key back; DropPrefix may have dropped any part of the prefix but
+//!    never bring back an overwritten value; a bulk load is all or nothing; a
+//!    cut backup restores with a clear error or, if whole, to the right data.
+//!
+//! POWER_LOSS_SCALE (as for power_loss.rs; `scripts/stress.sh` sets 6) scales
+//! the writes, the rounds and the number of cut points.
+
+mod common;
+
+use common::{tiny_options, value_for, Rng};
+use sett::{Db, GcOutcome, IterOptions, WriteBatch};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The prefix DropPrefix removes; writers write under it too.
+const PREFIX: &[u8] = b"p/";
+
+fn scale() -> u64 {
+    std::env::var("POWER_LOSS_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+fn show(k: &[u8]) -> String {
+    String::from_utf8_lossy(k).into_owned()
+}
+
+fn short(v: Option<&[u8]>) -> String {
+    v.map_or("absent".into(), |v| show(&v[..v.len().min(28)]))
+}
+
+/// A value for `key` written by write number `id`: the id can be read back.
+fn make_value(rng: &mut Rng, key: &[u8], id: u64) -> Vec<u8> {
+    // Both sides of tiny_options' 64-byte value threshold.
+    let len = [8usize, 24, 40, 100, 300, 2000][rng.below(6) as usize];
+    let min = key.len() + 24;
+    value_for(key, id, len.max(min))
+}
+
+/// The write id in a value made by `make_value` (`key:id:...`).
+fn id_of(key: &[u8], v: &[u8]) -> Option<u64> {
+    let rest = v.strip_prefix(key)?.strip_prefix(b":")?;
+    let end = rest.iter().position(|&b| b == b':')?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+fn scan(db: &Db, what: &str) -> Model {
+    db.iter(IterOptions::default())
+        .unwrap_or_else(|e| panic!("{what}: iterator: {e}"))
+        .map(|r| r.unwrap_or_else(|e| panic!("{what}: scan: {e}")))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// 1. Maintenance beside writers.
+// ---------------------------------------------------------------------------
+
+/// One acknowledged write step of a writer thread.
+struct Acked {
+    ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// DropPrefix calls finished when the write started.
+    drops_done_at_start: u64,
+    /// DropPrefix calls started when the write was acknowledged.
+    drops_started_at_ack: u64,
+}
+
+/// Shared between the writers, the maintenance thread and the checks.
+struct Shared {
+    drops_started: AtomicU64,
+    drops_done: AtomicU64,
+    /// Maintenance operations done.
+    operations: AtomicU64,
+    /// Per writer: steps started and steps acknowledged.
+    started: Vec<AtomicU64>,
+    acked: Vec<AtomicU64>,
+    stop: AtomicBool,
+}
+
+fn marker(t: usize) -> Vec<u8> {
+    format!("m/w{t}").into_bytes()
+}
+
+fn writer_key(rng: &mut Rng, t: usize) -> Vec<u8> {
+    if rng.chance(35) {
+        format!("p/w{t}/{:02}", rng.below(40)).into_bytes()
+    } else {
+        format!("w{t}/{:03}", rng.below(80)).into_bytes()
+    }
+}
+
+/// A writer takes at most this many steps per maintenance operation done, so
+/// that the two interleave whatever the machine's speed.
+const STEPS_PER_OPERATION: u64 = 20;
+
+/// Writer `t`: `steps` batches or transactions on its own keys, each with its
+/// step number under `marker(t)`, so that a snapshot says which prefix of the
+/// writer's steps it holds.
+fn writer(db: &Db, sh: &Shared, t: usize, steps: u64) -> Vec<Acked> {
+    let mut rng = Rng::new(0xC0FFEE + t as u64);
+    let mut log = Vec::new();
+    for step in 1..=steps {
+        while (sh.operations.load(SeqCst) + 1) * STEPS_PER_OPERATION < step {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let id = (t as u64) * 1_000_000 + step;
+        let mut ops = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let key = writer_key(&mut rng, t);
+            if ops.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            if rng.chance(15) {
+                ops.push((key, None));
+            } else {
+                let v = make_value(&mut rng, &key, id);
+                ops.push((key, Some(v)));
+            }
+        }
+        ops.push((marker(t), Some(step.to_string().into_bytes())));
+        let txn = rng.chance(25);
+        let drops_done_at_start = sh.drops_done.load(SeqCst);
+        sh.started[t].store(step, SeqCst);
+        let res = if txn {
+            db.update(|x| {
+                for (k, v) in &ops {
+                    match v {
+                        Some(v) => x.set(k, v)?,
+                        None => x.delete(k)?,
+                    }
+                }
+                Ok(())
+            })
+        } else {
+            let mut b = WriteBatch::new();
+            for (k, v) in &ops {
+                match v {
+                    Some(v) => b.put(k.clone(), v.clone()),
+                    None => b.delete(k.clone()),
+                };
+            }
+            db.write(b)
+        };
+        res.unwrap_or_else(|e| panic!("writer {t} step {step}: {e}"));
+        let drops_started_at_ack = sh.drops_started.load(SeqCst);
+        sh.acked[t].store(step, SeqCst);
+        log.push(Acked {
+            ops,
+            drops_done_at_start,
+            drops_started_at_ack,
+        });
+    }
+    log
+}
+
+/// What writer `t`'s keys hold after its first `k` steps, ignoring drops.
+fn writer_model(log: &[Acked], k: u64) -> BTreeMap<Vec<u8>, Option<Vec<u8>>> {
+    let mut m = BTreeMap::new();
+    for a in log.iter().take(k as usize) {
+        for (key, v) in &a.ops {
+            m.insert(key.clone(), v.clone());
+        }
+    }
+    m
+}
+
+/// Checks `state` (a whole Db) against the writers' logs after every step
+/// and `drops` DropPrefix calls.
+fn check_final(state: &Model, logs: &[Vec<Acked>], drops: u64, what: &str) {
+    let mut expected_keys = 0;
+    for (t, log) in logs.iter().enumerate() {
+        // The last write of each key, with the drop counters around it.
+        let mut last: HashMap<&[u8], (&Option<Vec<u8>>, &Acked)> = HashMap::new();
+        for a in log {
+            for (k, v) in &a.ops {
+                last.insert(k, (v, a));
+            }
+        }
+        for (k, (v, a)) in last {
+            let got = state.get(k).map(Vec::as_slice);
+            let ok = if k.starts_with(PREFIX) && drops > 0 {
+                // Ordered after the last drop only if that drop started
+                // before the write was acknowledged; before it only if it
+                // had not finished when the write started.
+                let after_ok = a.drops_started_at_ack >= drops && got == v.as_deref();
+                let before_ok = a.drops_done_at_start < drops && got.is_none();
+                after_ok || before_ok
+            } else {
+                got == v.as_deref()
+            };
+            assert!(
+                ok,
+                "{what}: writer {t}: key {} holds {}, its last acknowledged write put {} (drops started {}..done {} around it, {drops} drops)",
+                show(k),
+                short(got),
+                short(v.as_deref()),
+                a.drops_done_at_start,
+                a.drops_started_at_ack,
+            );
+            expected_keys += usize::from(got.is_some());
+        }
+    }
+    assert_eq!(
+        state.len(),
+        expected_keys,
+        "{what}: the Db holds keys no writer wrote or that should be gone"
+    );
+}
+
+/// Restores `stream` into a new Db and checks it is a snapshot: for each
+/// writer, the state after some prefix of its steps, at least every step
+/// acknowledged before the backup started and at most those started before it
+/// ended. Keys under the prefix may be absent (a drop ordered before it).
+fn check_backup(
+    stream: &[u8],
+    logs: &[Vec<Acked>],
+    acked_before: &[u64],
+    started_after: &[u64],
+    what: &str,
+) -> u64 {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(tiny_options(tmp.path())).expect("open the restore target");
+    db.load(&mut &stream[..])
+        .unwrap_or_else(|e| panic!("{what}: restoring the backup: {e}"));
+    let state = scan(&db, what);
+    let mut checked = 0;
+    for (t, log) in logs.iter().enumerate() {
+        let k = match state.get(&marker(t)) {
+            Some(v) => show(v).parse::<u64>().expect("marker"),
+            None => 0,
+        };
+        assert!(
+            k >= acked_before[t] && k <= started_after[t],
+            "{what}: writer {t}: the backup holds its steps up to {k}, but {} were acknowledged before it started and {} started before it ended",
+            acked_before[t],
+            started_after[t]
+        );
+        let want = writer_model(log, k);
+        for (key, v) in &want {
+            let got = state.get(key).map(Vec::as_slice);
+            let ok = got == v.as_deref() || (key.starts_with(PREFIX) && got.is_none());
+            assert!(
+                ok,
+                "{what}: writer {t}: backup at step {k}: key {} holds {}, expected {}",
+                show(key),
+                short(got),
+                short(v.as_deref())
+            );
+            checked += 1;
+        }
+        let prefix = format!("w{t}/");
+        let pprefix = format!("p/w{t}/");
+        for key in state.keys() {
+            if key.starts_with(prefix.as_bytes()) || key.starts_with(pprefix.as_bytes()) {
+                assert!(
+                    want.contains_key(key),
+                    "{what}: writer {t}: backup at step {k} holds {} which was not written by then",
+                    show(key)
+                );
+            }
+        }
+    }
+    checked
+}
+
+#[derive(Default, Debug)]
+struct MaintenanceCounts {
+    gc_rounds: u64,
+    gc_rewritten: u64,
+    gc_deleted: u64,
+    backups: u64,
+    backup_keys_checked: u64,
+    flattens: u64,
+    drops: u64,
+    reads: u64,
+}
+
+#[test]
+fn gc_backup_flatten_and_drop_prefix_beside_writers_keep_every_acknowledged_write() {
+    const WRITERS: usize = 3;
+    let steps = 400 * scale();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let opts = tiny_options(tmp.path());
+    let db = Db::open(opts.clone()).expect("open");
+    let sh = Shared {
+        drops_started: AtomicU64::new(0),
+        drops_done: AtomicU64::new(0),
+        operations: AtomicU64::new(0),
+        started: (0..WRITERS).map(|_| AtomicU64::new(0)).collect(),
+        acked: (0..WRITERS).map(|_| AtomicU64::new(0)).collect(),
+        stop: AtomicBool::new(false),
+    };
+    // Backup streams with the writers' progress around them, checked once
+    // the writers' logs are complete.
+    let mut backups: Vec<(Vec<u8>, Vec<u64>, Vec<u64>)> = Vec::new();
+    let mut counts = MaintenanceCounts::default();
+    let logs: Vec<Vec<Acked>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|t| {
+                let (db, sh) = (&db, &sh);
+                s.spawn(move || writer(db, sh, t, steps))
+            })
+            .collect();
+        // A reader: no key ever goes back to an older write's value.
+        let reader = {
+            let (db, sh) = (&db, &sh);
+            s.spawn(move || {
+                let mut seen: HashMap<Vec<u8>, u64> = HashMap::new();
+                let mut reads = 0u64;
+                while !sh.stop.load(SeqCst) {
+                    for (k, v) in scan(db, "reader") {
+                        reads += 1;
+                        if k.starts_with(b"m/") {
+                            continue;
+                        }
+                        let id = id_of(&k, &v).unwrap_or_else(|| {
+                            panic!("reader: key {} holds a value not made for it", show(&k))
+                        });
+                        let before = seen.insert(k.clone(), id).unwrap_or(0);
+                        assert!(
+                            id >= before,
+                            "reader: key {} went back from write {before} to older write {id}",
+                            show(&k)
+                        );
+                    }
+                }
+                reads
+            })
+        };
+        // Maintenance, in turn, while the writers write.
+        let sh = &sh;
+        let mut round = 0u64;
+        while sh.acked.iter().any(|a| a.load(SeqCst) == 0) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        while sh.acked.iter().any(|a| a.load(SeqCst) < steps) {
+            match round % 4 {
+                0 => {
+                    for _ in 0..4 {
+                        counts.gc_rounds += 1;
+                        match db.run_value_log_gc(0.2).expect("gc") {
+                            GcOutcome::NothingToCollect => break,
+                            GcOutcome::Deleted { .. } => counts.gc_deleted += 1,
+                            GcOutcome::Rewritten { .. } => counts.gc_rewritten += 1,
+                        }
+                    }
+                }
+                1 => {
+                    let acked_before: Vec<u64> = sh.acked.iter().map(|a| a.load(SeqCst)).collect();
+                    let mut stream = Vec::new();
+                    db.backup(&mut stream, 0).expect("backup");
+                    let started_after: Vec<u64> =
+                        sh.started.iter().map(|a| a.load(SeqCst)).collect();
+                    counts.backups += 1;
+                    backups.push((stream, acked_before, started_after));
+                }
+                2 => {
+                    db.flatten().expect("flatten");
+                    counts.flattens += 1;
+                }
+                _ => {
+                    sh.drops_started.fetch_add(1, SeqCst);
+                    db.drop_prefix(PREFIX).expect("drop_prefix");
+                    sh.drops_done.fetch_add(1, SeqCst);
+                    counts.drops += 1;
+                }
+            }
+            round += 1;
+            sh.operations.fetch_add(1, SeqCst);
+        }
+        sh.stop.store(true, SeqCst);
+        let logs: Vec<Vec<Acked>> = handles
+            .into_iter()
+            .map(|h| h.join().expect("writer"))
+            .collect();
+        counts.reads = reader.join().expect("reader");
+        logs
+    });
+    let drops = sh.drops_done.load(SeqCst);
+    for (i, (stream, acked_before, started_after)) in backups.iter().enumerate() {
+        counts.backup_keys_checked += check_backup(
+            stream,
+            &logs,
+            acked_before,
+            started_after,
+            &format!("backup {i}"),
+        );
+    }
+    check_final(&scan(&db, "final"), &logs, drops, "at the end");
+    let s = db.stats();
+    assert!(s.levels.iter().skip(1).any(|(n, _)| *n > 0), "{s:?}");
+    db.close().expect("close");
+    drop(db);
+    let db = Db::open(opts).expect("reopen");
+    check_final(&scan(&db, "reopened"), &logs, drops, "after reopen");
+    db.close().expect("close");
+    println!(
+        "MAINTENANCE_BESIDE_WRITERS: {} writers, {} steps acknowledged; {} GC rounds ({} files rewritten, {} deleted), {} backups restored and checked ({} keys), {} flattens, {} drop_prefix, {} values read by the reader; 0 lost",
+        WRITERS,
+        logs.iter().map(Vec::len).sum::<usize>(),
+        counts.gc_rounds,
+        counts.gc_rewritten,
+        counts.gc_deleted,
+        counts.backups,
+        counts.backup_keys_checked,
+        counts.flattens,
+        counts.drops,
+        counts.reads
+    );
+    assert!(counts.backups > 0 && counts.drops > 0 && counts.flattens > 0);
+}

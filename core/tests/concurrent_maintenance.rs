@@ -27,7 +27,7 @@
 mod common;
 
 use common::{tiny_options, value_for, Rng};
-use sett::{Db, GcOutcome, IterOptions, WriteBatch};
+use sett::{Db, Error, GcOutcome, IterOptions, WriteBatch};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
@@ -430,4 +430,162 @@ fn gc_backup_flatten_and_drop_prefix_beside_writers_keep_every_acknowledged_writ
         counts.reads
     );
     assert!(counts.backups > 0 && counts.drops > 0 && counts.flattens > 0);
+}
+
+// ---------------------------------------------------------------------------
+// 2. A bulk load racing writers.
+// ---------------------------------------------------------------------------
+
+fn bulk_entries(n: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut rng = Rng::new(n);
+    (0..n)
+        .map(|i| {
+            let key = format!("b/{i:05}").into_bytes();
+            let v = make_value(&mut rng, &key, 500_000 + i);
+            (key, v)
+        })
+        .collect()
+}
+
+/// Checks a Db after a bulk load raced writers: every acknowledged write is
+/// there, no refused one, and the load all there or not at all.
+fn check_bulk_race(
+    state: &Model,
+    acked: &Model,
+    bulk: &[(Vec<u8>, Vec<u8>)],
+    loaded: bool,
+    what: &str,
+) {
+    let mut want = acked.clone();
+    if loaded {
+        want.extend(bulk.iter().cloned());
+    }
+    for (k, v) in &want {
+        assert!(
+            state.get(k) == Some(v),
+            "{what}: key {} holds {}, expected {}",
+            show(k),
+            short(state.get(k).map(Vec::as_slice)),
+            short(Some(v))
+        );
+    }
+    for k in state.keys() {
+        assert!(
+            want.contains_key(k),
+            "{what}: key {} is there but was refused, not loaded or never written",
+            show(k)
+        );
+    }
+}
+
+#[test]
+fn a_bulk_load_racing_writers_is_all_or_nothing_and_refused_writes_leave_no_trace() {
+    let rounds = 6 * scale();
+    let bulk = bulk_entries(300);
+    let (mut loaded_rounds, mut refused_loads, mut acked_total, mut refused_total) = (0, 0, 0, 0);
+    for round in 0..rounds {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let opts = tiny_options(tmp.path());
+        let db = Db::open(opts.clone()).expect("open");
+        let barrier = std::sync::Barrier::new(3);
+        let first_ack = AtomicBool::new(false);
+        // Round 0 mod 3: the load starts before the writers; 1: after a write
+        // was acknowledged; 2: at the same moment.
+        let (loaded, writes) = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..2)
+                .map(|t| {
+                    let (db, barrier, first_ack) = (&db, &barrier, &first_ack);
+                    s.spawn(move || {
+                        let mut rng = Rng::new(round * 10 + t);
+                        barrier.wait();
+                        let mut out = Vec::new();
+                        let mut acked = 0;
+                        // Until 40 writes went in (after the load, if it won).
+                        for i in 0..100_000u64 {
+                            if acked == 40 {
+                                break;
+                            }
+                            let key = format!("w{t}/{i:04}").into_bytes();
+                            let v = make_value(&mut rng, &key, i);
+                            let res = db.put(&key, &v);
+                            match &res {
+                                Ok(()) => {
+                                    acked += 1;
+                                    first_ack.store(true, SeqCst);
+                                }
+                                Err(Error::InvalidArgument(_)) => {
+                                    std::thread::sleep(std::time::Duration::from_micros(200))
+                                }
+                                Err(e) => panic!("round {round}: writer {t}: {e}"),
+                            }
+                            out.push((key, v, res.is_ok()));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            let early = if round % 3 == 0 {
+                Some(db.bulk_load().expect("bulk_load on an empty Db"))
+            } else {
+                None
+            };
+            barrier.wait();
+            if round % 3 == 1 {
+                while !first_ack.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+            }
+            let loader = match early {
+                Some(l) => Ok(l),
+                None => db.bulk_load(),
+            };
+            let loaded = match loader {
+                Ok(mut l) => {
+                    for (k, v) in &bulk {
+                        l.add(k, v).expect("bulk add");
+                    }
+                    assert_eq!(l.finish().expect("bulk finish"), bulk.len() as u64);
+                    true
+                }
+                Err(Error::InvalidArgument(_)) => false,
+                Err(e) => panic!("round {round}: bulk_load: {e}"),
+            };
+            let writes: Vec<_> = writers
+                .into_iter()
+                .flat_map(|h| h.join().expect("writer"))
+                .collect();
+            (loaded, writes)
+        });
+        let acked: Model = writes
+            .iter()
+            .filter(|w| w.2)
+            .map(|(k, v, _)| (k.clone(), v.clone()))
+            .collect();
+        acked_total += acked.len();
+        refused_total += writes.len() - acked.len();
+        if loaded {
+            loaded_rounds += 1;
+        } else {
+            refused_loads += 1;
+        }
+        if round % 3 == 0 {
+            assert!(loaded, "round {round}: the early load did not finish");
+        }
+        if round % 3 == 1 {
+            assert!(
+                !loaded,
+                "round {round}: a load into a non-empty Db was accepted"
+            );
+        }
+        let what = format!("round {round} (loaded: {loaded})");
+        check_bulk_race(&scan(&db, &what), &acked, &bulk, loaded, &what);
+        db.close().expect("close");
+        drop(db);
+        let db = Db::open(opts).expect("reopen");
+        let what = format!("{what}, reopened");
+        check_bulk_race(&scan(&db, &what), &acked, &bulk, loaded, &what);
+    }
+    println!(
+        "BULK_BESIDE_WRITERS: {rounds} rounds, {loaded_rounds} loads done, {refused_loads} refused (Db not empty); {acked_total} writes acknowledged, {refused_total} refused during a load; 0 lost, 0 refused ones present"
+    );
 }

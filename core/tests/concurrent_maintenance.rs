@@ -26,10 +26,13 @@
 
 mod common;
 
-use common::{tiny_options, value_for, Rng};
+use common::{copy_dir, tiny_options, value_for, Rng};
+use sett::fs::{CutMode, Fault, FileSystem, Fs, SimFs};
 use sett::{Db, Error, GcOutcome, IterOptions, WriteBatch};
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -588,4 +591,617 @@ fn a_bulk_load_racing_writers_is_all_or_nothing_and_refused_writes_leave_no_trac
     println!(
         "BULK_BESIDE_WRITERS: {rounds} rounds, {loaded_rounds} loads done, {refused_loads} refused (Db not empty); {acked_total} writes acknowledged, {refused_total} refused during a load; 0 lost, 0 refused ones present"
     );
+}
+
+// ---------------------------------------------------------------------------
+// 3. A power cut in the middle of each maintenance operation.
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Maintenance {
+    Gc,
+    Backup,
+    Flatten,
+    DropPrefix,
+    BulkLoad,
+}
+
+/// What a key may hold after the cut, as the acknowledged writes say.
+#[derive(Clone, Debug)]
+struct KeyState {
+    value: Option<Vec<u8>>,
+    /// Acknowledged before a DropPrefix started (or written before the run).
+    before_drop: bool,
+    /// Started after a DropPrefix returned.
+    after_drop: bool,
+}
+
+type CutModel = BTreeMap<Vec<u8>, KeyState>;
+
+fn crash_key(rng: &mut Rng) -> Vec<u8> {
+    if rng.chance(30) {
+        format!("p/{:03}", rng.below(60)).into_bytes()
+    } else {
+        format!("k{:03}", rng.below(150)).into_bytes()
+    }
+}
+
+/// A Db with data in several levels, overwritten separated values (garbage
+/// for GC, counted by the flattens) and keys under the prefix in more than
+/// one level; and what it holds. Written with the real file system: the
+/// simulation takes its files as durable.
+fn template(dir: &Path) -> Model {
+    let db = Db::open(tiny_options(dir)).expect("open the template");
+    let mut rng = Rng::new(77);
+    let mut model = Model::new();
+    let mut keys: Vec<Vec<u8>> = (0..150u64)
+        .map(|n| format!("k{n:03}").into_bytes())
+        .collect();
+    keys.extend((0..60u64).map(|n| format!("p/{n:03}").into_bytes()));
+    for (round, share) in [(1u64, 100u64), (2, 70), (3, 30)] {
+        for key in &keys {
+            if !rng.chance(share) {
+                continue;
+            }
+            if round == 3 && rng.chance(25) {
+                db.delete(key).expect("delete");
+                model.remove(key);
+            } else {
+                let v = make_value(&mut rng, key, round);
+                db.put(key, &v).expect("put");
+                model.insert(key.clone(), v);
+            }
+        }
+        if round < 3 {
+            db.flatten().expect("flatten");
+        } else {
+            db.flush().expect("flush");
+        }
+    }
+    assert_eq!(scan(&db, "template"), model);
+    db.close().expect("close the template");
+    model
+}
+
+/// `io::Write` onto a file of the simulated disk.
+struct SimWriter<'a> {
+    fs: &'a SimFs,
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl std::io::Write for SimWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // At most 4 KiB an append, so that a cut can land inside the stream.
+        let n = buf.len().min(4096);
+        self.fs.append(&mut self.file, &self.path, &buf[..n])?;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Backs the Db up into `dir/backup` on the simulated disk: the file's name
+/// made durable first (so that a cut leaves a partial file to restore), then
+/// the stream, then an fsync.
+fn backup_to_file(db: &Db, sim: &SimFs, dir: &Path) -> Result<(), String> {
+    let path = dir.join("backup");
+    let file = sim.create_new(&path).map_err(|e| e.to_string())?;
+    sim.sync_dir(dir).map_err(|e| e.to_string())?;
+    let mut w = SimWriter {
+        fs: sim,
+        file,
+        path: path.clone(),
+    };
+    db.backup(&mut w, 0).map_err(|e| e.to_string())?;
+    sim.sync(&w.file, &path).map_err(|e| e.to_string())
+}
+
+/// Value-log files GC deleted or rewrote (in this test binary).
+static GC_COLLECTED: AtomicU64 = AtomicU64::new(0);
+
+/// Runs the operation; an error is what a cut leaves it with.
+fn run_maintenance(op: Maintenance, db: &Db, sim: &SimFs, backup_dir: &Path) -> Result<(), String> {
+    match op {
+        Maintenance::Gc => {
+            for _ in 0..4 {
+                if db.run_value_log_gc(0.1).map_err(|e| e.to_string())?
+                    == GcOutcome::NothingToCollect
+                {
+                    break;
+                }
+                GC_COLLECTED.fetch_add(1, SeqCst);
+            }
+            Ok(())
+        }
+        Maintenance::Backup => backup_to_file(db, sim, backup_dir),
+        Maintenance::Flatten => db.flatten().map_err(|e| e.to_string()),
+        Maintenance::DropPrefix => db.drop_prefix(PREFIX).map_err(|e| e.to_string()),
+        Maintenance::BulkLoad => unreachable!("bulk loads run in cut_run"),
+    }
+}
+
+/// What one run did, for the totals.
+#[derive(Default)]
+struct CutStats {
+    /// File-system operations from the start of the maintenance to its end.
+    ops: u64,
+    op_failed: bool,
+    writes_acked: u64,
+    writes_refused: u64,
+    keys_checked: u64,
+    backup: BackupFate,
+    gc_did_something: bool,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+enum BackupFate {
+    #[default]
+    None,
+    NoFile,
+    Restored,
+    Refused,
+}
+
+/// One run over a copy of `template`: open with a SimFs and synced writes,
+/// writers right before or beside the operation, the power cut at the `nth`
+/// file-system operation from the start of it (or at its end if `nth` is
+/// None or past it), then the checks.
+#[allow(clippy::too_many_arguments)]
+fn cut_run(
+    template: &Path,
+    base: &Model,
+    op: Maintenance,
+    beside: bool,
+    nth: Option<u64>,
+    mode: CutMode,
+    seed: u64,
+    what: &str,
+) -> CutStats {
+    let work = copy_dir(template);
+    let dir = work.path().to_path_buf();
+    let side = tempfile::tempdir().expect("tempdir");
+    let backup_dir = side.path().join("backups");
+    std::fs::create_dir(&backup_dir).expect("backup dir");
+    let sim = Arc::new(SimFs::new(side.path().join("trash"), seed));
+    let mut opts = tiny_options(&dir);
+    opts.sync_writes = true;
+    opts.fs = Fs::new(sim.clone());
+    let db = Db::open(opts).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+
+    let mut model: CutModel = base
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                KeyState {
+                    value: Some(v.clone()),
+                    before_drop: true,
+                    after_drop: false,
+                },
+            )
+        })
+        .collect();
+    // Every value each key held, for the backup check.
+    let mut history: HashMap<Vec<u8>, Vec<Option<Vec<u8>>>> = HashMap::new();
+    for (k, v) in base {
+        history.insert(k.clone(), vec![Some(v.clone())]);
+    }
+    let mut rng = Rng::new(seed);
+    let mut stats = CutStats::default();
+    let mut next_id = 1000u64;
+    let mut make_batch = |rng: &mut Rng| {
+        next_id += 1;
+        let mut ops: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        for _ in 0..1 + rng.below(3) {
+            let key = if op == Maintenance::BulkLoad {
+                format!("w/{:03}", rng.below(100)).into_bytes()
+            } else {
+                crash_key(rng)
+            };
+            if ops.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            let v = (!rng.chance(15)).then(|| make_value(rng, &key, next_id));
+            ops.push((key, v));
+        }
+        ops
+    };
+    let write = |db: &Db, ops: &[(Vec<u8>, Option<Vec<u8>>)]| {
+        let mut b = WriteBatch::new();
+        for (k, v) in ops {
+            match v {
+                Some(v) => b.put(k.clone(), v.clone()),
+                None => b.delete(k.clone()),
+            };
+        }
+        db.write(b)
+    };
+    let apply = |model: &mut CutModel,
+                 history: &mut HashMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
+                 ops: &[(Vec<u8>, Option<Vec<u8>>)],
+                 before_drop: bool,
+                 after_drop: bool| {
+        for (k, v) in ops {
+            history.entry(k.clone()).or_default().push(v.clone());
+            model.insert(
+                k.clone(),
+                KeyState {
+                    value: v.clone(),
+                    before_drop,
+                    after_drop,
+                },
+            );
+        }
+    };
+    if !beside && op != Maintenance::BulkLoad {
+        for _ in 0..20 {
+            let ops = make_batch(&mut rng);
+            write(&db, &ops).unwrap_or_else(|e| panic!("{what}: write before: {e}"));
+            apply(&mut model, &mut history, &ops, true, false);
+            stats.writes_acked += 1;
+        }
+    }
+
+    let bulk = bulk_entries(200);
+    GC_COLLECTED.store(0, SeqCst);
+    let start_ops = sim.ops();
+    if let Some(n) = nth {
+        sim.fail(None, n, Fault::PowerCut);
+    }
+    // The writer beside the operation, and the failed write it may leave.
+    let stop = AtomicBool::new(false);
+    let acked_one = AtomicBool::new(false);
+    let drop_started = AtomicBool::new(false);
+    let drop_done = AtomicBool::new(false);
+    let shared = Mutex::new((
+        model,
+        history,
+        None::<Vec<(Vec<u8>, Option<Vec<u8>>)>>,
+        0u64,
+    ));
+    let mut bulk_finished = false;
+    let res = std::thread::scope(|s| {
+        let writer = beside.then(|| {
+            let (db, stop, acked_one, shared) = (&db, &stop, &acked_one, &shared);
+            let (drop_started, drop_done) = (&drop_started, &drop_done);
+            let (mut make_batch, write, apply) = (make_batch, write, apply);
+            let mut rng = Rng::new(seed ^ 0xbeef);
+            s.spawn(move || {
+                let mut acked = 0u64;
+                for _ in 0..400 {
+                    if stop.load(SeqCst) && acked >= 2 {
+                        break;
+                    }
+                    let ops = make_batch(&mut rng);
+                    let after = drop_done.load(SeqCst);
+                    match write(db, &ops) {
+                        Ok(()) => {
+                            let before = !drop_started.load(SeqCst);
+                            let mut g = shared.lock().unwrap();
+                            let (m, h, ..) = &mut *g;
+                            apply(m, h, &ops, before, after);
+                            acked += 1;
+                            acked_one.store(true, SeqCst);
+                        }
+                        Err(Error::InvalidArgument(_)) => {
+                            // Refused during a bulk load: applied nowhere.
+                            shared.lock().unwrap().3 += 1;
+                            std::thread::sleep(std::time::Duration::from_micros(300));
+                        }
+                        Err(_) => {
+                            let mut g = shared.lock().unwrap();
+                            for (k, v) in &ops {
+                                g.1.entry(k.clone()).or_default().push(v.clone());
+                            }
+                            g.2 = Some(ops);
+                            break;
+                        }
+                    }
+                }
+                acked
+            })
+        });
+        let res = if op == Maintenance::BulkLoad {
+            match db.bulk_load() {
+                Ok(mut l) => {
+                    let r = (|| {
+                        for (k, v) in &bulk {
+                            l.add(k, v)?;
+                        }
+                        l.finish()
+                    })();
+                    bulk_finished = r.is_ok();
+                    r.map(|_| ()).map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        } else {
+            // Beside: the operation starts once the writer is writing.
+            while beside && !acked_one.load(SeqCst) && !sim.is_off() {
+                std::thread::yield_now();
+            }
+            drop_started.store(op == Maintenance::DropPrefix, SeqCst);
+            let r = run_maintenance(op, &db, &sim, &backup_dir);
+            drop_done.store(op == Maintenance::DropPrefix && r.is_ok(), SeqCst);
+            r
+        };
+        stats.ops = sim.ops() - start_ops;
+        stop.store(true, SeqCst);
+        if let Some(w) = writer {
+            stats.writes_acked += w.join().expect("writer");
+        }
+        res
+    });
+    if nth.is_none() {
+        assert!(res.is_ok(), "{what}: the run without a cut failed: {res:?}");
+        stats.gc_did_something = GC_COLLECTED.load(SeqCst) > 0;
+    }
+    stats.op_failed = res.is_err();
+    let backup_done = op == Maintenance::Backup && res.is_ok();
+    drop(db);
+    sim.power_off();
+    sim.power_cut(mode)
+        .unwrap_or_else(|e| panic!("{what}: applying the cut: {e}"));
+    let (model, history, inflight, refused) = shared.into_inner().unwrap();
+    stats.writes_refused = refused;
+
+    // The Db opens and holds what was acknowledged.
+    let db = Db::open(tiny_options(&dir)).unwrap_or_else(|e| {
+        panic!("{what}: reopen after the cut failed: {e} (operation: {res:?})")
+    });
+    let state = scan(&db, what);
+    let dropped = op == Maintenance::DropPrefix;
+    let mut keys: std::collections::BTreeSet<&Vec<u8>> = model.keys().collect();
+    keys.extend(state.keys());
+    for k in keys {
+        let got = state.get(k).map(Vec::as_slice);
+        if k.starts_with(b"b/") && op == Maintenance::BulkLoad {
+            continue; // checked as a whole below
+        }
+        let ks = model.get(k);
+        let acked = ks.and_then(|s| s.value.as_deref());
+        let mut ok = got == acked;
+        if dropped && k.starts_with(PREFIX) {
+            if let Some(s) = ks {
+                let drop_ok = res.is_ok();
+                // A drop that returned removed what was acknowledged before
+                // it started; one cut short may have removed any part of it.
+                ok = if drop_ok && s.before_drop {
+                    got.is_none()
+                } else if drop_ok && s.after_drop {
+                    got == acked
+                } else {
+                    got == acked || got.is_none()
+                };
+            }
+        }
+        if let Some(ops) = &inflight {
+            // The write the cut interrupted: all of it or none of it.
+            if let Some((_, v)) = ops.iter().find(|(key, _)| key == k) {
+                ok |= got == v.as_deref() || (dropped && k.starts_with(PREFIX) && got.is_none());
+            }
+        }
+        assert!(
+            ok,
+            "{what}: key {} holds {}, the last acknowledged write put {} (operation: {res:?}, in flight: {})",
+            show(k),
+            short(got),
+            short(acked),
+            inflight.is_some()
+        );
+        stats.keys_checked += 1;
+    }
+    if op == Maintenance::BulkLoad {
+        let present = bulk.iter().filter(|(k, _)| state.contains_key(k)).count();
+        assert!(
+            present == 0 || present == bulk.len(),
+            "{what}: {present} of {} bulk-loaded keys survived (operation: {res:?})",
+            bulk.len()
+        );
+        assert!(
+            !bulk_finished || present == bulk.len(),
+            "{what}: the bulk load finished but its keys are gone"
+        );
+        for (k, v) in bulk.iter().filter(|(k, _)| state.contains_key(k)) {
+            assert_eq!(state.get(k), Some(v), "{what}: bulk key {}", show(k));
+        }
+        stats.keys_checked += bulk.len() as u64;
+    }
+    db.close().expect("close after the check");
+
+    if op == Maintenance::Backup {
+        stats.backup = check_cut_backup(
+            &backup_dir.join("backup"),
+            base,
+            &history,
+            backup_done,
+            what,
+        );
+    }
+    stats
+}
+
+/// Restores what a cut left of the backup file into a new Db: a backup that
+/// returned (and was synced) restores; a cut one restores to consistent data
+/// or fails with a clear corruption error.
+fn check_cut_backup(
+    path: &Path,
+    base: &Model,
+    history: &HashMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
+    done: bool,
+    what: &str,
+) -> BackupFate {
+    let Ok(stream) = std::fs::read(path) else {
+        assert!(!done, "{what}: the backup returned but its file is gone");
+        return BackupFate::NoFile;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(tiny_options(tmp.path())).expect("open the restore target");
+    let res = db.load(&mut &stream[..]);
+    let fate = match &res {
+        Ok(_) => BackupFate::Restored,
+        Err(Error::Corruption { file, .. }) if file.to_str() == Some("<backup stream>") => {
+            BackupFate::Refused
+        }
+        Err(e) => panic!("{what}: restoring a cut backup failed without a corruption error: {e}"),
+    };
+    assert!(
+        !done || fate == BackupFate::Restored,
+        "{what}: a backup that returned and was synced does not restore: {res:?}"
+    );
+    // Whatever it restored: each key holds a value it held at some point,
+    // keys no writer touched exactly what the template holds.
+    let state = scan(&db, what);
+    for (k, v) in &state {
+        let h = history.get(k);
+        assert!(
+            h.is_some_and(|h| h.iter().any(|x| x.as_deref() == Some(v.as_slice()))),
+            "{what}: the restored backup holds {} = {}, a value that key never held",
+            show(k),
+            short(Some(v))
+        );
+    }
+    if fate == BackupFate::Restored {
+        for (k, v) in base {
+            if history.get(k).is_some_and(|h| h.len() == 1) {
+                assert_eq!(state.get(k), Some(v), "{what}: restored key {}", show(k));
+            }
+        }
+    } else {
+        assert!(
+            state.is_empty(),
+            "{what}: a refused restore applied {} keys",
+            state.len()
+        );
+    }
+    fate
+}
+
+#[derive(Default)]
+struct SweepTotals {
+    cuts: u64,
+    cut_in_middle: u64,
+    writes_acked: u64,
+    writes_refused: u64,
+    keys_checked: u64,
+    backups: [u64; 3],
+}
+
+fn sweep(template_dir: &Path, base: &Model, op: Maintenance, beside: bool) -> SweepTotals {
+    let modes = [
+        CutMode::DropUnsynced,
+        CutMode::KeepRandomPrefix,
+        CutMode::TornLastPage,
+    ];
+    let seed = 17 + op as u64 * 100 + u64::from(beside);
+    let what = format!(
+        "{op:?}, writers {}",
+        if beside { "beside" } else { "before" }
+    );
+    let count = cut_run(
+        template_dir,
+        base,
+        op,
+        beside,
+        None,
+        CutMode::DropUnsynced,
+        seed,
+        &format!("{what}, no cut"),
+    );
+    if op == Maintenance::Gc {
+        assert!(
+            count.gc_did_something,
+            "{what}: GC found nothing to collect in the template"
+        );
+    }
+    let total = count.ops.max(1);
+    let mut t = SweepTotals::default();
+    // Every operation of short runs, about 40 points (times the scale) of long ones.
+    let stride = (total / (40 * scale())).max(1);
+    let mut cuts: Vec<u64> = (1..=total).step_by(stride as usize).collect();
+    let mut rng = Rng::new(seed);
+    cuts.extend((0..2 * scale()).map(|_| 1 + rng.below(total)));
+    for (i, &n) in cuts.iter().enumerate() {
+        let mode = modes[i % modes.len()];
+        let w = format!("{what}, cut at operation {n} of about {total}, {mode:?}");
+        let s = cut_run(template_dir, base, op, beside, Some(n), mode, seed ^ n, &w);
+        t.cuts += 1;
+        t.cut_in_middle += u64::from(s.op_failed);
+        t.writes_acked += s.writes_acked;
+        t.writes_refused += s.writes_refused;
+        t.keys_checked += s.keys_checked;
+        match s.backup {
+            BackupFate::NoFile => t.backups[0] += 1,
+            BackupFate::Restored => t.backups[1] += 1,
+            BackupFate::Refused => t.backups[2] += 1,
+            BackupFate::None => {}
+        }
+    }
+    println!(
+        "MAINTENANCE_CUTS {what}: {} cuts over {} file-system operations ({} cut the operation short), {} writes acknowledged ({} refused during a bulk load), {} key checks{}; 0 acknowledged writes lost",
+        t.cuts,
+        total,
+        t.cut_in_middle,
+        t.writes_acked,
+        t.writes_refused,
+        t.keys_checked,
+        if op == Maintenance::Backup {
+            format!(
+                ", backup file: {} gone, {} restored, {} refused as corrupt",
+                t.backups[0], t.backups[1], t.backups[2]
+            )
+        } else {
+            String::new()
+        }
+    );
+    assert!(
+        t.cut_in_middle > 0,
+        "{what}: no cut landed inside the operation"
+    );
+    t
+}
+
+fn sweep_both(op: Maintenance) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let base = if op == Maintenance::BulkLoad {
+        Db::open(tiny_options(tmp.path()))
+            .expect("open")
+            .close()
+            .expect("close");
+        Model::new()
+    } else {
+        template(tmp.path())
+    };
+    if op != Maintenance::BulkLoad {
+        sweep(tmp.path(), &base, op, false);
+    }
+    sweep(tmp.path(), &base, op, true);
+}
+
+#[test]
+fn power_cut_in_the_middle_of_gc() {
+    sweep_both(Maintenance::Gc);
+}
+
+#[test]
+fn power_cut_in_the_middle_of_a_backup() {
+    sweep_both(Maintenance::Backup);
+}
+
+#[test]
+fn power_cut_in_the_middle_of_flatten() {
+    sweep_both(Maintenance::Flatten);
+}
+
+#[test]
+fn power_cut_in_the_middle_of_drop_prefix() {
+    sweep_both(Maintenance::DropPrefix);
+}
+
+#[test]
+fn power_cut_in_the_middle_of_a_bulk_load() {
+    sweep_both(Maintenance::BulkLoad);
 }

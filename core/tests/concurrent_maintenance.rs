@@ -863,6 +863,8 @@ fn cut_run(
         0u64,
     ));
     let mut bulk_finished = false;
+    // The load starts before the writer, which could otherwise make the Db non-empty.
+    let loader = (op == Maintenance::BulkLoad).then(|| db.bulk_load());
     let res = std::thread::scope(|s| {
         let writer = beside.then(|| {
             let (db, stop, acked_one, shared) = (&db, &stop, &acked_one, &shared);
@@ -904,8 +906,8 @@ fn cut_run(
                 acked
             })
         });
-        let res = if op == Maintenance::BulkLoad {
-            match db.bulk_load() {
+        let res = if let Some(loader) = loader {
+            match loader {
                 Ok(mut l) => {
                     let r = (|| {
                         for (k, v) in &bulk {

@@ -366,7 +366,11 @@ impl Db {
     }
 
     /// Restores a backup stream (a full one into an empty Db). Returns the number
-    /// of entries applied.
+    /// of entries applied. A damaged or cut stream (a backup a crash
+    /// interrupted) fails with [`Error::Corruption`]; the stream is applied in
+    /// chunks of about 1 MiB as it is read, so the entries before the damage
+    /// may be in the Db by then (with their right values): empty it
+    /// ([`Db::drop_all`]) before restoring a whole backup again.
     pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
         self.inner.load(r)
     }

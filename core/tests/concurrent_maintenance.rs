@@ -178,15 +178,30 @@ fn writer(db: &Db, sh: &Shared, t: usize, steps: u64) -> Vec<Acked> {
     log
 }
 
-/// What writer `t`'s keys hold after its first `k` steps, ignoring drops.
-fn writer_model(log: &[Acked], k: u64) -> BTreeMap<Vec<u8>, Option<Vec<u8>>> {
-    let mut m = BTreeMap::new();
+/// Whether `got` is what a key may hold after `drops` DropPrefix calls when
+/// its last write put `v` in step `a`.
+fn allowed(key: &[u8], got: Option<&[u8]>, v: Option<&[u8]>, a: &Acked, drops: u64) -> bool {
+    if key.starts_with(PREFIX) && drops > 0 {
+        // Ordered after the last drop only if that drop started before the
+        // write was acknowledged; before it only if it had not finished when
+        // the write started.
+        let after_ok = a.drops_started_at_ack >= drops && got == v;
+        let before_ok = a.drops_done_at_start < drops && got.is_none();
+        after_ok || before_ok
+    } else {
+        got == v
+    }
+}
+
+/// The last write of each key in the first `k` steps of `log`.
+fn last_writes(log: &[Acked], k: u64) -> BTreeMap<&[u8], (Option<&[u8]>, &Acked)> {
+    let mut last = BTreeMap::new();
     for a in log.iter().take(k as usize) {
         for (key, v) in &a.ops {
-            m.insert(key.clone(), v.clone());
+            last.insert(key.as_slice(), (v.as_deref(), a));
         }
     }
-    m
+    last
 }
 
 /// Checks `state` (a whole Db) against the writers' logs after every step
@@ -194,31 +209,15 @@ fn writer_model(log: &[Acked], k: u64) -> BTreeMap<Vec<u8>, Option<Vec<u8>>> {
 fn check_final(state: &Model, logs: &[Vec<Acked>], drops: u64, what: &str) {
     let mut expected_keys = 0;
     for (t, log) in logs.iter().enumerate() {
-        // The last write of each key, with the drop counters around it.
-        let mut last: HashMap<&[u8], (&Option<Vec<u8>>, &Acked)> = HashMap::new();
-        for a in log {
-            for (k, v) in &a.ops {
-                last.insert(k, (v, a));
-            }
-        }
-        for (k, (v, a)) in last {
+        for (k, (v, a)) in last_writes(log, log.len() as u64) {
             let got = state.get(k).map(Vec::as_slice);
-            let ok = if k.starts_with(PREFIX) && drops > 0 {
-                // Ordered after the last drop only if that drop started
-                // before the write was acknowledged; before it only if it
-                // had not finished when the write started.
-                let after_ok = a.drops_started_at_ack >= drops && got == v.as_deref();
-                let before_ok = a.drops_done_at_start < drops && got.is_none();
-                after_ok || before_ok
-            } else {
-                got == v.as_deref()
-            };
+            let ok = allowed(k, got, v, a, drops);
             assert!(
                 ok,
                 "{what}: writer {t}: key {} holds {}, its last acknowledged write put {} (drops started {}..done {} around it, {drops} drops)",
                 show(k),
                 short(got),
-                short(v.as_deref()),
+                short(v),
                 a.drops_done_at_start,
                 a.drops_started_at_ack,
             );
@@ -235,12 +234,13 @@ fn check_final(state: &Model, logs: &[Vec<Acked>], drops: u64, what: &str) {
 /// Restores `stream` into a new Db and checks it is a snapshot: for each
 /// writer, the state after some prefix of its steps, at least every step
 /// acknowledged before the backup started and at most those started before it
-/// ended. Keys under the prefix may be absent (a drop ordered before it).
+/// ended, with the `drops` DropPrefix calls made before it.
 fn check_backup(
     stream: &[u8],
     logs: &[Vec<Acked>],
     acked_before: &[u64],
     started_after: &[u64],
+    drops: u64,
     what: &str,
 ) -> u64 {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -260,16 +260,15 @@ fn check_backup(
             acked_before[t],
             started_after[t]
         );
-        let want = writer_model(log, k);
-        for (key, v) in &want {
-            let got = state.get(key).map(Vec::as_slice);
-            let ok = got == v.as_deref() || (key.starts_with(PREFIX) && got.is_none());
+        let want = last_writes(log, k);
+        for (key, (v, a)) in &want {
+            let got = state.get(*key).map(Vec::as_slice);
             assert!(
-                ok,
-                "{what}: writer {t}: backup at step {k}: key {} holds {}, expected {}",
+                allowed(key, got, *v, a, drops),
+                "{what}: writer {t}: backup at step {k} after {drops} drops: key {} holds {}, its last write put {}",
                 show(key),
                 short(got),
-                short(v.as_deref())
+                short(*v)
             );
             checked += 1;
         }
@@ -278,7 +277,7 @@ fn check_backup(
         for key in state.keys() {
             if key.starts_with(prefix.as_bytes()) || key.starts_with(pprefix.as_bytes()) {
                 assert!(
-                    want.contains_key(key),
+                    want.contains_key(key.as_slice()),
                     "{what}: writer {t}: backup at step {k} holds {} which was not written by then",
                     show(key)
                 );
@@ -317,7 +316,7 @@ fn gc_backup_flatten_and_drop_prefix_beside_writers_keep_every_acknowledged_writ
     };
     // Backup streams with the writers' progress around them, checked once
     // the writers' logs are complete.
-    let mut backups: Vec<(Vec<u8>, Vec<u64>, Vec<u64>)> = Vec::new();
+    let mut backups: Vec<(Vec<u8>, Vec<u64>, Vec<u64>, u64)> = Vec::new();
     let mut counts = MaintenanceCounts::default();
     let logs: Vec<Vec<Acked>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..WRITERS)
@@ -371,13 +370,15 @@ fn gc_backup_flatten_and_drop_prefix_beside_writers_keep_every_acknowledged_writ
                     }
                 }
                 1 => {
+                    // No drop runs during the backup: this thread makes them.
+                    let drops = sh.drops_done.load(SeqCst);
                     let acked_before: Vec<u64> = sh.acked.iter().map(|a| a.load(SeqCst)).collect();
                     let mut stream = Vec::new();
                     db.backup(&mut stream, 0).expect("backup");
                     let started_after: Vec<u64> =
                         sh.started.iter().map(|a| a.load(SeqCst)).collect();
                     counts.backups += 1;
-                    backups.push((stream, acked_before, started_after));
+                    backups.push((stream, acked_before, started_after, drops));
                 }
                 2 => {
                     db.flatten().expect("flatten");
@@ -402,12 +403,13 @@ fn gc_backup_flatten_and_drop_prefix_beside_writers_keep_every_acknowledged_writ
         logs
     });
     let drops = sh.drops_done.load(SeqCst);
-    for (i, (stream, acked_before, started_after)) in backups.iter().enumerate() {
+    for (i, (stream, acked_before, started_after, drops)) in backups.iter().enumerate() {
         counts.backup_keys_checked += check_backup(
             stream,
             &logs,
             acked_before,
             started_after,
+            *drops,
             &format!("backup {i}"),
         );
     }

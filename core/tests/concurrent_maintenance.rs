@@ -287,6 +287,10 @@ fn check_backup(
     checked
 }
 
+/// A backup stream; per writer, steps acknowledged before it started and
+/// started before it ended; DropPrefix calls done before it.
+type TakenBackup = (Vec<u8>, Vec<u64>, Vec<u64>, u64);
+
 #[derive(Default, Debug)]
 struct MaintenanceCounts {
     gc_rounds: u64,
@@ -316,7 +320,7 @@ fn gc_backup_flatten_and_drop_prefix_beside_writers_keep_every_acknowledged_writ
     };
     // Backup streams with the writers' progress around them, checked once
     // the writers' logs are complete.
-    let mut backups: Vec<(Vec<u8>, Vec<u64>, Vec<u64>, u64)> = Vec::new();
+    let mut backups: Vec<TakenBackup> = Vec::new();
     let mut counts = MaintenanceCounts::default();
     let logs: Vec<Vec<Acked>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..WRITERS)

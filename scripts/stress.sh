@@ -2,7 +2,8 @@
 # The reliability suite for STRESS_SECONDS (default 1800), then one summary table:
 # crash loops with and without sync, the bank test, simulated power cuts and
 # faults after the fact, a transaction history checker, the corruption sweeps,
-# the full-disk test, fault injection, and libFuzzer on every decoder and on
+# power cuts inside GC, backup, flatten, DropPrefix and bulk load with writers
+# beside them, the full-disk test, fault injection, and libFuzzer on every decoder and on
 # random operation sequences when cargo-fuzz and a nightly toolchain are there.
 # Each row says what its part measured; a part whose command failed says FAILED.
 set -euo pipefail
@@ -25,6 +26,7 @@ run crash_sync bash -c "$sett crashloop --seconds $part --sync | tee $log/crash-
 run crash_nosync bash -c "$sett crashloop --seconds $part | tee $log/crash-nosync.txt; exit \${PIPESTATUS[0]}"
 run bank bash -c "$sett bank --seconds $part --threads 4 | tee $log/bank.txt; exit \${PIPESTATUS[0]}"
 run power bash -c "POWER_LOSS_SCALE=\${POWER_LOSS_SCALE:-6} cargo test -q --release -p sett --test power_loss -- --nocapture 2>&1 | tee $log/power.txt; exit \${PIPESTATUS[0]}"
+run maintenance bash -c "POWER_LOSS_SCALE=\${POWER_LOSS_SCALE:-6} cargo test -q --release -p sett --test concurrent_maintenance -- --nocapture --test-threads 1 2>&1 | tee $log/maintenance.txt; exit \${PIPESTATUS[0]}"
 run history bash -c "HISTORY_TXNS=\${HISTORY_TXNS:-3000} cargo test -q --release -p sett --test history -- --nocapture 2>&1 | tee $log/history.txt; exit \${PIPESTATUS[0]}"
 run corruption bash -c "cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee $log/corruption.txt; exit \${PIPESTATUS[0]}"
 run fault bash -c "cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee $log/fault.txt; exit \${PIPESTATUS[0]}"
@@ -73,6 +75,12 @@ cuts=$(grep -o 'POWER_CUTS [^:]*: [0-9]* cuts' "$log/power.txt" | grep -o '[0-9]
 faultruns=$(grep -o 'FAULTS: [0-9]* runs' "$log/power.txt" | grep -o '[0-9]*' || echo 0)
 echo "| power cuts (SimFs: unsynced data and directory entries dropped, torn pages; both sync modes) | ${cuts:-0} cuts | $(verdict power "0 acknowledged writes lost, 0 failed opens") |"
 echo "| faults after the fact (short writes, failed fsync, create/rename/dir-sync failures) | ${faultruns:-0} runs | $(verdict power "0 acknowledged writes lost, every one refused later writes") |"
+mcuts=$(grep -o 'MAINTENANCE_CUTS [^:]*: [0-9]* cuts' "$log/maintenance.txt" | grep -o '[0-9]* cuts' | grep -o '[0-9]*' | paste -sd+ | bc || echo 0)
+mchecks=$(grep -o '[0-9]* key checks' "$log/maintenance.txt" | grep -o '^[0-9]*' | paste -sd+ | bc || echo 0)
+mbeside=$(grep -o 'MAINTENANCE_BESIDE_WRITERS: .* drop_prefix' "$log/maintenance.txt" | sed 's/MAINTENANCE_BESIDE_WRITERS: //' || true)
+mbulk=$(grep -o 'BULK_BESIDE_WRITERS: [0-9]* rounds, [0-9]* loads done, [0-9]* refused' "$log/maintenance.txt" | sed 's/BULK_BESIDE_WRITERS: //' || true)
+echo "| maintenance beside writers (GC, backup restored and checked, flatten, DropPrefix; bulk load racing writers) | ${mbeside:-?}; bulk: ${mbulk:-?} | $(verdict maintenance "0 acknowledged writes lost, 0 older values seen") |"
+echo "| power cuts inside GC, backup, flatten, DropPrefix, bulk load (SimFs, synced writers before or beside) | ${mcuts:-0} cuts, ${mchecks:-0} key checks | $(verdict maintenance "0 acknowledged writes lost, 0 failed opens, 0 partial bulk loads, 0 wrong restores") |"
 hist=$(grep -o 'HISTORY: [0-9]* transactions committed, [0-9]* aborted appends' "$log/history.txt" | sed 's/HISTORY: //' || true)
 echo "| transaction history (list-append, 4 clients on 5 keys, Elle-style cycle check) | ${hist:-?} | $(verdict history "0 violations") |"
 echo "| corruption sweep (flips and cuts in every file type) | $((flips + harmless)) damaged copies, $flips reported as corruption | $(verdict corruption "0 wrong values") |"

@@ -351,7 +351,10 @@ impl DbInner {
     }
 
     /// Removes every key that starts with `prefix`, rewriting the tables that
-    /// hold such keys. Writes wait while it runs.
+    /// hold such keys. Writes wait while it runs. Levels are rewritten one
+    /// table at a time, deepest first: readers during the drop, and a reopen
+    /// after a crash in its middle, see each key of the prefix with its value
+    /// from before the drop or not at all.
     pub(crate) fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
         if prefix.is_empty() {
             return self.drop_all();
@@ -373,39 +376,39 @@ impl DbInner {
             );
             hi >= prefix && end.as_ref().is_none_or(|e| lo < e.as_slice())
         };
-        let v = self.read_state().version.clone();
-        let mut jobs = Vec::new();
-        // L0 goes down whole (rewriting one L0 table would change its age order).
-        if v.levels[0].iter().any(|t| touches(t)) {
-            let inputs = v.levels[0].clone();
-            let (lo, hi) = range_of(&inputs);
-            jobs.push(Compaction {
-                level: 0,
-                next: v.overlapping(1, &lo, &hi),
-                inputs,
-                out_level: 1,
-                bottom: false,
-                drop_prefix: Some(prefix.to_vec()),
-            });
-        }
-        for (level, tables) in v.levels.iter().enumerate().skip(1) {
-            for t in tables.iter().filter(|t| touches(t)) {
-                if jobs.iter().any(|j| j.next.iter().any(|n| n.id() == t.id())) {
-                    continue; // rewritten by the L0 job already
-                }
-                jobs.push(Compaction {
+        // The deepest level first, L0 last: a key's newer versions (and
+        // tombstones) sit above its older ones, so while the drop runs, and
+        // after a crash in its middle, each key reads as its value before the
+        // drop or as absent, never as an older version that a dropped newer
+        // one had shadowed.
+        for level in (1..self.opts.num_levels).rev() {
+            let v = self.read_state().version.clone();
+            for t in v.levels[level].iter().filter(|t| touches(t)) {
+                self.run_compaction(&Compaction {
                     level,
                     inputs: vec![t.clone()],
                     next: Vec::new(),
                     out_level: level,
                     bottom: false,
                     drop_prefix: Some(prefix.to_vec()),
-                });
+                })
+                .inspect_err(|e| self.poison_with(e))?;
             }
         }
-        for job in &jobs {
-            self.run_compaction(job)
-                .inspect_err(|e| self.poison_with(e))?;
+        // L0 goes down whole (rewriting one L0 table would change its age order).
+        let v = self.read_state().version.clone();
+        if v.levels[0].iter().any(|t| touches(t)) {
+            let inputs = v.levels[0].clone();
+            let (lo, hi) = range_of(&inputs);
+            self.run_compaction(&Compaction {
+                level: 0,
+                next: v.overlapping(1, &lo, &hi),
+                inputs,
+                out_level: 1,
+                bottom: false,
+                drop_prefix: Some(prefix.to_vec()),
+            })
+            .inspect_err(|e| self.poison_with(e))?;
         }
         Ok(())
     }

@@ -358,7 +358,11 @@ impl Db {
         self.inner.drop_all()
     }
 
-    /// Deletes every key starting with `prefix`.
+    /// Deletes every key starting with `prefix`. Writes wait while it runs: it
+    /// removes every write ordered before it and none ordered after it. It is
+    /// not atomic across keys: a reader while it runs, or a reopen after a
+    /// crash in its middle, may still find some keys of the prefix, each with
+    /// its value from before the drop (never an older one).
     pub fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
         self.inner.drop_prefix(prefix)
     }
@@ -375,7 +379,11 @@ impl Db {
     }
 
     /// Restores a backup stream (a full one into an empty Db). Returns the number
-    /// of entries applied.
+    /// of entries applied. A damaged or cut stream (a backup a crash
+    /// interrupted) fails with [`Error::Corruption`]; the stream is applied in
+    /// chunks of about 1 MiB as it is read, so the entries before the damage
+    /// may be in the Db by then (with their right values): empty it
+    /// ([`Db::drop_all`]) before restoring a whole backup again.
     pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
         self.inner.load(r)
     }

@@ -1,13 +1,14 @@
 //! `Db` and `open()`.
 
+use crate::batch::Batch;
 use crate::convert::{bytes_arg, opt_bytes_arg};
 use crate::errors::to_py;
 use crate::iter::{PyIter, Yield};
 use crate::txn::Txn;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use sett_core::{GcOutcome, IterOptions, Options, PutOptions, WriteBatch};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use sett_core::{GcOutcome, IterOptions, Options, PutOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -192,22 +193,10 @@ impl Db {
         py.allow_threads(|| self.inner.delete(&k)).map_err(to_py)
     }
 
-    /// Applies a list of (key, value-or-None, ttl-or-None, meta) atomically.
-    fn _write_batch(&self, py: Python<'_>, ops: &Bound<'_, PyList>) -> PyResult<()> {
-        let mut b = WriteBatch::new();
-        for op in ops.iter() {
-            let t = op.downcast::<PyTuple>()?;
-            let k = bytes_arg(&t.get_item(0)?, "key")?;
-            let v = t.get_item(1)?;
-            if v.is_none() {
-                b.delete(k);
-            } else {
-                let ttl: Option<f64> = t.get_item(2)?.extract()?;
-                let meta: u8 = t.get_item(3)?.extract()?;
-                b.put_with(k, bytes_arg(&v, "value")?, put_options(ttl, meta)?);
-            }
-        }
-        py.allow_threads(|| self.inner.write(b)).map_err(to_py)
+    /// A native write batch to fill and commit atomically (a context manager):
+    /// `with db.batch() as b: b.put(k, v)`.
+    fn batch(slf: &Bound<'_, Self>) -> Batch {
+        Batch::new(slf.clone().unbind())
     }
 
     /// The values of many keys at one consistent point (None where absent).

@@ -9,6 +9,7 @@
 // pyo3 0.22's #[pymethods] expansion converts PyErr into itself; the lint fires on our signatures.
 #![allow(clippy::useless_conversion)]
 
+mod batch;
 mod convert;
 mod db;
 mod errors;
@@ -21,6 +22,7 @@ use pyo3::prelude::*;
 fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<db::Db>()?;
+    m.add_class::<batch::Batch>()?;
     m.add_class::<txn::Txn>()?;
     m.add_class::<iter::PyIter>()?;
     errors::register(m)?;

@@ -58,6 +58,33 @@ def test_batch_commits_on_success_and_discards_on_error(db):
     assert b"c" not in db
 
 
+def test_batch_is_native_reusable_and_checks_its_arguments(db):
+    b = db.batch()
+    assert isinstance(b, sett.Batch)
+    b.put(b"x", b"1")
+    b.put(bytearray(b"y"), bytearray(b"2"), ttl=60, meta=7)
+    b.clear()
+    assert len(b) == 0
+    b.put(b"x", b"1")
+    b.commit()
+    assert len(b) == 0 and db[b"x"] == b"1"
+    b.delete(b"x")
+    b.put(b"z", b"3")
+    b.commit()
+    assert b"x" not in db and db[b"z"] == b"3"
+    with pytest.raises(TypeError, match="encode"):
+        b.put("str", b"v")
+    with pytest.raises(TypeError):
+        b.delete(None)
+    with pytest.raises(ValueError):
+        b.put(b"k", b"v", ttl=-1)
+    assert len(b) == 0
+    db.close()
+    b.put(b"late", b"v")
+    with pytest.raises(sett.ClosedError):
+        b.commit()
+
+
 def test_get_many(db):
     db[b"x"] = b"1"
     db[b"z"] = b"3"

@@ -13,6 +13,7 @@ mod batch;
 mod convert;
 mod db;
 mod errors;
+mod extra;
 mod iter;
 mod txn;
 
@@ -23,6 +24,8 @@ fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<db::Db>()?;
     m.add_class::<batch::Batch>()?;
+    m.add_class::<extra::Sequence>()?;
+    m.add_class::<extra::BulkLoader>()?;
     m.add_class::<txn::Txn>()?;
     m.add_class::<iter::PyIter>()?;
     errors::register(m)?;

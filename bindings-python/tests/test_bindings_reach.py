@@ -203,6 +203,14 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_iter_key": "Iter.__next__",
     "sett_iter_value": "Iter.__next__",
     "sett_iter_seek": "Iter.seek",
+    "sett_iter_rewind": "Iter.rewind",
+    "sett_iter_options_set_prefetch": "Db.iter",  # prefetch=
+    "sett_sequence_new": "Db.sequence",
+    "sett_sequence_next": "Sequence.next",
+    "sett_sequence_release": "Sequence.release",
+    "sett_bulk_loader_new": "Db.bulk_load",
+    "sett_bulk_loader_add": "BulkLoader.add",
+    "sett_bulk_loader_finish": "BulkLoader.finish",
     "sett_iter_free": "Iter.close",
     "sett_error_code": "Error",  # one exception class per code
     "sett_error_message": "Error",  # str(exception)
@@ -219,16 +227,8 @@ C_NOT_IN_PYTHON: Dict[str, str] = {
     "sett_buf_free": "memory: values come back as bytes objects",
     "sett_error_free": "memory: errors are exceptions",
     "sett_get_into": "a caller-owned buffer: Python returns new bytes objects",
-    "sett_iter_options_set_prefetch": "not exposed yet: Python uses the default (64 items ahead)",
-    "sett_iter_rewind": "not exposed yet: make a new iterator (db.iter()) instead",
-    "sett_bulk_loader_new": "not exposed yet: bulk loading from Python (use batches)",
-    "sett_bulk_loader_add": "not exposed yet: bulk loading from Python (use batches)",
-    "sett_bulk_loader_finish": "not exposed yet: bulk loading from Python (use batches)",
-    "sett_bulk_loader_free": "not exposed yet: bulk loading from Python (use batches)",
-    "sett_sequence_new": "not exposed yet: persisted integer sequences",
-    "sett_sequence_next": "not exposed yet: persisted integer sequences",
-    "sett_sequence_release": "not exposed yet: persisted integer sequences",
-    "sett_sequence_free": "not exposed yet: persisted integer sequences",
+    "sett_bulk_loader_free": "memory: a BulkLoader is freed (the load abandoned) when unreferenced",
+    "sett_sequence_free": "memory: a Sequence is freed when unreferenced",
 }
 
 

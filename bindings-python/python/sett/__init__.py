@@ -41,6 +41,7 @@ from typing import (
 from . import _sett
 from ._sett import (
     Batch,
+    BulkLoader,
     ClosedError,
     ConflictError,
     CorruptionError,
@@ -52,6 +53,7 @@ from ._sett import (
     LockedError,
     PoisonedError,
     ReadOnlyError,
+    Sequence,
     TooBigError,
     Txn,
     UnsupportedVersionError,
@@ -61,6 +63,7 @@ __version__: str = _sett.__version__
 
 __all__ = [
     "Batch",
+    "BulkLoader",
     "ClosedError",
     "ConflictError",
     "CorruptionError",
@@ -73,6 +76,7 @@ __all__ = [
     "LockedError",
     "PoisonedError",
     "ReadOnlyError",
+    "Sequence",
     "TooBigError",
     "Txn",
     "TxnBlock",

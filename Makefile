@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest wheel wheel-check bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -227,6 +227,7 @@ py: deps
 # manylinux_2_17 wheel without docker; maturin's built-in auditwheel check verifies the
 # glibc symbol versions before it tags it (a plain build on this Debian 12 host would need
 # glibc 2.34). Written to target/wheels/sett_kv-VERSION-cp38-abi3-manylinux*_ARCH.whl.
+.PHONY: wheel wheel-check
 WHEEL_DIR := target/wheels
 WHEEL_COMPAT ?= manylinux_2_17
 wheel: deps

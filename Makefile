@@ -241,10 +241,47 @@ go-install-check: deps
 	"$$tmp/sett-installed" "$$tmp/run"
 
 # A virtualenv with the test tools, and the real wheel installed by pip from bindings-python.
+# (The distribution is sett-kv since issue 17; an older venv may still hold one named sett.)
 py: deps
 	test -x $(PYVENV)/bin/python || python3 -m venv $(PYVENV)
 	$(PYVENV)/bin/pip install -q $(PY_TEST_DEPS)
+	$(PYVENV)/bin/pip uninstall -q -y sett 2>/dev/null || true
 	$(PYVENV)/bin/pip install -q --force-reinstall ./bindings-python
+
+# The wheel a user installs: abi3 (one wheel for CPython >= 3.8), release build, stripped,
+# linked by zig (pip's ziglang) against glibc 2.17 so that it is a real manylinux2014 /
+# manylinux_2_17 wheel without docker; maturin's built-in auditwheel check verifies the
+# glibc symbol versions before it tags it (a plain build on this Debian 12 host would need
+# glibc 2.34). Written to target/wheels/sett_kv-VERSION-cp38-abi3-manylinux*_ARCH.whl.
+.PHONY: wheel wheel-check
+WHEEL_DIR := target/wheels
+WHEEL_COMPAT ?= manylinux_2_17
+wheel: deps
+	test -x $(PYVENV)/bin/python || python3 -m venv $(PYVENV)
+	$(PYVENV)/bin/pip install -q maturin==1.16.0 ziglang==0.17.1
+	rm -f $(WHEEL_DIR)/sett_kv-*.whl
+	PATH="$(ROOT)/$(PYVENV)/bin:$$PATH" $(PYVENV)/bin/maturin build --release --strip --zig \
+		--compatibility $(WHEEL_COMPAT) -m bindings-python/Cargo.toml -i $(PYVENV)/bin/python -o $(WHEEL_DIR)
+	@ls $(WHEEL_DIR)/sett_kv-$(VERSION)-cp38-abi3-*.whl
+
+# Installs that wheel into a fresh virtualenv with every directory holding cargo or rustc
+# taken off PATH (and checks that neither is reachable), then runs the API tests and
+# tests/wheel_smoke.py (open, write, read, iterate, value-log GC, backup) against it.
+wheel-check: wheel
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	wheel=$$(ls $(ROOT)/$(WHEEL_DIR)/sett_kv-$(VERSION)-cp38-abi3-*.whl); \
+	python=$$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))'); \
+	PATH=$$(printf '%s' "$$PATH" | tr ':' '\n' | while read -r d; do \
+		[ -n "$$d" ] && [ ! -e "$$d/cargo" ] && [ ! -e "$$d/rustc" ] && printf '%s:' "$$d"; done; true); \
+	export PATH="$${PATH%:}"; unset CARGO CARGO_HOME RUSTUP_HOME RUSTC; \
+	if command -v cargo || command -v rustc; then echo "wheel-check: a Rust toolchain is still on PATH" >&2; exit 1; fi; \
+	echo "wheel-check: neither cargo nor rustc is reachable (PATH=$$PATH)"; \
+	"$$python" -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/pip" install -q --no-index --no-deps "$$wheel"; \
+	"$$tmp/venv/bin/pip" install -q --only-binary=:all: pytest; \
+	cd "$$tmp" && "$$tmp/venv/bin/python" $(ROOT)/bindings-python/tests/wheel_smoke.py "$$tmp/venv" && \
+	"$$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider $(ROOT)/bindings-python/tests && \
+	echo "wheel-check: $$(basename $$wheel) installed and passed without a Rust toolchain on PATH"
 
 # pytest, ruff, mypy --strict on a typed example, and every notebook run headless on tiny sizes.
 pytest: py
@@ -269,6 +306,6 @@ mutation-check: deps
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
 
-test: fmt-check lint header-check unit mutation-check ctest install-check gotest pytest smoke bindings-smoke
+test: fmt-check lint header-check unit mutation-check ctest install-check gotest pytest wheel-check smoke bindings-smoke
 	@skipped=$$(ls target/tmp/skipped 2>/dev/null | tr '\n' ' '); \
 	echo "make test: all checks passed ($$(ls target/tmp/skipped 2>/dev/null | wc -l) tests skipped$${skipped:+: $$skipped})"

@@ -1,13 +1,15 @@
 //! `Db` and `open()`.
 
+use crate::batch::Batch;
 use crate::convert::{bytes_arg, opt_bytes_arg};
 use crate::errors::to_py;
+use crate::extra::{BulkLoader, Sequence};
 use crate::iter::{PyIter, Yield};
 use crate::txn::Txn;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use sett_core::{GcOutcome, IterOptions, Options, PutOptions, WriteBatch};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use sett_core::{GcOutcome, IterOptions, Options, PutOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -66,14 +68,20 @@ pub(crate) fn iter_options(
     end: Option<&Bound<'_, PyAny>>,
     reverse: bool,
     keys_only: bool,
+    prefetch: Option<usize>,
 ) -> PyResult<IterOptions> {
+    let prefetch = match prefetch {
+        None => IterOptions::default().prefetch,
+        Some(0) => return Err(PyValueError::new_err("prefetch must be at least 1")),
+        Some(n) => n,
+    };
     Ok(IterOptions {
         prefix: opt_bytes_arg(prefix, "prefix")?,
         start: opt_bytes_arg(start, "start")?,
         end: opt_bytes_arg(end, "end")?,
         reverse,
         keys_only,
-        ..Default::default()
+        prefetch,
     })
 }
 
@@ -86,8 +94,9 @@ impl Db {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
         what: Yield,
+        prefetch: Option<usize>,
     ) -> PyResult<PyIter> {
-        let o = iter_options(prefix, start, end, reverse, what == Yield::Keys)?;
+        let o = iter_options(prefix, start, end, reverse, what == Yield::Keys, prefetch)?;
         let py = slf.py();
         let db = slf.borrow();
         let inner = &db.inner;
@@ -192,22 +201,36 @@ impl Db {
         py.allow_threads(|| self.inner.delete(&k)).map_err(to_py)
     }
 
-    /// Applies a list of (key, value-or-None, ttl-or-None, meta) atomically.
-    fn _write_batch(&self, py: Python<'_>, ops: &Bound<'_, PyList>) -> PyResult<()> {
-        let mut b = WriteBatch::new();
-        for op in ops.iter() {
-            let t = op.downcast::<PyTuple>()?;
-            let k = bytes_arg(&t.get_item(0)?, "key")?;
-            let v = t.get_item(1)?;
-            if v.is_none() {
-                b.delete(k);
-            } else {
-                let ttl: Option<f64> = t.get_item(2)?.extract()?;
-                let meta: u8 = t.get_item(3)?.extract()?;
-                b.put_with(k, bytes_arg(&v, "value")?, put_options(ttl, meta)?);
-            }
-        }
-        py.allow_threads(|| self.inner.write(b)).map_err(to_py)
+    /// A native write batch to fill and commit atomically (a context manager):
+    /// `with db.batch() as b: b.put(k, v)`.
+    fn batch(slf: &Bound<'_, Self>) -> Batch {
+        Batch::new(slf.clone().unbind())
+    }
+
+    /// A sequence of increasing integers stored under `key`, leasing `bandwidth`
+    /// numbers at a time (a context manager that releases the lease at the end).
+    fn sequence(
+        slf: &Bound<'_, Self>,
+        key: &Bound<'_, PyAny>,
+        bandwidth: u64,
+    ) -> PyResult<Sequence> {
+        let k = bytes_arg(key, "key")?;
+        let py = slf.py();
+        let db = slf.borrow();
+        let inner = &db.inner;
+        let seq = py
+            .allow_threads(|| inner.sequence(&k, bandwidth))
+            .map_err(to_py)?;
+        Ok(Sequence::new(seq, slf.clone().into_any().unbind()))
+    }
+
+    /// Starts a bulk load of sorted entries into this (empty) database.
+    fn bulk_load(slf: &Bound<'_, Self>) -> PyResult<BulkLoader> {
+        let py = slf.py();
+        let db = slf.borrow();
+        let inner = &db.inner;
+        let l = py.allow_threads(|| inner.bulk_load()).map_err(to_py)?;
+        Ok(BulkLoader::new(l, slf.clone().into_any().unbind()))
     }
 
     /// The values of many keys at one consistent point (None where absent).
@@ -253,8 +276,9 @@ impl Db {
         Ok(Txn::new(t))
     }
 
-    /// An iterator over a snapshot taken now: (key, value) pairs, or keys if `keys_only`.
-    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false))]
+    /// An iterator over a snapshot taken now: (key, value) pairs, or keys if
+    /// `keys_only`. `prefetch`: how many items ahead values are read (default 256).
+    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false, *, prefetch=None))]
     fn iter(
         slf: &Bound<'_, Self>,
         prefix: Option<&Bound<'_, PyAny>>,
@@ -262,9 +286,10 @@ impl Db {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
         keys_only: bool,
+        prefetch: Option<usize>,
     ) -> PyResult<PyIter> {
         let what = if keys_only { Yield::Keys } else { Yield::Items };
-        Self::stream(slf, prefix, start, end, reverse, what)
+        Self::stream(slf, prefix, start, end, reverse, what, prefetch)
     }
 
     /// The keys, in order (like `iter(keys_only=True)`): streamed from a snapshot
@@ -277,7 +302,7 @@ impl Db {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
     ) -> PyResult<PyIter> {
-        Self::stream(slf, prefix, start, end, reverse, Yield::Keys)
+        Self::stream(slf, prefix, start, end, reverse, Yield::Keys, None)
     }
 
     /// The (key, value) pairs, in key order (like `iter()`): streamed from a
@@ -290,7 +315,7 @@ impl Db {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
     ) -> PyResult<PyIter> {
-        Self::stream(slf, prefix, start, end, reverse, Yield::Items)
+        Self::stream(slf, prefix, start, end, reverse, Yield::Items, None)
     }
 
     /// The values, in key order: streamed from a snapshot taken now, not a list.
@@ -302,12 +327,12 @@ impl Db {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
     ) -> PyResult<PyIter> {
-        Self::stream(slf, prefix, start, end, reverse, Yield::Values)
+        Self::stream(slf, prefix, start, end, reverse, Yield::Values, None)
     }
 
     /// Iterating a Db yields its keys in order, as iterating a dict does.
     fn __iter__(slf: &Bound<'_, Self>) -> PyResult<PyIter> {
-        Self::stream(slf, None, None, None, false, Yield::Keys)
+        Self::stream(slf, None, None, None, false, Yield::Keys, None)
     }
 
     /// One round of value-log GC; True if a file was collected.

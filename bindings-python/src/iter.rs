@@ -24,11 +24,11 @@ pub(crate) enum Yield {
 }
 
 struct State {
-    /// None once closed, or once exhausted when no `seek` was ever made.
+    /// None once closed, or once exhausted when no `seek`/`rewind` was ever made.
     it: Option<DbIterator>,
     /// Fetched from `it`, not yet handed out.
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
-    /// `seek` was called: exhaustion keeps the snapshot so that it can seek again.
+    /// `seek` or `rewind` was called: exhaustion keeps the snapshot so that it can seek again.
     cursor: bool,
 }
 
@@ -120,6 +120,23 @@ impl PyIter {
         st.buf.clear();
         st.cursor = true;
         py.allow_threads(|| it.seek(&k)).map_err(to_py)
+    }
+
+    /// Goes back to the first key (reverse iterators: the last) within the
+    /// iterator's prefix and bounds; like seek(), it keeps the snapshot so that
+    /// the iterator can be walked again. Raises ClosedError as seek() does.
+    fn rewind(&self, py: Python<'_>) -> PyResult<()> {
+        let mut guard = self.state()?;
+        let st = &mut *guard;
+        let Some(it) = st.it.as_mut() else {
+            return Err(ClosedError::new_err(
+                "iterator closed, or exhausted before any seek or rewind (its snapshot is \
+                 released); start a new one",
+            ));
+        };
+        st.buf.clear();
+        st.cursor = true;
+        py.allow_threads(|| it.rewind()).map_err(to_py)
     }
 
     /// `sett.Iter[bytes]` in annotations evaluated at run time (the stubs make Iter generic).

@@ -9,9 +9,11 @@
 // pyo3 0.22's #[pymethods] expansion converts PyErr into itself; the lint fires on our signatures.
 #![allow(clippy::useless_conversion)]
 
+mod batch;
 mod convert;
 mod db;
 mod errors;
+mod extra;
 mod iter;
 mod txn;
 
@@ -21,6 +23,9 @@ use pyo3::prelude::*;
 fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<db::Db>()?;
+    m.add_class::<batch::Batch>()?;
+    m.add_class::<extra::Sequence>()?;
+    m.add_class::<extra::BulkLoader>()?;
     m.add_class::<txn::Txn>()?;
     m.add_class::<iter::PyIter>()?;
     errors::register(m)?;

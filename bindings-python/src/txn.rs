@@ -72,8 +72,9 @@ impl Txn {
         self.with(|t| t.delete(&k))
     }
 
-    /// An iterator over this transaction's view.
-    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false))]
+    /// An iterator over this transaction's view (`prefetch` as in `Db.iter`).
+    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false, *, prefetch=None))]
+    #[allow(clippy::too_many_arguments)]
     fn iter(
         &self,
         prefix: Option<&Bound<'_, PyAny>>,
@@ -81,8 +82,9 @@ impl Txn {
         end: Option<&Bound<'_, PyAny>>,
         reverse: bool,
         keys_only: bool,
+        prefetch: Option<usize>,
     ) -> PyResult<PyIter> {
-        let o = iter_options(prefix, start, end, reverse, keys_only)?;
+        let o = iter_options(prefix, start, end, reverse, keys_only, prefetch)?;
         let it = self.with(|t| t.iter(o))?;
         let what = if keys_only { Yield::Keys } else { Yield::Items };
         Ok(PyIter::new(it, what, None))

@@ -58,6 +58,83 @@ def test_batch_commits_on_success_and_discards_on_error(db):
     assert b"c" not in db
 
 
+def test_batch_is_native_reusable_and_checks_its_arguments(db):
+    b = db.batch()
+    assert isinstance(b, sett.Batch)
+    b.put(b"x", b"1")
+    b.put(bytearray(b"y"), bytearray(b"2"), ttl=60, meta=7)
+    b.clear()
+    assert len(b) == 0
+    b.put(b"x", b"1")
+    b.commit()
+    assert len(b) == 0 and db[b"x"] == b"1"
+    b.delete(b"x")
+    b.put(b"z", b"3")
+    b.commit()
+    assert b"x" not in db and db[b"z"] == b"3"
+    with pytest.raises(TypeError, match="encode"):
+        b.put("str", b"v")
+    with pytest.raises(TypeError):
+        b.delete(None)
+    with pytest.raises(ValueError):
+        b.put(b"k", b"v", ttl=-1)
+    assert len(b) == 0
+    db.close()
+    b.put(b"late", b"v")
+    with pytest.raises(sett.ClosedError):
+        b.commit()
+
+
+def test_sequence_hands_out_increasing_numbers_across_leases(db):
+    with db.sequence(b"seq", 10) as seq:
+        got = [seq.next() for _ in range(25)] + [next(seq)]
+    assert got == list(range(26))
+    seq2 = db.sequence(b"seq", 10)
+    assert seq2.next() == 26  # the first lease was given back at the end of the block
+    with pytest.raises(TypeError):
+        db.sequence("seq", 10)
+
+
+def test_bulk_load_into_an_empty_database(tmp_path):
+    with sett.open(tmp_path / "bulk", value_threshold=64) as db:
+        with db.bulk_load() as loader:
+            for i in range(1000):
+                loader.add(b"k%05d" % i, bytes([i & 0xFF]) * (i % 200))
+            with pytest.raises(sett.Error):
+                loader.add(b"k00000", b"out of order")
+        assert db[b"k00999"] == bytes([999 & 0xFF]) * (999 % 200)
+        assert sum(1 for _ in db.keys()) == 1000
+        with pytest.raises(sett.Error):
+            db.bulk_load()  # not empty any more
+    with sett.open(tmp_path / "abandoned") as db:
+        with pytest.raises(RuntimeError):
+            with db.bulk_load() as loader:
+                loader.add(b"a", b"1")
+                raise RuntimeError("boom")
+        with pytest.raises(sett.ClosedError):
+            loader.finish()
+        db[b"b"] = b"2"  # writes work again once the load is abandoned
+        assert list(db.keys()) == [b"b"]
+
+
+def test_iter_rewind_and_prefetch(db):
+    for i in range(600):
+        db[b"r%04d" % i] = b"v" * 100
+    it = db.iter(prefix=b"r", prefetch=1)
+    first = [next(it) for _ in range(300)]
+    it.rewind()
+    assert [next(it) for _ in range(300)] == first
+    rev = db.keys(reverse=True)
+    next(rev)
+    rev.rewind()
+    assert next(rev) == b"r0599"
+    assert len(list(db.iter(prefetch=1000))) == 600
+    with pytest.raises(ValueError):
+        db.iter(prefetch=0)
+    with db.view() as txn:
+        assert len(list(txn.iter(keys_only=True, prefetch=2))) == 600
+
+
 def test_get_many(db):
     db[b"x"] = b"1"
     db[b"z"] = b"3"

@@ -15,6 +15,11 @@ def main() -> None:
         with db.batch() as b:
             b.put(b"a", b"1", ttl=60.0, meta=1)
             b.delete(b"k")
+        batch: sett.Batch = db.batch()
+        batch.put(bytearray(b"b"), b"2")
+        queued: int = len(batch)
+        batch.clear()
+        batch.commit()
         with db.transaction() as txn:
             txn.put(b"n", (txn.get(b"n") or b"0") + b"1")
         with db.begin(write=True) as wtxn:
@@ -33,12 +38,16 @@ def main() -> None:
         every: List[bytes] = [k for k in db]
         it: sett.Iter[Tuple[bytes, bytes]] = db.iter()
         it.seek(b"m")
+        it.rewind()
+        with db.sequence(b"ids", 100) as ids:
+            first_id: int = ids.next()
+        fast: List[bytes] = list(db.iter(keys_only=True, prefetch=16))
         after_m: Optional[Tuple[bytes, bytes]] = next(it, None)
         rev = db.keys(reverse=True)
         rev.seek(bytearray(b"m"))
         first_below: bytes = next(rev, b"")
         stats = db.stats()
-        print(value, maybe, many, count, pairs, stats["last_seq"])
+        print(value, maybe, many, count, pairs, stats["last_seq"], queued, first_id, fast)
         print(ended, seen, writable, snap, keys, items, values, every, after_m, first_below)
 
 

@@ -31,10 +31,8 @@ from types import TracebackType
 from typing import (
     TYPE_CHECKING,
     Callable,
-    List,
     NoReturn,
     Optional,
-    Tuple,
     Type,
     TypeVar,
     Union,
@@ -42,6 +40,8 @@ from typing import (
 
 from . import _sett
 from ._sett import (
+    Batch,
+    BulkLoader,
     ClosedError,
     ConflictError,
     CorruptionError,
@@ -53,6 +53,7 @@ from ._sett import (
     LockedError,
     PoisonedError,
     ReadOnlyError,
+    Sequence,
     TooBigError,
     Txn,
     UnsupportedVersionError,
@@ -62,6 +63,7 @@ __version__: str = _sett.__version__
 
 __all__ = [
     "Batch",
+    "BulkLoader",
     "ClosedError",
     "ConflictError",
     "CorruptionError",
@@ -74,6 +76,7 @@ __all__ = [
     "LockedError",
     "PoisonedError",
     "ReadOnlyError",
+    "Sequence",
     "TooBigError",
     "Txn",
     "TxnBlock",
@@ -87,47 +90,6 @@ T = TypeVar("T")
 
 #: How many times ``Db.update`` runs its function before giving up on conflicts.
 UPDATE_RETRIES = 64
-
-
-def _check(value: object, what: str) -> None:
-    if isinstance(value, str):
-        raise TypeError(f"{what} must be bytes, not str (encode it, e.g. s.encode())")
-    if not isinstance(value, (bytes, bytearray)):
-        raise TypeError(f"{what} must be bytes or bytearray, not {type(value).__name__}")
-
-
-class Batch:
-    """Puts and deletes applied atomically by ``commit()`` (or at the end of a
-    ``with`` block that raised nothing)."""
-
-    def __init__(self, db: Db) -> None:
-        self._db = db
-        self._ops: List[Tuple[Bytes, Optional[Bytes], Optional[float], int]] = []
-
-    def put(self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0) -> None:
-        _check(key, "key")
-        _check(value, "value")
-        self._ops.append((key, value, ttl, meta))
-
-    def delete(self, key: Bytes) -> None:
-        _check(key, "key")
-        self._ops.append((key, None, None, 0))
-
-    def commit(self) -> None:
-        ops, self._ops = self._ops, []
-        self._db._write_batch(ops)
-
-    def __len__(self) -> int:
-        return len(self._ops)
-
-    def __enter__(self) -> Batch:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self._ops = []
 
 
 class TxnBlock:
@@ -173,10 +135,6 @@ class TxnBlock:
 class Db(_sett.Db):
     """An open database; see ``sett.open``. Usable as a mapping of bytes to bytes
     and as a context manager that closes it."""
-
-    def batch(self) -> Batch:
-        """A batch to fill and commit atomically (a context manager)."""
-        return Batch(self)
 
     def transaction(self) -> TxnBlock:
         """A read-write transaction for a ``with`` block: ``with db.transaction()

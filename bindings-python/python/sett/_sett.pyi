@@ -43,6 +43,8 @@ class Iter(Iterator[_T_co]):
     def __next__(self) -> _T_co: ...
     def seek(self, key: Bytes) -> None:
         """Next item: the first key >= key (reverse: the last key <= key), within bounds."""
+    def rewind(self) -> None:
+        """Next item: the first key (reverse: the last) within bounds."""
     def close(self) -> None: ...
 
 class Txn:
@@ -59,6 +61,8 @@ class Txn:
         end: Optional[Bytes] = None,
         reverse: bool = False,
         keys_only: Literal[False] = False,
+        *,
+        prefetch: Optional[int] = None,
     ) -> Iter[Tuple[bytes, bytes]]: ...
     @overload
     def iter(
@@ -69,6 +73,7 @@ class Txn:
         reverse: bool = False,
         *,
         keys_only: Literal[True],
+        prefetch: Optional[int] = None,
     ) -> Iter[bytes]: ...
     @overload
     def iter(
@@ -78,6 +83,8 @@ class Txn:
         end: Optional[Bytes] = None,
         reverse: bool = False,
         keys_only: bool = False,
+        *,
+        prefetch: Optional[int] = None,
     ) -> Iter[Any]: ...
     def commit(self) -> None: ...
     def discard(self) -> None: ...
@@ -93,6 +100,46 @@ class Txn:
         tb: Optional[TracebackType],
     ) -> Literal[False]: ...
 
+class Batch:
+    """Puts and deletes applied atomically by commit(), or at the end of a with
+    block that raised nothing (an exception discards them)."""
+    def put(
+        self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
+    ) -> None: ...
+    def delete(self, key: Bytes) -> None: ...
+    def commit(self) -> None: ...
+    def clear(self) -> None: ...
+    def __len__(self) -> int: ...
+    def __enter__(self) -> Batch: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException] = None,
+        tb: Optional[TracebackType] = None,
+    ) -> Literal[False]: ...
+
+class Sequence:
+    """Increasing integers stored under a key; release() gives back the unused lease."""
+    def next(self) -> int: ...
+    def __next__(self) -> int: ...
+    def __iter__(self) -> Sequence: ...
+    def release(self) -> None: ...
+    def __enter__(self) -> Sequence: ...
+    def __exit__(self, *args: object) -> Literal[False]: ...
+
+class BulkLoader:
+    """Entries in strictly increasing key order, loaded into an empty database."""
+    def add(self, key: Bytes, value: Bytes) -> None: ...
+    def finish(self) -> int: ...
+    def abandon(self) -> None: ...
+    def __enter__(self) -> BulkLoader: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException] = None,
+        tb: Optional[TracebackType] = None,
+    ) -> Literal[False]: ...
+
 class Db:
     def __init__(self, path: Union[str, os.PathLike[str]], **options: Union[int, bool]) -> None: ...
     def get(self, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]: ...
@@ -105,9 +152,12 @@ class Db:
         self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
     ) -> None: ...
     def delete(self, key: Bytes) -> None: ...
-    def _write_batch(
-        self, ops: List[Tuple[Bytes, Optional[Bytes], Optional[float], int]]
-    ) -> None: ...
+    def batch(self) -> Batch:
+        """A native write batch to fill and commit atomically (a context manager)."""
+    def sequence(self, key: Bytes, bandwidth: int) -> Sequence:
+        """Increasing integers stored under key, leased bandwidth at a time."""
+    def bulk_load(self) -> BulkLoader:
+        """Loads sorted entries straight into this empty database."""
     def get_many(self, keys: List[Bytes]) -> List[Optional[bytes]]: ...
     def begin(self, update: Optional[bool] = None, *, write: Optional[bool] = None) -> Txn:
         """Read-write unless update (or its alias write) is False."""
@@ -119,6 +169,8 @@ class Db:
         end: Optional[Bytes] = None,
         reverse: bool = False,
         keys_only: Literal[False] = False,
+        *,
+        prefetch: Optional[int] = None,
     ) -> Iter[Tuple[bytes, bytes]]: ...
     @overload
     def iter(
@@ -129,6 +181,7 @@ class Db:
         reverse: bool = False,
         *,
         keys_only: Literal[True],
+        prefetch: Optional[int] = None,
     ) -> Iter[bytes]: ...
     @overload
     def iter(
@@ -138,6 +191,8 @@ class Db:
         end: Optional[Bytes] = None,
         reverse: bool = False,
         keys_only: bool = False,
+        *,
+        prefetch: Optional[int] = None,
     ) -> Iter[Any]: ...
     def keys(
         self,

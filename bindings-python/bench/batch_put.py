@@ -1,0 +1,122 @@
+"""Batch-write speed from Python: N keys with VALSZ-byte values written in
+BATCH-entry batches, sync off, through `with db.batch() as b: b.put(k, v)` and,
+when rocksdict is installed, through rocksdict's native WriteBatch (raw mode,
+no compression, WAL on, sync off) in the same run. Engines alternate within
+each round; each run writes to a fresh directory that is removed afterwards.
+
+Keys (b"key%012d") and the 256 distinct values are made before the clock
+starts. Prints one line per run (for sett also the time spent filling batches
+in Python and the rest, the commits) and the median per engine.
+
+    python batch_put.py [--n 1000000] [--valsz 128] [--batch 1000] [--runs 3] [--dir /var/tmp]
+                        [--engines sett,rocksdict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from typing import Callable, Dict, List
+
+import sett
+
+
+def run_sett(path: str, keys: List[bytes], values: List[bytes], batch: int) -> float:
+    n = len(keys)
+    fill = 0.0
+    with sett.open(path, sync_writes=False) as db:
+        t0 = time.perf_counter()
+        for start in range(0, n, batch):
+            b = db.batch()
+            t = time.perf_counter()
+            for i in range(start, min(start + batch, n)):
+                b.put(keys[i], values[i & 0xFF])
+            fill += time.perf_counter() - t
+            b.commit()
+        elapsed = time.perf_counter() - t0
+        if db[keys[n - 1]] != values[(n - 1) & 0xFF]:
+            raise SystemExit("sett: last key reads back wrong")
+    print(
+        f"    sett: filling batches {fill / n * 1e9:.0f} ns/put, "
+        f"the rest (commits) {(elapsed - fill) / n * 1e9:.0f} ns/put"
+    )
+    return elapsed
+
+
+def run_rocksdict(path: str, keys: List[bytes], values: List[bytes], batch: int) -> float:
+    from rocksdict import DBCompressionType, Options, Rdict, WriteBatch, WriteOptions
+
+    o = Options(raw_mode=True)
+    o.create_if_missing(True)
+    o.set_compression_type(DBCompressionType.none())
+    db = Rdict(path, o)
+    wo = WriteOptions()
+    wo.sync = False
+    n = len(keys)
+    try:
+        t0 = time.perf_counter()
+        for start in range(0, n, batch):
+            wb = WriteBatch(raw_mode=True)
+            for i in range(start, min(start + batch, n)):
+                wb.put(keys[i], values[i & 0xFF])
+            db.write(wb, wo)
+        elapsed = time.perf_counter() - t0
+        if db[keys[n - 1]] != values[(n - 1) & 0xFF]:
+            raise SystemExit("rocksdict: last key reads back wrong")
+    finally:
+        db.close()
+    return elapsed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--valsz", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--engines", default="sett,rocksdict", help="comma-separated: sett, rocksdict")
+    a = ap.parse_args()
+
+    ap_engines = [e for e in a.engines.split(",") if e]
+    runners: Dict[str, Callable[[str, List[bytes], List[bytes], int], float]] = {
+        "sett": run_sett,
+        "rocksdict": run_rocksdict,
+    }
+    engines = {e: runners[e] for e in ap_engines}
+    if "rocksdict" in engines:
+        try:
+            import rocksdict  # noqa: F401
+        except ImportError:
+            print("rocksdict is not installed: left out")
+            del engines["rocksdict"]
+
+    keys = [b"key%012d" % i for i in range(a.n)]
+    values = [bytes([v]) * a.valsz for v in range(256)]
+    times: Dict[str, List[float]] = {e: [] for e in engines}
+    for r in range(a.runs):
+        order = list(engines)
+        if r % 2:
+            order.reverse()
+        for e in order:
+            d = tempfile.mkdtemp(prefix=f"batchput-{e}-", dir=a.dir)
+            try:
+                s = engines[e](d, keys, values, a.batch)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            times[e].append(s)
+            print(f"run {r + 1} {e}: {s:.3f} s ({a.n / s / 1e6:.3f} M puts/s)", flush=True)
+    print(f"{a.n} x {a.valsz} B in {a.batch}-entry batches, sync off, median of {a.runs}:")
+    med = {e: statistics.median(t) for e, t in times.items()}
+    for e, m in med.items():
+        print(f"  {e}: {m:.3f} s ({a.n / m / 1e6:.3f} M puts/s, {m / a.n * 1e9:.0f} ns/put)")
+    if "rocksdict" in med:
+        print(f"  sett / rocksdict time: {med['sett'] / med['rocksdict']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,101 @@
+//! `Batch`: a native write batch. Each `put`/`delete` copies its key and value
+//! straight into a Rust-side `WriteBatch` (no Python tuple or list per entry);
+//! `commit()` hands the whole batch to the engine with the GIL released.
+
+use crate::convert::bytes_arg;
+use crate::db::{put_options, Db};
+use crate::errors::to_py;
+use pyo3::prelude::*;
+use pyo3::types::PyAny;
+use sett_core::{PutOptions, WriteBatch};
+
+/// Puts and deletes applied atomically by `commit()`, or at the end of a `with`
+/// block that raised nothing (an exception discards them). After a commit the
+/// batch is empty and may be filled again. Made by `Db.batch()`.
+#[pyclass(module = "sett._sett")]
+pub struct Batch {
+    db: Py<Db>,
+    ops: WriteBatch,
+}
+
+impl Batch {
+    pub(crate) fn new(db: Py<Db>) -> Batch {
+        Batch {
+            db,
+            ops: WriteBatch::new(),
+        }
+    }
+}
+
+#[pymethods]
+impl Batch {
+    /// Adds a put of key → value, optionally with a time to live (seconds) and a user-meta byte.
+    #[pyo3(signature = (key, value, *, ttl=None, meta=0))]
+    fn put(
+        &mut self,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<f64>,
+        meta: u8,
+    ) -> PyResult<()> {
+        let k = bytes_arg(key, "key")?;
+        let v = bytes_arg(value, "value")?;
+        let o = if ttl.is_none() && meta == 0 {
+            PutOptions::default()
+        } else {
+            put_options(ttl, meta)?
+        };
+        self.ops.put_with(k, v, o);
+        Ok(())
+    }
+
+    /// Adds a delete of `key` (no error at commit if it is absent).
+    fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_arg(key, "key")?;
+        self.ops.delete(k);
+        Ok(())
+    }
+
+    /// Applies every operation added since the last commit, atomically, and
+    /// empties the batch (also when the write fails).
+    fn commit(&mut self, py: Python<'_>) -> PyResult<()> {
+        let ops = std::mem::take(&mut self.ops);
+        let db = self.db.bind(py).borrow();
+        let inner = &db.inner;
+        py.allow_threads(|| inner.write(ops)).map_err(to_py)
+    }
+
+    /// Drops every operation added since the last commit.
+    fn clear(&mut self) {
+        self.ops.clear();
+    }
+
+    fn __len__(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// Commits if the block raised nothing, else discards; never swallows the exception.
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_none() {
+            self.commit(py)?;
+        } else {
+            self.ops.clear();
+        }
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<sett.Batch {} ops>", self.ops.len())
+    }
+}

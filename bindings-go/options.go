@@ -44,6 +44,13 @@ type Options struct {
 	// ValueLogFileSize: bytes of a value-log file before a new one starts
 	// (default 1 GiB).
 	ValueLogFileSize int64
+	// ValueLogGCRatio: garbage share of a sealed value-log file at which the
+	// background GC rewrites and deletes it (default 0.5, must be below 1). A
+	// negative value turns the background GC off; RunValueLogGC works either way.
+	ValueLogGCRatio float64
+	// ValueLogGCRate: bytes per second the background GC reads and rewrites
+	// at most (default 64 MiB/s). A negative value removes the limit.
+	ValueLogGCRate int64
 	// MaxKeySize: largest key in bytes (default 65000).
 	MaxKeySize int
 	// MaxValueSize: largest value in bytes (default 1 GiB).
@@ -120,6 +127,16 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 	}
 	if check("ValueLogFileSize", o.ValueLogFileSize) {
 		C.sett_options_set_vlog_file_size(co, C.uint64_t(o.ValueLogFileSize))
+	}
+	if o.ValueLogGCRatio < 0 {
+		C.sett_options_set_vlog_gc_ratio(co, 0)
+	} else if o.ValueLogGCRatio > 0 {
+		C.sett_options_set_vlog_gc_ratio(co, C.double(o.ValueLogGCRatio))
+	}
+	if o.ValueLogGCRate < 0 {
+		C.sett_options_set_vlog_gc_rate(co, 0)
+	} else if o.ValueLogGCRate > 0 {
+		C.sett_options_set_vlog_gc_rate(co, C.uint64_t(o.ValueLogGCRate))
 	}
 	if check("MaxKeySize", int64(o.MaxKeySize)) {
 		C.sett_options_set_max_key_size(co, C.size_t(o.MaxKeySize))

@@ -26,6 +26,8 @@ func allOptions() Options {
 		NumLevelZeroTablesStall:    9,
 		NumCompactors:              1,
 		ValueLogFileSize:           4 << 20,
+		ValueLogGCRatio:            0.3,
+		ValueLogGCRate:             8 << 20,
 		MaxKeySize:                 1000,
 		MaxValueSize:               1 << 20,
 		MaxTxnSize:                 4 << 20,

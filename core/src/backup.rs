@@ -107,6 +107,9 @@ impl DbInner {
                 let value = match rec.stored {
                     Stored::Delete => None,
                     Stored::Inline(v) => Some(v.to_vec()),
+                    Stored::Pointer(p) if st.vlogs.get(p.file).is_none() => {
+                        Some(self.vlogs_for(&st.vlogs).read(p, &self.dir)?)
+                    }
                     Stored::Pointer(p) => Some(st.vlogs.read(p, &self.dir)?),
                 };
                 put_varint(&mut chunk.buf, uk.len() as u64);

@@ -637,7 +637,10 @@ fn crash_key(rng: &mut Rng) -> Vec<u8> {
 /// one level; and what it holds. Written with the real file system: the
 /// simulation takes its files as durable.
 fn template(dir: &Path) -> Model {
-    let db = Db::open(tiny_options(dir)).expect("open the template");
+    let mut opts = tiny_options(dir);
+    // The garbage stays for the GC under test (no background GC).
+    opts.vlog_gc_ratio = 0.0;
+    let db = Db::open(opts).expect("open the template");
     let mut rng = Rng::new(77);
     let mut model = Model::new();
     let mut keys: Vec<Vec<u8>> = (0..150u64)
@@ -774,6 +777,7 @@ fn cut_run(
     let sim = Arc::new(SimFs::new(side.path().join("trash"), seed));
     let mut opts = tiny_options(&dir);
     opts.sync_writes = true;
+    opts.vlog_gc_ratio = 0.0;
     opts.fs = Fs::new(sim.clone());
     let db = Db::open(opts).unwrap_or_else(|e| panic!("{what}: open: {e}"));
 

@@ -142,9 +142,9 @@ impl DbInner {
     ) -> Result<GcOutcome> {
         self.check_writable()?;
         let mut head = self.head_vlog_id().ok_or(Error::Closed)?;
-        let discard = lock(&self.manifest)
+        let (discard, log_number) = lock(&self.manifest)
             .as_ref()
-            .map(|m| m.state().discard.clone())
+            .map(|m| (m.state().discard.clone(), m.state().log_number))
             .unwrap_or_default();
         let share = |f: &crate::vlog::VlogFile| -> Result<f64> {
             let size = f
@@ -179,9 +179,21 @@ impl DbInner {
         let Some((_, file)) = best.filter(|(share, _)| *share >= ratio) else {
             return Ok(GcOutcome::NothingToCollect);
         };
+        // WALs written while this file was the head may point into it: flush
+        // them away (a replay after a crash would otherwise meet pointers into
+        // a deleted file). WALs and value-log files share one id counter, so a
+        // WAL is younger than the file's successor only if it was started after
+        // the file was sealed; if every live WAL is, no flush is needed.
+        let successor = st
+            .vlogs
+            .all()
+            .map(|f| f.id())
+            .filter(|&id| id > file.id())
+            .min();
         drop(st);
-        // WALs written while this file was the head may point into it: flush them away.
-        self.flush()?;
+        if successor.is_none_or(|s| log_number <= u64::from(s)) {
+            self.flush()?;
+        }
 
         let file_bytes = file.len()?;
         let mut moved_values = 0u64;

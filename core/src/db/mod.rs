@@ -410,6 +410,8 @@ impl Db {
     pub fn verify(&self) -> Result<VerifyReport> {
         self.inner.check_open()?;
         let st = self.inner.read_state();
+        // Files started since (a GC move visible to this state may point into one).
+        let vlogs = self.inner.vlogs_for(&st.vlogs);
         let mut r = VerifyReport::default();
         for t in st.version.levels.iter().flatten() {
             r.blocks += t.verify()?;
@@ -429,8 +431,8 @@ impl Db {
             let shadowed = r.entries > 0 && user_key == prev_user_key.as_slice();
             let expired = rec.expires_at != 0 && rec.expires_at <= self.inner.now();
             if let Stored::Pointer(p) = rec.stored {
-                if !(shadowed || expired) || st.vlogs.get(p.file).is_some() {
-                    st.vlogs.read(p, &self.inner.dir)?;
+                if !(shadowed || expired) || vlogs.get(p.file).is_some() {
+                    vlogs.read(p, &self.inner.dir)?;
                     r.values += 1;
                 }
             }
@@ -482,6 +484,16 @@ impl DbInner {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// `held` with the value-log files started since it was taken. A read
+    /// state's memtable is shared and keeps taking writes; the ones it can see
+    /// are those at or below its sequence, which value-log GC's moves are
+    /// (a move keeps its key's version), and a move may point into a head
+    /// file started after the state was taken (by a rotation, or by GC
+    /// sealing the head).
+    pub(crate) fn vlogs_for(&self, held: &VlogSet) -> VlogSet {
+        held.union(&self.read_state().vlogs)
     }
 
     pub(crate) fn read_state(&self) -> Arc<ReadState> {
@@ -537,6 +549,9 @@ impl DbInner {
         let value = match rec.stored {
             Stored::Delete => return Ok(None),
             Stored::Inline(v) => v.to_vec(),
+            Stored::Pointer(p) if st.vlogs.get(p.file).is_none() => {
+                self.vlogs_for(&st.vlogs).read(p, &self.dir)?
+            }
             Stored::Pointer(p) => st.vlogs.read(p, &self.dir)?,
         };
         Ok(Some(Item {

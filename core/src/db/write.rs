@@ -476,6 +476,17 @@ impl DbInner {
 
     /// Turns the active memtable immutable and starts a new one with a new WAL.
     pub(crate) fn switch_memtable(&self, log: &mut LogState) -> Result<()> {
+        // The outgoing WAL, and the value log its records point into, are
+        // synced before a new WAL starts. Recovery replays WALs in order and
+        // stops at the first record that did not survive, so an unsynced tail
+        // left in an older WAL would hide synced, acknowledged writes in the
+        // newer one after a power cut; and value-log GC's moves (written
+        // unsynced, synced by GC in the WAL current when it finishes) would be
+        // lost while the file they came from is deleted.
+        log.vlog
+            .sync()
+            .and_then(|_| log.wal.sync())
+            .inspect_err(|e| self.poison_with(e))?;
         let id = lock(&self.manifest)
             .as_mut()
             .ok_or(Error::Closed)?

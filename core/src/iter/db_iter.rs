@@ -317,6 +317,9 @@ impl DbIterator {
                 _ => None,
             })
             .collect();
+        if !self.vlogs.has_all(&ptrs) {
+            self.vlogs = Arc::new(self.db.vlogs_for(&self.vlogs));
+        }
         if !ptrs.is_empty() {
             let mut values = self
                 .vlogs

@@ -362,6 +362,21 @@ impl VlogSet {
         VlogSet { files }
     }
 
+    /// This set with the files of `newer` it lacks (files it holds stay: its
+    /// readers may still need them).
+    pub(crate) fn union(&self, newer: &VlogSet) -> VlogSet {
+        let mut files = self.files.clone();
+        for (id, f) in &newer.files {
+            files.entry(*id).or_insert_with(|| f.clone());
+        }
+        VlogSet { files }
+    }
+
+    /// True if every pointer's file is in this set.
+    pub(crate) fn has_all(&self, ptrs: &[ValuePointer]) -> bool {
+        ptrs.iter().all(|p| self.files.contains_key(&p.file))
+    }
+
     pub(crate) fn get(&self, id: u32) -> Option<Arc<VlogFile>> {
         self.files.get(&id).cloned()
     }

@@ -112,7 +112,9 @@ func ExampleDB_NewIterator() {
 func ExampleDB_RunValueLogGC() {
 	dir := tempDir()
 	defer os.RemoveAll(dir)
-	db, err := sett.Open(dir, &sett.Options{ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10})
+	// GC by hand: the background GC (on by default) is turned off.
+	db, err := sett.Open(dir, &sett.Options{ValueThreshold: 64, MemTableSize: 16 << 10,
+		ValueLogFileSize: 16 << 10, ValueLogGCRatio: -1})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 func TestValueLogGCGivesSpaceBack(t *testing.T) {
-	db := openTempWith(t, &Options{ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10})
+	// GC by hand: the background GC is off.
+	db := openTempWith(t, &Options{ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10, ValueLogGCRatio: -1})
 	v := make([]byte, 200)
 	for round := 0; round < 4; round++ {
 		for i := 0; i < 300; i++ {

@@ -24,7 +24,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "db")
         # Small thresholds so that values go to the value log and files roll over.
-        opts = dict(value_threshold=64, vlog_file_size=64 << 10, memtable_size=64 << 10)
+        # GC is run by hand below: the background GC is off (vlog_gc_ratio=0).
+        opts = dict(
+            value_threshold=64, vlog_file_size=64 << 10, memtable_size=64 << 10, vlog_gc_ratio=0.0
+        )
         with sett.open(path, **opts) as db:
             for r in range(4):
                 with db.batch() as b:

@@ -32,8 +32,11 @@ func run(dir string) error {
 	if sett.Version() != sett.HeaderVersion() {
 		return fmt.Errorf("libsett %d at run time, sett.h %d at build time", sett.Version(), sett.HeaderVersion())
 	}
+	// GC is run by hand below, so the background GC is off (ValueLogGCRatio < 0);
+	// by default it collects without being asked.
 	db, err := sett.Open(filepath.Join(dir, "db"), &sett.Options{
 		ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10,
+		ValueLogGCRatio: -1,
 	})
 	if err != nil {
 		return err

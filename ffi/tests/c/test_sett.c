@@ -493,6 +493,7 @@ static void test_value_log_gc(void) {
     sett_options_set_value_threshold(o, 64);
     sett_options_set_memtable_size(o, 16 << 10); /* overwritten versions reach tables */
     sett_options_set_vlog_file_size(o, 16 << 10);
+    sett_options_set_vlog_gc_ratio(o, 0); /* GC by hand here: no background GC */
     sett_db_t *db = open_db("gc", o);
     sett_options_free(o);
     char k[32], v[200];

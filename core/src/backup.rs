@@ -74,8 +74,9 @@ impl DbInner {
     /// (an incremental backup). Returns the version to pass as `since` next time.
     pub(crate) fn backup(self: &Arc<Self>, w: &mut dyn Write, since: u64) -> Result<u64> {
         self.check_open()?;
-        let read_ts = self.visible_seq.load(Ordering::Acquire);
+        // State first, then the sequence: see DbInner::iter.
         let st = self.read_state();
+        let read_ts = self.visible_seq.load(Ordering::Acquire);
         let _snap = self.snapshot_at(read_ts);
         let now = self.now();
         w.write_all(&wal::file_header(MAGIC, VERSION))

@@ -296,8 +296,9 @@ impl Db {
     /// Reads the values of many keys at one consistent point.
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         self.inner.check_open()?;
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        // State first, then the sequence: see DbInner::iter.
         let st = self.inner.read_state();
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
         keys.iter()
             .map(|k| Ok(self.inner.get_in(&st, k, seq)?.map(|i| i.value)))
             .collect()
@@ -525,8 +526,9 @@ impl DbInner {
 
     fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
         self.check_open()?;
-        let seq = self.visible_seq.load(Ordering::Acquire);
+        // State first, then the sequence: see DbInner::iter.
         let st = self.read_state();
+        let seq = self.visible_seq.load(Ordering::Acquire);
         self.get_in(&st, key, seq)
     }
 
@@ -590,7 +592,18 @@ impl DbInner {
         self.check_open()?;
         let (seq, st) = match at {
             Some(x) => x,
-            None => (self.visible_seq.load(Ordering::Acquire), self.read_state()),
+            // The state first, then the sequence. Flushes and compactions drop
+            // versions older than the newest one at or below the oldest
+            // snapshot, taken when they start; a state taken first holds only
+            // tables built before the sequence is read, so that sequence is at
+            // or above every snapshot they used. The other order lets a reader
+            // that stalls between the two read a table built past its sequence,
+            // without the versions it needs (the bank test saw a scan with a
+            // wrong total).
+            None => {
+                let st = self.read_state();
+                (self.visible_seq.load(Ordering::Acquire), st)
+            }
         };
         let snap = self.snapshot_at(seq);
         let mut sources = Vec::new();

@@ -60,6 +60,10 @@ impl DbInner {
         }
         let mut q = lock(&self.queue);
         let read_ts = q.next_seq - 1;
+        // Registered before the state is taken, under the queue lock: a flush
+        // or compaction that starts from now on keeps the versions read_ts
+        // needs, and one that started before saw a sequence at most read_ts.
+        let snapshot = self.snapshot_at(read_ts);
         if update {
             q.oracle.begin(read_ts);
         }
@@ -88,7 +92,7 @@ impl DbInner {
             writes: BTreeMap::new(),
             reads: Arc::new(Mutex::new(HashSet::new())),
             size: 0,
-            _snapshot: self.snapshot_at(read_ts),
+            _snapshot: snapshot,
             ended: false,
         })
     }

@@ -9,11 +9,23 @@ fn sett(args: &[&str]) -> Output {
 }
 
 fn sett_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sett"))
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap_or_else(|e| panic!("running sett {args:?}: {e}"))
+    // The tests run in parallel threads and build databases in this process
+    // while other threads spawn `sett`: a child forked before a Db here closed
+    // holds a copy of its LOCK descriptor, and so its flock, until it execs.
+    // On a loaded machine that can outlast the close by a few milliseconds, so
+    // a command refused for that lock is tried again for up to two seconds.
+    for _ in 0..20 {
+        let o = Command::new(env!("CARGO_BIN_EXE_sett"))
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap_or_else(|e| panic!("running sett {args:?}: {e}"));
+        if !String::from_utf8_lossy(&o.stderr).contains("is locked by another process") {
+            return o;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("sett {args:?}: the database stayed locked for two seconds")
 }
 
 fn text(b: &[u8]) -> String {

@@ -267,6 +267,19 @@ mod tests {
     }
 
     #[test]
+    fn a_gc_ratio_outside_zero_to_one_is_refused_by_name() {
+        for bad in [1.0, 1.5, -0.1, f64::NAN] {
+            let mut o = Options::new("/tmp/x");
+            o.vlog_gc_ratio = bad;
+            let err = o.validate().unwrap_err().to_string();
+            assert!(err.contains("vlog_gc_ratio"), "{bad}: {err}");
+        }
+        let mut o = Options::new("/tmp/x");
+        o.vlog_gc_ratio = 0.0; // off
+        o.validate().unwrap();
+    }
+
+    #[test]
     fn bad_option_error_names_the_option() {
         let mut o = Options::new("/tmp/x");
         o.l0_stop_trigger = o.l0_slowdown_trigger;

@@ -60,6 +60,12 @@ impl BlockBuilder {
         self.buf.len() + 4 * self.restarts.len() + 4
     }
 
+    /// An upper bound on the size after adding an entry of these lengths.
+    pub(crate) fn size_with(&self, key_len: usize, value_len: usize) -> usize {
+        // Three varints of at most 5 bytes each, and perhaps a restart point.
+        self.estimated_size() + 15 + 4 + key_len + value_len
+    }
+
     pub(crate) fn last_key(&self) -> &[u8] {
         &self.last_key
     }

@@ -1,7 +1,8 @@
 //! Writes a table from entries given in internal-key order.
 
 use super::block::BlockBuilder;
-use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
+use super::footer::{self, Footer, Handle};
+use super::{bloom, MAX_PAD, PAGE, VERSION};
 use crate::coding::put_varint;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, FsWriter};
@@ -78,6 +79,14 @@ impl TableBuilder {
         }
         self.max_seq = self.max_seq.max(seq);
         self.entries += 1;
+        // Blocks that fit a page end before an entry would take them (and
+        // their crc) past the block size, so that they can sit in one page.
+        if self.block_size as u64 <= PAGE
+            && !self.block.is_empty()
+            && self.block.size_with(ikey.len(), value.len()) + 4 > self.block_size
+        {
+            self.finish_block()?;
+        }
         self.block.add(ikey, value);
         if self.block.estimated_size() >= self.block_size {
             self.finish_block()?;
@@ -110,6 +119,15 @@ impl TableBuilder {
         }
         let last = self.block.last_key().to_vec();
         let data = self.block.finish();
+        let total = data.len() as u64 + 4;
+        let in_page = self.offset % PAGE;
+        if total <= PAGE && in_page + total > PAGE && PAGE - in_page <= MAX_PAD {
+            let pad = [0u8; MAX_PAD as usize];
+            crate::fault::check(crate::fault::Op::Write)
+                .and_then(|_| self.out.write_all(&pad[..(PAGE - in_page) as usize]))
+                .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+            self.offset += PAGE - in_page;
+        }
         let (off, len) = self.write_with_crc(&data)?;
         self.index.push((last, off, len));
         Ok(())
@@ -134,17 +152,20 @@ impl TableBuilder {
         }
         let (index_off, index_len) = self.write_with_crc(&index)?;
 
-        let mut footer = Vec::with_capacity(FOOTER_LEN);
-        footer.extend_from_slice(&index_off.to_le_bytes());
-        footer.extend_from_slice(&index_len.to_le_bytes());
-        footer.extend_from_slice(&filter_off.to_le_bytes());
-        footer.extend_from_slice(&filter_len.to_le_bytes());
-        footer.extend_from_slice(&self.entries.to_le_bytes());
-        footer.extend_from_slice(&self.max_seq.to_le_bytes());
-        footer.extend_from_slice(&VERSION.to_le_bytes());
-        footer.extend_from_slice(&crc32fast::hash(&footer).to_le_bytes());
-        footer.extend_from_slice(&MAGIC.to_le_bytes());
-        debug_assert_eq!(footer.len(), FOOTER_LEN);
+        let footer = Footer {
+            index: Handle {
+                offset: index_off,
+                len: index_len,
+            },
+            filter: Handle {
+                offset: filter_off,
+                len: filter_len,
+            },
+            entries: self.entries,
+            max_seq: self.max_seq,
+            version: VERSION,
+        }
+        .encode();
         let ctx = |e| Error::io(format!("finishing {}", self.path.display()), e);
         self.out.write_all(&footer).map_err(ctx)?;
         self.out.flush().map_err(ctx)?;
@@ -160,7 +181,7 @@ impl TableBuilder {
             .map(|(k, _, _)| k.clone())
             .unwrap_or_default();
         Ok(TableMeta {
-            size: self.offset + FOOTER_LEN as u64,
+            size: self.offset + footer::LEN as u64,
             smallest,
             largest,
             max_seq: self.max_seq,

@@ -6,6 +6,7 @@
 pub(crate) mod block;
 pub(crate) mod bloom;
 mod builder;
+mod footer;
 mod iter;
 mod reader;
 
@@ -15,10 +16,18 @@ pub(crate) use reader::Table;
 
 /// Magic at the end of every table.
 pub(crate) const MAGIC: u64 = 0x5345_5454_5353_5431; // "SETTSST1"
-/// Format version of tables.
-pub(crate) const VERSION: u32 = 1;
-/// Bytes of the footer.
-pub(crate) const FOOTER_LEN: usize = 56;
+/// Format version of tables written. Version 2 may pad between data blocks
+/// (see `PAGE`); version 1 tables (blocks back to back) are still read.
+pub(crate) const VERSION: u32 = 2;
+/// The oldest table version read.
+pub(crate) const MIN_VERSION: u32 = 1;
+/// Data blocks no larger than a page are kept within one page where the
+/// padding this costs is at most `MAX_PAD`: a cold point lookup then reads
+/// one page from the device, not the two a straddling block needs (RocksDB's
+/// `block_align`, bounded).
+pub(crate) const PAGE: u64 = 4096;
+/// The most padding written before a block to start it on a page.
+pub(crate) const MAX_PAD: u64 = PAGE / 8;
 
 /// The file name of table `id`.
 pub(crate) fn file_name(id: u64) -> String {

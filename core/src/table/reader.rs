@@ -1,7 +1,8 @@
 //! An open table: memory-mapped data, index and filter held in memory.
 
 use super::block::DecodedBlock;
-use super::{bloom, FOOTER_LEN, MAGIC, VERSION};
+use super::footer::{self, Bad, Footer};
+use super::{bloom, PAGE, VERSION};
 use crate::advice::{self, ReadAhead};
 use crate::coding::Reader;
 use crate::error::{Error, Result};
@@ -57,7 +58,7 @@ impl Table {
             .metadata()
             .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
             .len();
-        if len < FOOTER_LEN as u64 {
+        if len < footer::LEN as u64 {
             return Err(Error::corruption(path, 0, "table shorter than its footer"));
         }
         // SAFETY: the file is opened read-only and sett never modifies a table
@@ -96,51 +97,22 @@ impl Table {
         path: &Path,
         mmap: &Mmap,
     ) -> Result<(Box<[u8]>, Vec<u8>, Vec<IndexEntry>, Vec<u8>, u64, u64)> {
-        let fpos = mmap.len() - FOOTER_LEN;
+        let fpos = mmap.len() - footer::LEN;
         let footer = &mmap[fpos..];
         let corrupt =
             |off: usize, what: &str| Error::corruption(path, off as u64, what.to_string());
-        let mut r = Reader::new(footer);
-        let fields = (|| {
-            Some((
-                r.u64()?,
-                r.u32()?,
-                r.u64()?,
-                r.u32()?,
-                r.u64()?,
-                r.u64()?,
-                r.u32()?,
-                r.u32()?,
-                r.u64()?,
-            ))
-        })();
-        let Some((
-            index_off,
-            index_len,
-            filter_off,
-            filter_len,
-            entries,
-            max_seq,
-            version,
-            crc,
-            magic,
-        )) = fields
-        else {
-            return Err(corrupt(fpos, "unreadable footer"));
-        };
-        if magic != MAGIC {
-            return Err(corrupt(fpos + 48, "bad table magic"));
-        }
-        if crc != crc32fast::hash(&footer[..44]) {
-            return Err(corrupt(fpos + 40, "footer checksum mismatch"));
-        }
-        if version != VERSION {
-            return Err(Error::UnsupportedVersion {
+        let f = Footer::decode(footer).map_err(|bad| match bad {
+            Bad::Unreadable => corrupt(fpos, "unreadable footer"),
+            Bad::Magic { at } => corrupt(fpos + at, "bad table magic"),
+            Bad::Checksum { at } => corrupt(fpos + at, "footer checksum mismatch"),
+            Bad::Version(found) => Error::UnsupportedVersion {
                 file: path.to_path_buf(),
-                found: version,
+                found,
                 supported: VERSION,
-            });
-        }
+            },
+        })?;
+        let (index_off, index_len) = (f.index.offset, f.index.len);
+        let (filter_off, filter_len) = (f.filter.offset, f.filter.len);
         // Filter, index and footer lie together at the end: one read, not a fault per page.
         advice::will_need(
             mmap,
@@ -149,9 +121,9 @@ impl Table {
         );
         let filter = checked_slice(path, mmap, filter_off, filter_len, fpos)?.to_vec();
         let index_bytes = checked_slice(path, mmap, index_off, index_len, fpos)?;
-        let (smallest, index_keys, index) = parse_index(index_bytes, filter_off)
+        let (smallest, index_keys, index) = parse_index(index_bytes, filter_off, f.version)
             .ok_or_else(|| corrupt(index_off as usize, "malformed index block"))?;
-        Ok((smallest, index_keys, index, filter, max_seq, entries))
+        Ok((smallest, index_keys, index, filter, f.max_seq, f.entries))
     }
 
     /// Runs `f`, a read of this table's mapping, with device errors under the
@@ -253,11 +225,24 @@ impl Table {
     /// Checks every block's crc and format; returns the number of blocks.
     pub(crate) fn verify(&self) -> Result<usize> {
         let mut ahead = ReadAhead::new(advice::MAX_WINDOW);
+        let mut prev_end = 0u64;
         for (i, e) in self.index.iter().enumerate() {
             if let Some(r) = ahead.forward(e.offset as usize, self.mmap.len()) {
                 self.will_need(r);
             }
+            let gap = prev_end..e.offset;
+            prev_end = e.offset + u64::from(e.len) + 4;
             self.guarded(|| {
+                // Padding before a block is zeros: no reader looks at it, so
+                // only this check can find damage there.
+                let pad = self.mmap.get(gap.start as usize..gap.end as usize);
+                if let Some(at) = pad.and_then(|p| p.iter().position(|&b| b != 0)) {
+                    return Err(Error::corruption(
+                        &self.path,
+                        gap.start + at as u64,
+                        "non-zero byte in the padding before a data block",
+                    ));
+                }
                 let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
                 DecodedBlock::decode(data)
                     .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))
@@ -377,7 +362,9 @@ fn checked_slice<'a>(
 /// The index block: (smallest key, last-key arena, entries).
 type ParsedIndex = (Box<[u8]>, Vec<u8>, Vec<IndexEntry>);
 
-fn parse_index(data: &[u8], data_end: u64) -> Option<ParsedIndex> {
+fn parse_index(data: &[u8], data_end: u64, version: u32) -> Option<ParsedIndex> {
+    // Version 2 may pad before a block to start it on a page: less than a page.
+    let max_gap = if version >= 2 { PAGE - 1 } else { 0 };
     let mut r = Reader::new(data);
     let n = r.u32()? as usize;
     let smallest: Box<[u8]> = r.len_prefixed()?.into();
@@ -390,7 +377,11 @@ fn parse_index(data: &[u8], data_end: u64) -> Option<ParsedIndex> {
         let offset = r.u64()?;
         let len = r.u32()?;
         let end = offset.checked_add(u64::from(len) + 4)?;
-        if last_key.len() < key::SUFFIX_LEN || offset != prev_end || end > data_end {
+        if last_key.len() < key::SUFFIX_LEN
+            || offset < prev_end
+            || offset - prev_end > max_gap
+            || end > data_end
+        {
             return None;
         }
         // Keys must ascend.
@@ -432,6 +423,61 @@ mod tests {
         }
         b.finish().unwrap();
         path
+    }
+
+    #[test]
+    fn page_sized_blocks_each_sit_in_one_page_for_little_padding() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        let mut b = TableBuilder::create(&crate::fs::Fs::real(), &path, 4096, 10).unwrap();
+        let n = 20_000u32;
+        for i in 0..n {
+            let value = vec![b'a' + (i % 26) as u8; 100 + (i % 57) as usize];
+            b.add(&key::encode(format!("key{i:08}").as_bytes(), 1), &value)
+                .unwrap();
+        }
+        b.finish().unwrap();
+        let t = Table::open(&path, 1).unwrap();
+        let mut padding = 0;
+        let mut prev_end = 0;
+        for e in t.index() {
+            let end = e.offset + u64::from(e.len) + 4;
+            assert_eq!(
+                e.offset / PAGE,
+                (end - 1) / PAGE,
+                "block at {} straddles a page",
+                e.offset
+            );
+            padding += e.offset - prev_end;
+            prev_end = end;
+        }
+        assert!(t.index().len() > 100);
+        assert!(
+            padding * 100 < prev_end * 3,
+            "{padding} bytes of padding in {prev_end}"
+        );
+        for i in (0..n).step_by(97) {
+            let k = format!("key{i:08}");
+            let (_, v) = t
+                .get(k.as_bytes(), bloom::hash(k.as_bytes()), 5)
+                .unwrap()
+                .unwrap();
+            assert_eq!(v.len(), 100 + (i % 57) as usize);
+        }
+        t.verify().unwrap();
+        // A damaged padding byte is found by verify, the only reader of it.
+        let gap_at = t
+            .index()
+            .windows(2)
+            .find(|w| w[1].offset > w[0].offset + u64::from(w[0].len) + 4)
+            .map(|w| w[0].offset + u64::from(w[0].len) + 4)
+            .expect("some block was padded");
+        drop(t);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[gap_at as usize] = 0x5A;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = Table::open(&path, 1).unwrap().verify().unwrap_err();
+        assert!(err.to_string().contains("padding"), "{err}");
     }
 
     #[test]

@@ -31,6 +31,30 @@ pub(crate) fn will_need(map: &Mmap, start: usize, end: usize) {
     }
 }
 
+/// Whether every page holding bytes `[start, end)` of `map` is in the page
+/// cache (mincore). False when the range is empty or outside the mapping, or
+/// the call fails.
+pub(crate) fn range_resident(map: &Mmap, start: usize, end: usize) -> bool {
+    let end = end.min(map.len());
+    if start >= end {
+        return false;
+    }
+    let first = start - start % 4096;
+    let mut vec = vec![0u8; (end - first).div_ceil(4096)];
+    // SAFETY: a mapping starts on a page boundary, so `first` is the start of a
+    // page inside the live mapping `map`, and `[first, end)` lies within it;
+    // `vec` holds one status byte per page of that range, as mincore requires.
+    // mincore only reads page tables.
+    let rc = unsafe {
+        libc::mincore(
+            map.as_ptr().add(first).cast_mut().cast(),
+            end - first,
+            vec.as_mut_ptr(),
+        )
+    };
+    rc == 0 && vec.iter().all(|b| b & 1 == 1)
+}
+
 /// Read-ahead for a walk through a file in one direction, block by block: asks
 /// for a window ahead of the walk, and for the next one (twice as large, up to
 /// [`MAX_WINDOW`]) when the walk is half way through what was asked for last.

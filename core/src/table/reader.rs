@@ -213,10 +213,14 @@ impl Table {
             let start = e.offset as usize;
             return Ok(&self.mmap[start..start + e.len as usize]);
         }
-        // First read of the block in this process, likely from the device: its
-        // pages (a block straddles two) come in one read, not a fault each.
+        // First read of the block in this process, likely from the device: a
+        // block over two pages comes in one read, not a fault each. (A block in
+        // one page, as version 2 lays out most, needs no call.)
         let start = e.offset as usize;
-        advice::will_need(&self.mmap, start, start + e.len as usize + 4);
+        let end = start + e.len as usize + 4;
+        if start / PAGE as usize != (end - 1) / PAGE as usize {
+            advice::will_need(&self.mmap, start, end);
+        }
         let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
         self.verified[i].store(true, AtomicOrdering::Release);
         Ok(data)

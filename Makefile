@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -59,6 +59,17 @@ go-build: lib
 		go test -c -o ../target/go/bench.test . && go build -o ../target/go/runbench ./cmd/runbench && \
 		go build -o ../target/go/kvbench ./cmd/kvbench && go build -o ../target/go/kvserver ./cmd/kvserver && \
 		go build -o ../target/go/kvrun ./cmd/kvrun && go build -o ../target/go/memhog ./cmd/memhog
+
+# Disk space under 10x overwrites and deletes, background value-log GC on and off
+# (issue 16): results/auto-gc.md and one curve per run in results/auto-gc-*.csv.
+GC_ARGS ?=
+bench-gc: deps
+	cargo build --release -p sett-cli
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	for size in 1024 16384; do for ratio in 0.5 0; do \
+		./target/release/sett bench-gc "$$tmp/db-$$size-$$ratio" --value-size $$size --gc-ratio $$ratio \
+			--csv results/auto-gc-$$size-$$ratio.csv $(GC_ARGS) | tee -a "$$tmp/out" || exit 1; \
+	done; done && python3 scripts/gc-report.py "$$tmp/out" > results/auto-gc.md && cat results/auto-gc.md
 
 # KVBench: every store in its own process with and without fsync, then redis-benchmark
 # against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes.

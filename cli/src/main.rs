@@ -5,6 +5,7 @@
 //!   prints keys/s, ns/op and peak RSS.
 //! - `sett bench-load` — bulk load against batched writes of the same sorted data.
 //! - `sett bench-ops` — the Rust row of `make bench-bindings`.
+//! - `sett bench-gc` — disk space under overwrites and deletes (`make bench-gc`).
 //! - `sett info|verify|backup|restore|flatten|gc` — operate on a database directory.
 //! - `sett bank` — Badger's bank test; exits 1 on a violation.
 //! - `sett crashloop` — SIGKILL a writer at random moments and verify what survives.
@@ -15,6 +16,7 @@
 mod bank;
 mod bench;
 mod crashloop;
+mod gcbench;
 mod load;
 mod opsbench;
 mod progress;
@@ -54,6 +56,8 @@ enum Command {
     BenchLoad(load::LoadArgs),
     /// Batch, put, get and iterate N keys: the Rust row of make bench-bindings
     BenchOps(opsbench::OpsArgs),
+    /// Disk space under 10x overwrites and deletes with the background value-log GC (make bench-gc)
+    BenchGc(gcbench::GcBenchArgs),
     /// SIGKILL a writer at random moments and verify what survives; exits 1 on a failure
     Crashloop(crashloop::CrashloopArgs),
     /// The writer that crashloop kills (not for use by hand)
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
         Command::Bank(a) => finish("bank", bank::run(a)),
         Command::BenchLoad(a) => finish("bench-load", ok(load::run(a))),
         Command::BenchOps(a) => finish("bench-ops", ok(opsbench::run(a))),
+        Command::BenchGc(a) => finish("bench-gc", ok(gcbench::run(a))),
         Command::Crashloop(a) => finish("crashloop", crashloop::run(a)),
         Command::CrashloopChild(a) => finish("crashloop-child", ok(crashloop::child(a))),
         Command::Bench(c) => {

@@ -26,6 +26,8 @@ pub enum Error {
     /// A client sent bytes that are not a RESP command within the limits; the
     /// connection gets this as an error reply and is closed.
     Protocol(String),
+    /// A command panicked (a bug); its connection is closed, the server goes on.
+    Panic(String),
 }
 
 impl fmt::Display for Error {
@@ -35,6 +37,7 @@ impl fmt::Display for Error {
             Error::Engine { context, source } => write!(f, "{context}: {source}"),
             Error::Config(m) => write!(f, "configuration: {m}"),
             Error::Protocol(m) => write!(f, "protocol error: {m}"),
+            Error::Panic(m) => write!(f, "a command panicked: {m}"),
         }
     }
 }
@@ -44,7 +47,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io { source, .. } => Some(source),
             Error::Engine { source, .. } => Some(source),
-            Error::Config(_) | Error::Protocol(_) => None,
+            Error::Config(_) | Error::Protocol(_) | Error::Panic(_) => None,
         }
     }
 }

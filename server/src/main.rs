@@ -6,6 +6,9 @@
 //! 127.0.0.1 by default. SIGTERM, SIGINT or SHUTDOWN: stop accepting, let
 //! running commands reply, close the Db.
 
+// Data from a client or from disk is never unwrapped: it gets an error reply.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod cluster;
 mod commands;
 mod error;

@@ -114,23 +114,22 @@ async fn connection(
         }
         if !cmds.is_empty() {
             let sh2 = sh.clone();
-            let (c, replies) = tokio::task::spawn_blocking(move || {
-                let mut replies = Vec::with_capacity(cmds.len());
+            let mut bytes = std::mem::take(&mut out);
+            bytes.clear();
+            // Each reply is encoded as it is made: HELLO changes the protocol mid-pipeline.
+            let (c, bytes) = tokio::task::spawn_blocking(move || {
                 for args in cmds {
-                    replies.push(execute(&sh2, &mut conn, args));
+                    execute(&sh2, &mut conn, args).encode(&mut bytes, conn.resp3);
                     if conn.close {
                         break;
                     }
                 }
-                (conn, replies)
+                (conn, bytes)
             })
             .await
-            .map_err(|e| crate::error::Error::Protocol(format!("a command panicked: {e}")))?;
+            .map_err(|e| crate::error::Error::Panic(e.to_string()))?;
             conn = c;
-            out.clear();
-            for r in &replies {
-                r.encode(&mut out, conn.resp3);
-            }
+            out = bytes;
             stream
                 .write_all(&out)
                 .await

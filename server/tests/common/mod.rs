@@ -116,3 +116,88 @@ pub fn read_for(s: &mut TcpStream, wait: Duration) -> Vec<u8> {
     }
     out
 }
+
+/// A port free on loopback now (the OS picks it; a race with another process is
+/// possible but unlikely in the short time until the server binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("picking a free port")
+}
+
+/// True if `tool` is on PATH, installing Debian's `package` first if it is not.
+pub fn ensure_tool(tool: &str, package: &str) -> bool {
+    let found = || {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if found() {
+        return true;
+    }
+    eprintln!("{tool} not found: installing Debian's {package}");
+    let _ = Command::new("sh")
+        .args([
+            "-c",
+            &format!("apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q {package}"),
+        ])
+        .stdout(Stdio::null())
+        .status();
+    found()
+}
+
+/// Records a skipped test where `make test` counts them (cargo shows a skip as a pass).
+pub fn skip(test: &str, reason: &str) {
+    eprintln!("SKIPPED {test}: {reason}");
+    let marks = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped");
+    let _ = std::fs::create_dir_all(&marks)
+        .and_then(|_| std::fs::write(marks.join(test), format!("{reason}\n")));
+}
+
+/// A helper program (nutcracker) started for a test: a shell watchdog stops it
+/// by pid if the test process dies, and Drop stops it by pid.
+pub struct Helper {
+    pub child: Child,
+    watchdog: Option<Child>,
+}
+
+impl Helper {
+    pub fn spawn(cmd: &mut Command) -> Helper {
+        let child = cmd
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawning a helper");
+        let script = format!(
+            "while kill -0 {parent} 2>/dev/null && kill -0 {child} 2>/dev/null; do sleep 0.5; done; kill {child} 2>/dev/null",
+            parent = std::process::id(),
+            child = child.id()
+        );
+        let watchdog = Command::new("sh").args(["-c", &script]).spawn().ok();
+        Helper { child, watchdog }
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(w) = &mut self.watchdog {
+            let _ = w.wait();
+        }
+    }
+}
+
+/// Waits until something accepts connections on `port` (at most 10 s).
+pub fn wait_listening(port: u16) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}

@@ -94,6 +94,12 @@ fn run(args: Args) -> Result<()> {
     }
     let mut opts = sett::Options::new(&args.dir);
     opts.sync_writes = args.appendfsync == Fsync::Always;
+    // SET NX/XX/GET/KEEPTTL, EXPIRE and PERSIST rewrite a value in a transaction:
+    // let one hold the largest value a client may send.
+    opts.max_txn_size = opts
+        .max_txn_size
+        .max(args.max_bulk_len.saturating_add(1 << 20))
+        .min(2 << 30);
     let db = sett::Db::open(opts).map_err(|source| Error::Engine {
         context: format!("opening {}", args.dir.display()),
         source,

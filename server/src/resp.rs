@@ -6,6 +6,7 @@
 //! bulk strings (or an inline line), which is all a server needs to read.
 
 use crate::error::{Error, Result};
+use bytes::BytesMut;
 
 /// Bounds on what one request may hold.
 #[derive(Debug, Clone, Copy)]
@@ -19,20 +20,59 @@ pub struct Limits {
 /// Longest inline command line or header line accepted, in bytes.
 const MAX_LINE: usize = 64 * 1024;
 
-/// Parses one command from the front of `buf`: `Ok(None)` if more bytes are
-/// needed, else the arguments and how many bytes they took.
-pub fn parse_command(buf: &[u8], limits: &Limits) -> Result<Option<(Vec<Vec<u8>>, usize)>> {
-    match buf.first() {
-        None => Ok(None),
-        Some(b'*') => parse_array(buf, limits),
-        Some(_) => parse_inline(buf, limits),
+/// Reads commands off the front of a connection's buffer. Arguments are taken
+/// out of the buffer as soon as each is complete, so a large request arriving
+/// in many reads is parsed once, not again from its start after each read.
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// A multibulk request begun: arguments still expected, and those read.
+    partial: Option<(usize, Vec<Vec<u8>>)>,
+}
+
+impl Parser {
+    /// The next complete command in `buf` (consumed from it), or `Ok(None)`
+    /// if more bytes are needed.
+    pub fn next(&mut self, buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Vec<u8>>>> {
+        let (want, mut args) = match self.partial.take() {
+            Some(p) => p,
+            None => match buf.first() {
+                None => return Ok(None),
+                Some(b'*') => {
+                    let Some((head, used)) = line(buf, 1)? else {
+                        return Ok(None);
+                    };
+                    let n = parse_len(head, "multibulk")?;
+                    if n > limits.max_args as i64 {
+                        return Err(Error::Protocol(format!(
+                            "{n} arguments, more than the limit of {}",
+                            limits.max_args
+                        )));
+                    }
+                    let _ = buf.split_to(used);
+                    // Redis ignores an empty or null array.
+                    let n = n.max(0) as usize;
+                    (n, Vec::with_capacity(n.min(1024)))
+                }
+                Some(_) => return parse_inline(buf, limits),
+            },
+        };
+        while args.len() < want {
+            match bulk(buf, limits)? {
+                Some(arg) => args.push(arg),
+                None => {
+                    self.partial = Some((want, args));
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(args))
     }
 }
 
 /// The line at `buf[from..]` without its CRLF and the offset after it; `Ok(None)` if
 /// no CRLF yet. A line longer than `MAX_LINE` is a protocol error.
 fn line(buf: &[u8], from: usize) -> Result<Option<(&[u8], usize)>> {
-    let rest = &buf[from..];
+    let rest = buf.get(from..).unwrap_or_default();
     match rest.windows(2).position(|w| w == b"\r\n") {
         Some(n) if n <= MAX_LINE => Ok(Some((&rest[..n], from + n + 2))),
         Some(_) => Err(Error::Protocol("header line too long".into())),
@@ -48,69 +88,58 @@ fn parse_len(digits: &[u8], what: &str) -> Result<i64> {
         .ok_or_else(|| Error::Protocol(format!("invalid {what} length")))
 }
 
-fn parse_array(buf: &[u8], limits: &Limits) -> Result<Option<(Vec<Vec<u8>>, usize)>> {
-    let Some((head, mut pos)) = line(buf, 1)? else {
+/// One `$len` bulk string off the front of `buf`, its length checked against
+/// the limit before its bytes are waited for.
+fn bulk(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<u8>>> {
+    match buf.first() {
+        None => return Ok(None),
+        Some(b'$') => {}
+        Some(c) => {
+            return Err(Error::Protocol(format!(
+                "expected '$', got '{}'",
+                char::from(*c).escape_default()
+            )))
+        }
+    }
+    let Some((head, start)) = line(buf, 1)? else {
         return Ok(None);
     };
-    let n = parse_len(head, "multibulk")?;
-    if n > limits.max_args as i64 {
+    let len = parse_len(head, "bulk")?;
+    if len < 0 {
+        return Err(Error::Protocol("invalid bulk length".into()));
+    }
+    if len as u64 > limits.max_bulk as u64 {
         return Err(Error::Protocol(format!(
-            "{n} arguments, more than the limit of {}",
-            limits.max_args
+            "bulk of {len} bytes, more than the limit of {} (proto-max-bulk-len)",
+            limits.max_bulk
         )));
     }
-    if n <= 0 {
-        // Redis ignores an empty or null array.
-        return Ok(Some((Vec::new(), pos)));
+    let end = start + len as usize;
+    if buf.len() < end + 2 {
+        // Room for more of it now (bounded: a header alone must not make us
+        // allocate the largest bulk), so that reads fill it in large pieces.
+        buf.reserve((end + 2 - buf.len()).min(16 << 20));
+        return Ok(None);
     }
-    let mut args = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        match buf.get(pos) {
-            None => return Ok(None),
-            Some(b'$') => {}
-            Some(c) => {
-                return Err(Error::Protocol(format!(
-                    "expected '$', got '{}'",
-                    char::from(*c).escape_default()
-                )))
-            }
-        }
-        let Some((head, start)) = line(buf, pos + 1)? else {
-            return Ok(None);
-        };
-        let len = parse_len(head, "bulk")?;
-        if len < 0 {
-            return Err(Error::Protocol("invalid bulk length".into()));
-        }
-        if len as u64 > limits.max_bulk as u64 {
-            return Err(Error::Protocol(format!(
-                "bulk of {len} bytes, more than the limit of {} (proto-max-bulk-len)",
-                limits.max_bulk
-            )));
-        }
-        let end = start + len as usize;
-        if buf.len() < end + 2 {
-            return Ok(None);
-        }
-        if &buf[end..end + 2] != b"\r\n" {
-            return Err(Error::Protocol("bulk string not followed by CRLF".into()));
-        }
-        args.push(buf[start..end].to_vec());
-        pos = end + 2;
+    if &buf[end..end + 2] != b"\r\n" {
+        return Err(Error::Protocol("bulk string not followed by CRLF".into()));
     }
-    Ok(Some((args, pos)))
+    let mut taken = buf.split_to(end + 2);
+    taken.truncate(end);
+    Ok(Some(taken.split_off(start).to_vec()))
 }
 
 /// A line of space-separated words (telnet, `redis-cli` pipes); no quoting.
-fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<(Vec<Vec<u8>>, usize)>> {
-    let (text, next) = match buf.iter().position(|&c| c == b'\n') {
-        Some(n) if n <= MAX_LINE => (&buf[..n], n + 1),
+fn parse_inline(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Vec<u8>>>> {
+    let (len, next) = match buf.iter().position(|&c| c == b'\n') {
+        Some(n) if n <= MAX_LINE => (n, n + 1),
         Some(_) => return Err(Error::Protocol("inline command too long".into())),
         None if buf.len() > MAX_LINE => {
             return Err(Error::Protocol("inline command too long".into()))
         }
         None => return Ok(None),
     };
+    let text = &buf[..len];
     let text = text.strip_suffix(b"\r").unwrap_or(text);
     let args: Vec<Vec<u8>> = text
         .split(|c| c.is_ascii_whitespace())
@@ -120,7 +149,8 @@ fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<(Vec<Vec<u8>>, usi
     if args.len() > limits.max_args {
         return Err(Error::Protocol("too many arguments".into()));
     }
-    Ok(Some((args, next)))
+    let _ = buf.split_to(next);
+    Ok(Some(args))
 }
 
 /// A reply, encoded for the connection's protocol version.
@@ -212,25 +242,36 @@ mod tests {
         max_args: 4,
     };
 
-    #[test]
-    fn a_command_split_anywhere_parses_only_once_complete() {
-        let full = b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n";
-        for cut in 0..full.len() {
-            assert_eq!(
-                parse_command(&full[..cut], &L).ok(),
-                Some(None),
-                "cut {cut}"
-            );
+    fn parse_all(bytes: &[u8]) -> Result<Vec<Vec<Vec<u8>>>> {
+        let (mut p, mut buf, mut out) = (Parser::default(), BytesMut::from(bytes), Vec::new());
+        while let Some(cmd) = p.next(&mut buf, &L)? {
+            out.push(cmd);
         }
-        let (args, used) = parse_command(full, &L).ok().flatten().unwrap_or_default();
-        assert_eq!(args, vec![b"GET".to_vec(), b"key".to_vec()]);
-        assert_eq!(used, full.len());
+        Ok(out)
+    }
+
+    #[test]
+    fn a_command_fed_one_byte_at_a_time_parses_once_complete() {
+        let full = b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n*1\r\n$4\r\nPING\r\n";
+        let (mut p, mut buf, mut got) = (Parser::default(), BytesMut::new(), Vec::new());
+        for &b in full {
+            buf.extend_from_slice(&[b]);
+            while let Ok(Some(cmd)) = p.next(&mut buf, &L) {
+                got.push((cmd, buf.len()));
+            }
+        }
+        let want = vec![
+            (vec![b"GET".to_vec(), b"key".to_vec()], 0),
+            (vec![b"PING".to_vec()], 0),
+        ];
+        assert_eq!(got, want);
     }
 
     #[test]
     fn an_oversize_bulk_is_refused_from_its_header_alone() {
-        assert!(parse_command(b"*2\r\n$3\r\nGET\r\n$17\r\n", &L).is_err());
-        assert!(parse_command(b"*5\r\n", &L).is_err());
+        assert!(parse_all(b"*2\r\n$3\r\nGET\r\n$17\r\n").is_err());
+        assert!(parse_all(b"*5\r\n").is_err());
+        assert!(parse_all(b"*2\r\n$3\r\nGET\r\n$16\r\n").is_ok_and(|c| c.is_empty()));
     }
 
     #[test]
@@ -241,18 +282,18 @@ mod tests {
             b"*1\r\n$-3\r\n",
             b"*1\r\n$1\r\nab\r\n",
         ] {
-            assert!(parse_command(bad, &L).is_err(), "{bad:?}");
+            assert!(parse_all(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn inline_commands_split_on_spaces() {
-        let (args, used) = parse_command(b"PING  hi\r\nrest", &L)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        assert_eq!(args, vec![b"PING".to_vec(), b"hi".to_vec()]);
-        assert_eq!(used, 10);
+        let got = parse_all(b"PING  hi\r\nECHO x\n").ok();
+        let want = vec![
+            vec![b"PING".to_vec(), b"hi".to_vec()],
+            vec![b"ECHO".to_vec(), b"x".to_vec()],
+        ];
+        assert_eq!(got, Some(want));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::commands::{execute, Conn, Shared};
 use crate::error::{io, Result};
-use crate::resp::{parse_command, Limits, Reply};
+use crate::resp::{Limits, Parser, Reply};
 use bytes::BytesMut;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -91,15 +91,15 @@ async fn connection(
         ..Conn::default()
     };
     let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut parser = Parser::default();
     let mut out = Vec::with_capacity(16 * 1024);
     loop {
         // Every complete command in the buffer (a pipeline) runs as one job.
         let mut cmds = Vec::new();
         let mut bad = None;
         loop {
-            match parse_command(&buf, &limits) {
-                Ok(Some((args, used))) => {
-                    let _ = buf.split_to(used);
+            match parser.next(&mut buf, &limits) {
+                Ok(Some(args)) => {
                     cmds.push(args);
                     if cmds.len() >= 1024 {
                         break;
@@ -112,6 +112,7 @@ async fn connection(
                 }
             }
         }
+        let nothing_ran = cmds.is_empty();
         if !cmds.is_empty() {
             let sh2 = sh.clone();
             let mut bytes = std::mem::take(&mut out);
@@ -137,7 +138,6 @@ async fn connection(
             if conn.close {
                 return Ok(());
             }
-            continue;
         }
         if let Some(e) = bad {
             // The stream cannot be resynchronised: say why and close this connection only.
@@ -154,8 +154,14 @@ async fn connection(
             let _ = stream.write_all(&out).await;
             return Err(e);
         }
+        if !nothing_ran {
+            continue;
+        }
         if *stop.borrow() {
             return Ok(());
+        }
+        if buf.capacity() - buf.len() < 16 * 1024 {
+            buf.reserve(64 * 1024);
         }
         let read = async {
             match idle {

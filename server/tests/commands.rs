@@ -340,7 +340,8 @@ fn a_bad_frame_gets_an_error_and_closes_only_that_connection() {
     // A valid command before the bad frame in the same write still runs.
     let mut raw = srv.raw();
     let got = send_and_read_all(&mut raw, b"SET before bad\r\n*1\r\n$-5\r\n");
-    assert!(String::from_utf8_lossy(&got).starts_with("+OK\r\n-ERR Protocol error"));
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("+OK\r\n-ERR Protocol error"), "{text:?}");
     assert_eq!(
         s(&mut c, &["GET", "kept"]).as_deref(),
         Some("yes"),
@@ -499,4 +500,26 @@ fn shutdown_command_stops_the_server_and_the_directory_reopens() {
     assert!(status.success());
     let srv = Server::start(dir.path(), &[]);
     assert_eq!(s(&mut srv.client(), &["GET", "k"]).as_deref(), Some("v"));
+}
+
+#[test]
+fn a_large_value_sent_in_pieces_is_stored_and_its_ttl_can_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let srv = Server::start(dir.path(), &[]);
+    let mut raw = srv.raw();
+    // 12 MiB: above sett's default transaction limit, which EXPIRE's rewrite must not hit.
+    let value: Vec<u8> = (0..12 << 20).map(|i: u32| (i % 251) as u8).collect();
+    raw.write_all(format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", value.len()).as_bytes())
+        .expect("header");
+    for piece in value.chunks(100_000) {
+        raw.write_all(piece).expect("piece");
+    }
+    raw.write_all(b"\r\n").expect("end");
+    assert_eq!(read_for(&mut raw, Duration::from_secs(2)), b"+OK\r\n");
+    let mut c = srv.client();
+    assert_eq!(n(&mut c, &["EXPIRE", "big", "100"]), 1);
+    assert!(n(&mut c, &["TTL", "big"]) > 90);
+    assert_eq!(n(&mut c, &["PERSIST", "big"]), 1);
+    let back: Vec<u8> = cmd("GET").arg("big").query(&mut c).expect("get big");
+    assert!(back == value, "the value read back differs");
 }

@@ -95,11 +95,24 @@ impl Drop for Server {
     }
 }
 
-/// Sends `bytes` and reads until the server closes the connection (or 10 s pass).
+/// Sends `bytes` and reads until the server closes the connection; fails the
+/// test if it is still open after 10 s.
 pub fn send_and_read_all(s: &mut TcpStream, bytes: &[u8]) -> Vec<u8> {
     s.write_all(bytes).expect("raw write");
     let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
+    // A reset is a close too (the server closed with our request unread).
+    if let Err(e) = s.read_to_end(&mut out).or_else(|e| {
+        if e.kind() == std::io::ErrorKind::ConnectionReset {
+            Ok(0)
+        } else {
+            Err(e)
+        }
+    }) {
+        panic!(
+            "the server did not close the connection ({e}); it sent {:?}",
+            String::from_utf8_lossy(&out)
+        );
+    }
     out
 }
 

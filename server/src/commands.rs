@@ -66,6 +66,8 @@ pub struct Counters {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub protocol_errors: AtomicU64,
+    /// fsyncs made by the everysec timer.
+    pub background_syncs: AtomicU64,
 }
 
 /// SCAN cursors: a number for each place a scan stopped, because clients
@@ -1006,8 +1008,9 @@ fn info(sh: &Shared, args: &[Vec<u8>]) -> Reply {
     if want("persistence") {
         let levels: Vec<String> = st.levels.iter().map(|(n, b)| format!("{n}/{b}")).collect();
         out.push_str(&format!(
-            "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\nrdb_changes_since_last_save:0\r\nsett_last_seq:{}\r\nsett_batches_written:{}\r\nsett_write_groups:{}\r\nsett_wal_syncs:{}\r\nsett_levels_tables_bytes:{}\r\nsett_table_entries:{}\r\nsett_vlog_files:{}\r\nsett_vlog_bytes:{}\r\nsett_compactions_pending:{}\r\nsett_compactions_running:{}\r\nsett_gc_files_rewritten:{}\r\nsett_gc_files_deleted:{}\r\nsett_gc_bytes_reclaimed:{}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\nrdb_changes_since_last_save:0\r\nsett_background_syncs:{}\r\nsett_last_seq:{}\r\nsett_batches_written:{}\r\nsett_write_groups:{}\r\nsett_wal_syncs:{}\r\nsett_levels_tables_bytes:{}\r\nsett_table_entries:{}\r\nsett_vlog_files:{}\r\nsett_vlog_bytes:{}\r\nsett_compactions_pending:{}\r\nsett_compactions_running:{}\r\nsett_gc_files_rewritten:{}\r\nsett_gc_files_deleted:{}\r\nsett_gc_bytes_reclaimed:{}\r\n\r\n",
             s.fsync.name(),
+            c.background_syncs.load(Ordering::Relaxed),
             st.last_seq,
             st.batches_written,
             st.write_groups,

@@ -19,6 +19,7 @@ use clap::Parser;
 use commands::{Counters, Fsync, Settings, Shared};
 use error::{io, Error, Result};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -203,7 +204,9 @@ fn spawn_everysec(shared: &Arc<Shared>) {
             let sh2 = sh.clone();
             let r = tokio::task::spawn_blocking(move || sh2.db.sync()).await;
             match r {
-                Ok(Ok(())) => {}
+                Ok(Ok(())) => {
+                    sh.counters.background_syncs.fetch_add(1, Ordering::Relaxed);
+                }
                 Ok(Err(sett::Error::Closed)) => return,
                 Ok(Err(e)) => eprintln!("sett-server: background fsync failed: {e}"),
                 Err(e) => eprintln!("sett-server: background fsync task failed: {e}"),

@@ -523,3 +523,53 @@ fn a_large_value_sent_in_pieces_is_stored_and_its_ttl_can_change() {
     let back: Vec<u8> = cmd("GET").arg("big").query(&mut c).expect("get big");
     assert!(back == value, "the value read back differs");
 }
+
+fn info_field(c: &mut Connection, field: &str) -> u64 {
+    let info = s(c, &["INFO", "persistence"]).unwrap_or_default();
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("INFO persistence lacks {field}: {info}"))
+}
+
+#[test]
+fn appendfsync_modes_fsync_per_write_once_a_second_or_never() {
+    let modes = [
+        ("always", true, false),
+        ("everysec", false, true),
+        ("no", false, false),
+    ];
+    let dirs: Vec<_> = modes
+        .iter()
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    // All three at once: one wait covers the timer's ticks of each.
+    let servers: Vec<Server> = modes
+        .iter()
+        .zip(&dirs)
+        .map(|((mode, _, _), dir)| Server::start(dir.path(), &["--appendfsync", mode]))
+        .collect();
+    for srv in &servers {
+        let mut c = srv.client();
+        for i in 0..20 {
+            ok(&mut c, &["SET", &format!("k{i}"), "v"]);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(2300));
+    for ((mode, per_write, timer), srv) in modes.iter().zip(&servers) {
+        let mut c = srv.client();
+        let (wal, bg) = (
+            info_field(&mut c, "sett_wal_syncs"),
+            info_field(&mut c, "sett_background_syncs"),
+        );
+        assert_eq!(
+            wal >= 20,
+            *per_write,
+            "{mode}: {wal} fsyncs with the writes"
+        );
+        assert_eq!(bg >= 2, *timer, "{mode}: {bg} fsyncs by the timer");
+        if !timer {
+            assert_eq!(bg, 0, "{mode}");
+        }
+    }
+}

@@ -281,3 +281,29 @@ fn redis_py_cluster_client_reads_and_writes_across_the_nodes() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("redis-py RedisCluster: ok"));
 }
+
+#[test]
+fn go_redis_cluster_client_routes_pipelines_across_the_nodes() {
+    let has_go = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_go {
+        skip("cluster_go_redis", "go is not installed");
+        return;
+    }
+    let cl = start_cluster();
+    let out = Command::new("go")
+        .args(["run", "."])
+        .arg(format!("127.0.0.1:{}", cl.nodes[2].port))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goredis"))
+        .output()
+        .expect("running go run");
+    assert!(
+        out.status.success(),
+        "go-redis cluster program failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("go-redis ClusterClient: ok"));
+}

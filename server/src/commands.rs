@@ -608,8 +608,8 @@ fn set(db: &Db, args: &[Vec<u8>]) -> Res {
                     }
                     _ => Duration::from_millis(n.saturating_sub(now_ms())),
                 };
-                // An absolute time already past: the key is written expired, as Redis deletes it.
-                ttl = Some(d.max(Duration::from_millis(1)));
+                // An absolute time already past (a zero TTL): the SET deletes the key, as in Redis.
+                ttl = Some(d);
                 i += 1;
             }
             _ => return Ok(syntax()),
@@ -618,8 +618,13 @@ fn set(db: &Db, args: &[Vec<u8>]) -> Res {
     }
     let key = stored(&args[1]);
     let value = &args[2];
+    let past = ttl.is_some_and(|d| d.is_zero());
     if !(nx || xx || get || keepttl) {
-        db.put_with(&key, value, PutOptions { user_meta: 0, ttl })?;
+        if past {
+            db.delete(&key)?;
+        } else {
+            db.put_with(&key, value, PutOptions { user_meta: 0, ttl })?;
+        }
         return Ok(Reply::Status("OK"));
     }
     let now = db.options().clock.now();
@@ -632,7 +637,11 @@ fn set(db: &Db, args: &[Vec<u8>]) -> Res {
             } else {
                 ttl
             };
-            txn.set_with(&key, value, PutOptions { user_meta: 0, ttl })?;
+            if past {
+                txn.delete(&key)?;
+            } else {
+                txn.set_with(&key, value, PutOptions { user_meta: 0, ttl })?;
+            }
         }
         Ok(match (get, write) {
             (true, _) => old.map_or(Reply::Nil, |o| Reply::Bulk(o.value)),

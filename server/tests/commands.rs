@@ -6,7 +6,7 @@ mod common;
 use common::{read_for, send_and_read_all, Server};
 use redis::{cmd, Connection, RedisResult, Value};
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn q<T: redis::FromRedisValue>(c: &mut Connection, args: &[&str]) -> RedisResult<T> {
     let mut command = cmd(args[0]);
@@ -112,6 +112,24 @@ fn set_options_nx_xx_get_keepttl_and_expiry() {
         Some("v6"),
         "refused SETs wrote nothing"
     );
+    // An absolute expiry in the past deletes; one in the future sets the TTL.
+    ok(&mut c, &["SET", "gone", "x"]);
+    assert_eq!(
+        s(&mut c, &["SET", "gone", "y", "EXAT", "1000"]).as_deref(),
+        Some("OK")
+    );
+    assert_eq!(s(&mut c, &["GET", "gone"]), None);
+    assert_eq!(
+        s(&mut c, &["SET", "gone", "z", "PXAT", "1000", "GET"]),
+        None
+    );
+    let at = (SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        + 60)
+        .to_string();
+    ok(&mut c, &["SET", "later", "x", "EXAT", &at]);
+    assert!((59..=60).contains(&n(&mut c, &["TTL", "later"])));
     // PX rounds up to sett's whole seconds: gone within about 2 s.
     ok(&mut c, &["SET", "short", "x", "PX", "300"]);
     let t = n(&mut c, &["PTTL", "short"]);

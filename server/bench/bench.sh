@@ -31,6 +31,7 @@ start() { # store mode
 }
 stop() { kill "$pid"; wait "$pid" || true; pid=""; }
 
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "store,fsync,size,run,test,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms" > "$tmp/all.csv"
 for mode in everysec always; do
 	n=$N_EVERYSEC; [ $mode = always ] && n=$N_ALWAYS
@@ -59,7 +60,8 @@ kill9=$("$py" "$root/server/bench/kill9.py" "$bin" "$CYCLES")
 	echo "(Debian) with \`--appendonly yes --appendfsync MODE --save ''\`; sett-server (release build) with"
 	echo "\`--appendfsync MODE\`. Both on loopback, on a 2-core machine shared with other jobs: the figures"
 	echo "are noisy; a difference inside the ranges is a tie. Throughput is the median of the runs (min-max);"
-	echo "p50 and p99 latencies are medians of the runs' figures, in ms."
+	echo "p50 and p99 latencies are medians of the runs' figures, in ms. Load average when the runs"
+	echo "began: $load; at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other jobs share the machine)."
 	echo
 	echo "| fsync | value | test | redis-server req/s | sett-server req/s | sett/redis | redis p50 / p99 | sett p50 / p99 |"
 	echo "|---|---|---|---|---|---|---|---|"

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: server-test install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
+.PHONY: server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -127,6 +127,13 @@ server-test: deps
 	rm -f target/tmp/skipped/twemproxy target/tmp/skipped/cluster_*
 	$(CARGO) build -p sett-server
 	$(CARGO) test -p sett-server
+
+# redis-benchmark against sett-server and Debian's redis-server (installed if missing) at the
+# same appendfsync, then a kill -9 loop in always mode; writes results/server.md.
+bench-server: server-test
+	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
+	$(CARGO) build --release -p sett-server
+	server/bench/bench.sh results/server.md
 
 # Tiny runs of the main job and of every CLI command, and the bank test with 4 threads.
 smoke: deps

@@ -130,7 +130,7 @@ server-test: deps
 
 # redis-benchmark against sett-server and Debian's redis-server (installed if missing) at the
 # same appendfsync, then a kill -9 loop in always mode; writes results/server.md.
-bench-server: server-test
+bench-server: deps
 	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
 	$(CARGO) build --release -p sett-server
 	server/bench/bench.sh results/server.md

@@ -10,7 +10,13 @@ N_EVERYSEC=${N:-100000}
 N_ALWAYS=${N_ALWAYS:-50000}
 RUNS=${RUNS:-3}
 CYCLES=${CYCLES:-20}
-py=${PYTHON:-$root/target/tmp/server-venv/bin/python}
+# redis-py for the kill -9 loop: the virtualenv make server-test uses, made if missing.
+venv=$root/target/tmp/server-venv
+py=${PYTHON:-$venv/bin/python}
+if ! "$py" -c 'import redis' 2>/dev/null; then
+	python3 -m venv "$venv" && "$venv/bin/pip" install -q redis==8.1.0
+	py=$venv/bin/python
+fi
 tmp=$(mktemp -d)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }

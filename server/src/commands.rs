@@ -1284,6 +1284,39 @@ mod tests {
     }
 
     #[test]
+    fn routing_says_moved_crossslot_or_clusterdown_and_lets_own_keys_through() {
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        // bar is slot 5061 (mine), foo 12182 (b's); 16000-16383 belong to nobody.
+        let text = format!("{a} 127.0.0.1:7001 0-8191\n{b} 10.0.0.2:7002 8192-15999\n");
+        let Ok(topo) = Topology::parse(&text, "t", &a) else {
+            panic!("topology refused");
+        };
+        let args = |v: &[&str]| v.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        let get = find("get").map(|s| route(&topo, s, &args(&["GET", "bar"])));
+        assert_eq!(get, Some(None));
+        let moved = find("get").map(|s| route(&topo, s, &args(&["GET", "foo"])));
+        assert_eq!(
+            moved,
+            Some(Some(Reply::Error("MOVED 12182 10.0.0.2:7002".into())))
+        );
+        let cross =
+            find("mset").and_then(|s| route(&topo, s, &args(&["MSET", "bar", "1", "foo", "2"])));
+        assert!(matches!(cross, Some(Reply::Error(e)) if e.starts_with("CROSSSLOT")));
+        let tagged =
+            find("mset").map(|s| route(&topo, s, &args(&["MSET", "{bar}1", "1", "{bar}2", "2"])));
+        assert_eq!(tagged, Some(None));
+        let unserved = (0..u32::MAX)
+            .map(|i| format!("k{i}"))
+            .find(|k| key_slot(k.as_bytes()) >= 16000)
+            .unwrap_or_default();
+        let down = find("get").and_then(|s| route(&topo, s, &args(&["GET", &unserved])));
+        assert!(matches!(down, Some(Reply::Error(e)) if e.starts_with("CLUSTERDOWN")));
+        let ping = find("ping").map(|s| route(&topo, s, &args(&["PING"])));
+        assert_eq!(ping, Some(None));
+    }
+
+    #[test]
     fn key_positions_follow_first_last_step() {
         let mset = find("mset").map(|s| key_positions(s, 5).collect::<Vec<_>>());
         assert_eq!(mset, Some(vec![1, 3]));

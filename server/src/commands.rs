@@ -222,6 +222,16 @@ type Res = std::result::Result<Reply, sett::Error>;
 
 fn engine_error(cmd: &str, e: &sett::Error) -> Reply {
     match e {
+        // The stored key carries 2 slot bytes the client did not send.
+        sett::Error::TooBig {
+            what: "key",
+            len,
+            max,
+        } => Reply::err(format!(
+            "key of {} bytes is over the limit of {}",
+            len.saturating_sub(2),
+            max.saturating_sub(2)
+        )),
         sett::Error::TooBig { what, len, max } => {
             Reply::err(format!("{what} of {len} bytes is over the limit of {max}"))
         }

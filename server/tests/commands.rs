@@ -63,6 +63,15 @@ fn strings_round_trip_through_get_set_mget_mset_del_exists() {
     assert_eq!(s(&mut c, &["TYPE", "k2"]).as_deref(), Some("string"));
     assert_eq!(s(&mut c, &["TYPE", "k1"]).as_deref(), Some("none"));
     assert!(err(&mut c, &["MSET", "k1", "v1", "k2"]).contains("wrong number of arguments"));
+    // Keys over sett's limit (65000 bytes, of which the server uses 2) are refused by size.
+    let long = "k".repeat(70_000);
+    let e = err(&mut c, &["SET", &long, "v"]);
+    assert!(
+        e.contains("key of 70000 bytes is over the limit of 64998"),
+        "{e}"
+    );
+    assert!(err(&mut c, &["GET", &long]).contains("key of 70000 bytes"));
+    ok(&mut c, &["SET", &"k".repeat(64_998), "v"]);
 }
 
 #[test]

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -121,11 +121,30 @@ lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p sett --all-targets --features fault-injection -- -D warnings
 
-# (sett-python is an extension module: it is tested through pytest, not cargo test.)
+# (sett-python is an extension module: it is tested through pytest, not cargo test;
+# sett-server's tests start servers and proxies: make server-test runs them.)
 unit: deps
 	rm -rf target/tmp/skipped
-	$(CARGO) test --workspace --exclude sett-python
+	$(CARGO) test --workspace --exclude sett-python --exclude sett-server
 	$(CARGO) test -p sett --features fault-injection --test fault
+
+# sett-server (server/): its unit tests; every command against the binary through the redis
+# crate and raw RESP (errors, limits, auth, SIGTERM and restart); the twemproxy recipe of
+# server/examples (installs Debian's nutcracker if missing); cluster mode through raw RESP,
+# redis-cli -c, redis-benchmark --cluster (redis-tools, installed if missing) and redis-py's
+# RedisCluster (a virtualenv under target/tmp). A tool that cannot be installed makes its test
+# leave a mark in target/tmp/skipped, which make test's closing line counts.
+server-test: deps
+	rm -f target/tmp/skipped/twemproxy target/tmp/skipped/cluster_*
+	$(CARGO) build -p sett-server
+	$(CARGO) test -p sett-server
+
+# redis-benchmark against sett-server and Debian's redis-server (installed if missing) at the
+# same appendfsync, then a kill -9 loop in always mode; writes results/server.md.
+bench-server: deps
+	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
+	$(CARGO) build --release -p sett-server
+	server/bench/bench.sh results/server.md
 
 # Tiny runs of the main job and of every CLI command, and the bank test with 4 threads.
 smoke: deps
@@ -317,6 +336,6 @@ mutation-check: deps
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
 
-test: fmt-check lint header-check unit mutation-check ctest install-check gotest pytest wheel-check smoke bindings-smoke
+test: fmt-check lint header-check unit server-test mutation-check ctest install-check gotest pytest wheel-check smoke bindings-smoke
 	@skipped=$$(ls target/tmp/skipped 2>/dev/null | tr '\n' ' '); \
 	echo "make test: all checks passed ($$(ls target/tmp/skipped 2>/dev/null | wc -l) tests skipped$${skipped:+: $$skipped})"

@@ -315,6 +315,13 @@ impl Db {
         self.inner.flush()
     }
 
+    /// fsyncs the value log and the WAL now, so that every write acknowledged
+    /// so far survives a machine crash. For a Db opened without
+    /// [`Options::sync_writes`] that syncs on a timer (a server's `everysec`).
+    pub fn sync(&self) -> Result<()> {
+        self.inner.sync_logs()
+    }
+
     /// Starts a transaction: read-write if `update`, else read-only.
     pub fn begin(&self, update: bool) -> Result<Txn> {
         self.inner.begin(update)

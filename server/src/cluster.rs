@@ -1,0 +1,221 @@
+//! Redis Cluster key slots and a static topology read from a file.
+//!
+//! The topology file has one node per line: `<40-hex id> <ip>:<port> <ranges>`,
+//! ranges like `0-5460` or `5461`, separated by spaces; `#` starts a comment.
+//! Every node of the cluster reads the same file and is told its own id; no
+//! gossip, no replicas, no failover: a slot's owner is whatever the file says.
+
+use crate::error::{Error, Result};
+
+/// Number of hash slots, as in Redis Cluster.
+pub const SLOTS: usize = 16384;
+
+/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), the checksum
+/// Redis Cluster hashes keys with.
+fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in data {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// The part of `key` that is hashed: the text between the first `{` and the
+/// next `}` if that is not empty, else the whole key.
+fn hash_part(key: &[u8]) -> &[u8] {
+    if let Some(open) = key.iter().position(|&c| c == b'{') {
+        if let Some(len) = key[open + 1..].iter().position(|&c| c == b'}') {
+            if len > 0 {
+                return &key[open + 1..open + 1 + len];
+            }
+        }
+    }
+    key
+}
+
+/// The hash slot of `key`.
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hash_part(key)) & (SLOTS as u16 - 1)
+}
+
+/// One node of the topology.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// 40 lowercase hex characters.
+    pub id: String,
+    /// The IP clients connect to.
+    pub ip: String,
+    /// Its client port.
+    pub port: u16,
+    /// Inclusive slot ranges, sorted.
+    pub ranges: Vec<(u16, u16)>,
+}
+
+/// The cluster as the topology file describes it, and which node this is.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    /// Every node, in file order.
+    pub nodes: Vec<Node>,
+    /// Index in `nodes` of this server.
+    pub me: usize,
+    /// Owner of each slot (index in `nodes`), `None` if no node has it.
+    owner: Vec<Option<usize>>,
+}
+
+impl Topology {
+    /// Reads `text` (the file named by `path`, for messages) as the view of node `myid`.
+    pub fn parse(text: &str, path: &str, myid: &str) -> Result<Topology> {
+        let bad = |n: usize, why: String| Error::Config(format!("{path}:{n}: {why}"));
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut owner: Vec<Option<usize>> = vec![None; SLOTS];
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let (Some(id), Some(addr)) = (words.next(), words.next()) else {
+                return Err(bad(n, "expected '<id> <ip:port> <slot ranges>'".into()));
+            };
+            if id.len() != 40
+                || !id
+                    .bytes()
+                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+            {
+                return Err(bad(
+                    n,
+                    format!("node id '{id}' is not 40 lowercase hex characters"),
+                ));
+            }
+            if nodes.iter().any(|x| x.id == id) {
+                return Err(bad(n, format!("node id '{id}' appears twice")));
+            }
+            let (ip, port) = addr
+                .rsplit_once(':')
+                .and_then(|(ip, p)| Some((ip, p.parse::<u16>().ok()?)))
+                .filter(|(ip, p)| !ip.is_empty() && *p != 0)
+                .ok_or_else(|| bad(n, format!("'{addr}' is not ip:port")))?;
+            let index = nodes.len();
+            let mut ranges = Vec::new();
+            for r in words {
+                let parse = |s: &str| s.parse::<u16>().ok().filter(|&v| usize::from(v) < SLOTS);
+                let (lo, hi) = match r.split_once('-') {
+                    Some((a, b)) => (parse(a), parse(b)),
+                    None => (parse(r), parse(r)),
+                };
+                let (Some(lo), Some(hi)) = (lo, hi) else {
+                    return Err(bad(
+                        n,
+                        format!("'{r}' is not a slot or range within 0-16383"),
+                    ));
+                };
+                if lo > hi {
+                    return Err(bad(n, format!("range '{r}' ends before it starts")));
+                }
+                for s in lo..=hi {
+                    let slot = &mut owner[usize::from(s)];
+                    if let Some(other) = *slot {
+                        return Err(bad(
+                            n,
+                            format!("slot {s} is already served by {}", nodes[other].id),
+                        ));
+                    }
+                    *slot = Some(index);
+                }
+                ranges.push((lo, hi));
+            }
+            ranges.sort_unstable();
+            nodes.push(Node {
+                id: id.to_string(),
+                ip: ip.to_string(),
+                port,
+                ranges,
+            });
+        }
+        let me = nodes.iter().position(|x| x.id == myid).ok_or_else(|| {
+            Error::Config(format!(
+                "{path}: no node has the id '{myid}' given by --cluster-myid"
+            ))
+        })?;
+        Ok(Topology { nodes, me, owner })
+    }
+
+    /// The node serving `slot`, if any.
+    pub fn owner(&self, slot: u16) -> Option<&Node> {
+        self.owner
+            .get(usize::from(slot))
+            .copied()
+            .flatten()
+            .and_then(|i| self.nodes.get(i))
+    }
+
+    /// True if this node serves `slot`.
+    pub fn is_mine(&self, slot: u16) -> bool {
+        self.owner.get(usize::from(slot)).copied().flatten() == Some(self.me)
+    }
+
+    /// This node.
+    pub fn myself(&self) -> &Node {
+        &self.nodes[self.me]
+    }
+
+    /// Slots that some node serves.
+    pub fn assigned(&self) -> usize {
+        self.owner.iter().filter(|o| o.is_some()).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_slots_match_the_redis_cluster_specification() {
+        // The specification's check value for CRC16/XMODEM, and slots that
+        // `CLUSTER KEYSLOT` of Redis returns for these keys.
+        assert_eq!(crc16(b"123456789"), 0x31c3);
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
+        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+    }
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn a_topology_file_maps_every_slot_to_its_node() {
+        let text = format!(
+            "# two nodes\n{A} 127.0.0.1:7001 0-8191\n{B} 127.0.0.1:7002 8192-16000 16383\n"
+        );
+        let t = Topology::parse(&text, "t", B).ok();
+        let t = t.as_ref();
+        assert_eq!(t.map(|t| t.me), Some(1));
+        assert_eq!(t.and_then(|t| t.owner(100)).map(|n| n.port), Some(7001));
+        assert_eq!(t.map(|t| t.is_mine(16383)), Some(true));
+        assert!(t.and_then(|t| t.owner(16001)).is_none());
+        assert_eq!(t.map(Topology::assigned), Some(8192 + 7809 + 1));
+    }
+
+    #[test]
+    fn overlapping_ranges_and_unknown_ids_are_refused_with_the_line() {
+        let text = format!("{A} 127.0.0.1:7001 0-100\n{B} 127.0.0.1:7002 100-200\n");
+        let err = Topology::parse(&text, "topo", A)
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("topo:2") && e.contains("slot 100")));
+        let text = format!("{A} 127.0.0.1:7001 0-100\n");
+        assert!(Topology::parse(&text, "topo", B).is_err());
+        assert!(Topology::parse("xyz 127.0.0.1:1 0", "topo", "xyz").is_err());
+    }
+}

@@ -1,0 +1,216 @@
+//! Starting sett-server for a test: on loopback, on a free port, watching the
+//! test process (it shuts down by itself if the test dies) and stopped by pid.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_sett-server");
+
+impl Server {
+    /// Starts a server on `dir` with `extra` arguments and waits until it listens.
+    pub fn start(dir: &Path, extra: &[&str]) -> Server {
+        Self::start_on(dir, 0, extra)
+    }
+
+    pub fn start_on(dir: &Path, port: u16, extra: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("--dir")
+            .arg(dir)
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--parent-pid", &std::process::id().to_string()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning sett-server");
+        let stdout = child.stdout.take().expect("sett-server stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("reading the listening line");
+        let port = line
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("sett-server did not start: {line:?}"));
+        Server {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(10)))
+            .expect("connecting to sett-server")
+    }
+
+    pub fn raw(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("raw connect");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        s
+    }
+
+    /// SIGTERM by pid; returns whether it exited successfully within 20 s.
+    pub fn terminate(&mut self) -> bool {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -TERM {} failed", self.child.id());
+        for _ in 0..200 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Sends `bytes` and reads until the server closes the connection; fails the
+/// test if it is still open after 10 s.
+pub fn send_and_read_all(s: &mut TcpStream, bytes: &[u8]) -> Vec<u8> {
+    s.write_all(bytes).expect("raw write");
+    let mut out = Vec::new();
+    // A reset is a close too (the server closed with our request unread).
+    if let Err(e) = s.read_to_end(&mut out).or_else(|e| {
+        if e.kind() == std::io::ErrorKind::ConnectionReset {
+            Ok(0)
+        } else {
+            Err(e)
+        }
+    }) {
+        panic!(
+            "the server did not close the connection ({e}); it sent {:?}",
+            String::from_utf8_lossy(&out)
+        );
+    }
+    out
+}
+
+/// Reads what arrives within `wait` (for replies on a connection that stays open).
+pub fn read_for(s: &mut TcpStream, wait: Duration) -> Vec<u8> {
+    s.set_read_timeout(Some(wait)).expect("read timeout");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+/// A port free on loopback now (the OS picks it; a race with another process is
+/// possible but unlikely in the short time until the server binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("picking a free port")
+}
+
+/// True if `tool` is on PATH, installing Debian's `package` first if it is not.
+pub fn ensure_tool(tool: &str, package: &str) -> bool {
+    let found = || {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if found() {
+        return true;
+    }
+    eprintln!("{tool} not found: installing Debian's {package}");
+    let _ = Command::new("sh")
+        .args([
+            "-c",
+            &format!("apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q {package}"),
+        ])
+        .stdout(Stdio::null())
+        .status();
+    found()
+}
+
+/// Records a skipped test where `make test` counts them (cargo shows a skip as a pass).
+pub fn skip(test: &str, reason: &str) {
+    eprintln!("SKIPPED {test}: {reason}");
+    let marks = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped");
+    let _ = std::fs::create_dir_all(&marks)
+        .and_then(|_| std::fs::write(marks.join(test), format!("{reason}\n")));
+}
+
+/// A helper program (nutcracker) started for a test: a shell watchdog stops it
+/// by pid if the test process dies, and Drop stops it by pid.
+pub struct Helper {
+    pub child: Child,
+    watchdog: Option<Child>,
+}
+
+impl Helper {
+    pub fn spawn(cmd: &mut Command) -> Helper {
+        let child = cmd
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawning a helper");
+        let script = format!(
+            "while kill -0 {parent} 2>/dev/null && kill -0 {child} 2>/dev/null; do sleep 0.5; done; kill {child} 2>/dev/null",
+            parent = std::process::id(),
+            child = child.id()
+        );
+        let watchdog = Command::new("sh").args(["-c", &script]).spawn().ok();
+        Helper { child, watchdog }
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(w) = &mut self.watchdog {
+            let _ = w.wait();
+        }
+    }
+}
+
+/// Waits until something accepts connections on `port` (at most 10 s).
+pub fn wait_listening(port: u16) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}

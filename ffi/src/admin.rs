@@ -2,7 +2,7 @@
 
 use crate::db::sett_db_t;
 use crate::error::{sett_error_t, FfiError};
-use crate::util::{bytes, guard_ok, handle, path as c_path, write_out};
+use crate::util::{bytes, guard_ok, live, live_mut, path as c_path, write_out, Handle};
 use sett_core::{GcOutcome, Sequence};
 use std::ffi::{c_char, c_int};
 
@@ -44,8 +44,7 @@ pub unsafe extern "C" fn sett_stats(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         if h.db.is_closed() {
             return Err(sett_core::Error::Closed.into());
         }
@@ -86,8 +85,7 @@ pub unsafe extern "C" fn sett_run_value_log_gc(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle; collected NULL or writable (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let outcome = h.db.run_value_log_gc(discard_ratio)?;
         if !collected.is_null() {
             // SAFETY: `collected` was checked writable (not NULL) above, as sett.h requires of out-pointers.
@@ -109,8 +107,7 @@ pub unsafe extern "C" fn sett_backup(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle, NUL-terminated path (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let io = |e: std::io::Error| {
@@ -142,8 +139,7 @@ pub unsafe extern "C" fn sett_restore(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle, NUL-terminated path (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let file = std::fs::File::open(p).map_err(|e| {
@@ -165,8 +161,7 @@ pub unsafe extern "C" fn sett_restore(
 #[no_mangle]
 pub unsafe extern "C" fn sett_flush(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(db, "db") }?.db.flush()?;
+        live(db)?.db.flush()?;
         Ok(())
     })
 }
@@ -175,8 +170,7 @@ pub unsafe extern "C" fn sett_flush(db: *mut sett_db_t, err: *mut *mut sett_erro
 #[no_mangle]
 pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(db, "db") }?.db.flatten()?;
+        live(db)?.db.flatten()?;
         Ok(())
     })
 }
@@ -185,8 +179,7 @@ pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_er
 #[no_mangle]
 pub unsafe extern "C" fn sett_drop_all(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(db, "db") }?.db.drop_all()?;
+        live(db)?.db.drop_all()?;
         Ok(())
     })
 }
@@ -200,8 +193,7 @@ pub unsafe extern "C" fn sett_drop_prefix(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte range (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `prefix` is NULL (refused) or points to `len` readable bytes, as sett.h requires of the caller.
         h.db.drop_prefix(unsafe { bytes(prefix, len, "prefix") }?)?;
         Ok(())
@@ -211,6 +203,10 @@ pub unsafe extern "C" fn sett_drop_prefix(
 /// A persisted sequence of increasing integers. Thread-safe.
 pub struct sett_sequence_t {
     seq: Sequence,
+}
+
+impl Handle for sett_sequence_t {
+    const NAME: &'static str = "seq";
 }
 
 /// A sequence stored under `key`, leasing `bandwidth` numbers at a time.
@@ -227,8 +223,7 @@ pub unsafe extern "C" fn sett_sequence_new(
     guard_ok(err, || {
         // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
         unsafe { write_out(seq, std::ptr::null_mut(), "seq") }?;
-        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let s =
             // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
             h.db.sequence(unsafe { bytes(key, keylen, "key") }?, bandwidth)?;
@@ -246,8 +241,7 @@ pub unsafe extern "C" fn sett_sequence_next(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
-        let s = unsafe { handle(seq, "seq") }?;
+        let s = live(seq)?;
         let v = s.seq.next()?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(value, v, "value") }
@@ -261,8 +255,7 @@ pub unsafe extern "C" fn sett_sequence_release(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(seq, "seq") }?.seq.release()?;
+        live(seq)?.seq.release()?;
         Ok(())
     })
 }
@@ -282,6 +275,10 @@ pub struct sett_bulk_loader_t {
     loader: Option<sett_core::BulkLoader>,
 }
 
+impl Handle for sett_bulk_loader_t {
+    const NAME: &'static str = "loader";
+}
+
 /// Starts a bulk load into an empty database (SETT_INVALID_ARGUMENT otherwise).
 /// Other writes fail until sett_bulk_loader_finish() or sett_bulk_loader_free().
 #[no_mangle]
@@ -293,8 +290,7 @@ pub unsafe extern "C" fn sett_bulk_loader_new(
     guard_ok(err, || {
         // SAFETY: live handle and writable out-pointer (contract in sett.h).
         unsafe { write_out(loader, std::ptr::null_mut(), "loader") }?;
-        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let l = h.db.bulk_load()?;
         // SAFETY: `loader` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe {
@@ -317,8 +313,7 @@ pub unsafe extern "C" fn sett_bulk_loader_add(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte ranges (contract in sett.h).
-        let l = unsafe { crate::util::handle_mut(loader, "loader") }?;
+        let l = live_mut(loader)?;
         let l = l.loader.as_mut().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;
@@ -339,8 +334,7 @@ pub unsafe extern "C" fn sett_bulk_loader_finish(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        let l = unsafe { crate::util::handle_mut(loader, "loader") }?;
+        let l = live_mut(loader)?;
         let l = l.loader.take().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;

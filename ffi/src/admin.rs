@@ -1,6 +1,6 @@
 //! Maintenance: value-log GC, backup and restore, flatten, drops, stats, sequences.
 
-use crate::db::sett_db_t;
+use crate::db::{put_options, sett_db_t};
 use crate::error::{sett_error_t, FfiError};
 use crate::util::{bytes, guard_ok, live, live_mut, path as c_path, write_out, Handle};
 use sett_core::{GcOutcome, Sequence};
@@ -312,15 +312,34 @@ pub unsafe extern "C" fn sett_bulk_loader_add(
     vallen: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { sett_bulk_loader_add_with(loader, key, keylen, val, vallen, 0, 0, err) }
+}
+
+/// Adds the next entry with a user-meta byte and a time to live in
+/// milliseconds (0 = none; rounded up to whole seconds, counted from this
+/// call), as sett_put_with(); keys must be strictly increasing.
+#[no_mangle]
+pub unsafe extern "C" fn sett_bulk_loader_add_with(
+    loader: *mut sett_bulk_loader_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    user_meta: u8,
+    ttl_ms: u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
     guard_ok(err, || {
         let l = live_mut(loader)?;
         let l = l.loader.as_mut().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        l.add(unsafe { bytes(key, keylen, "key") }?, unsafe {
-            bytes(val, vallen, "value")
-        }?)?;
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
+        let v = unsafe { bytes(val, vallen, "value") }?;
+        l.add_with(k, v, put_options(user_meta, ttl_ms))?;
         Ok(())
     })
 }

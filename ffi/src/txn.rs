@@ -77,6 +77,47 @@ pub unsafe extern "C" fn sett_txn_get(
     })
 }
 
+/// Reads key with its metadata as the transaction sees it: the same contract as
+/// sett_get_entry(). Any of user_meta, expires_at, version may be NULL. For a
+/// key this transaction wrote itself (not yet committed), *user_meta is the
+/// meta it wrote, and *version and *expires_at are 0 (both are fixed at commit).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_get_entry(
+    txn: *mut sett_txn_t,
+    key: *const u8,
+    keylen: usize,
+    value: *mut sett_buf_t,
+    user_meta: *mut u8,
+    expires_at: *mut u64,
+    version: *mut u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard(err, || {
+        let t = live_mut(txn)?.live()?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
+        let Some(item) = t.get_entry(k)? else {
+            return Ok(SETT_NOT_FOUND);
+        };
+        // SAFETY: each out-pointer is written only when not NULL, and sett.h requires it writable.
+        unsafe {
+            if !user_meta.is_null() {
+                user_meta.write(item.user_meta);
+            }
+            if !expires_at.is_null() {
+                expires_at.write(item.expires_at);
+            }
+            if !version.is_null() {
+                version.write(item.version);
+            }
+            value.write(sett_buf_t::from_vec(item.value));
+        }
+        Ok(SETT_OK)
+    })
+}
+
 /// Buffers a put (applied at commit).
 #[no_mangle]
 pub unsafe extern "C" fn sett_txn_put(

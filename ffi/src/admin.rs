@@ -221,7 +221,7 @@ pub unsafe extern "C" fn sett_sequence_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
+        // SAFETY: `seq` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(seq, std::ptr::null_mut(), "seq") }?;
         let h = live(db)?;
         let s =
@@ -288,7 +288,7 @@ pub unsafe extern "C" fn sett_bulk_loader_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `loader` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(loader, std::ptr::null_mut(), "loader") }?;
         let h = live(db)?;
         let l = h.db.bulk_load()?;

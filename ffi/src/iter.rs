@@ -142,7 +142,7 @@ pub unsafe extern "C" fn sett_iter_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
         let h = live(db)?;
         let it = h.db.iter(options(opts))?;
@@ -161,7 +161,7 @@ pub unsafe extern "C" fn sett_txn_iter_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
         let t = live_mut(txn)?.live()?;
         let it = t.iter(options(opts))?;

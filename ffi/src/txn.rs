@@ -39,7 +39,7 @@ pub unsafe extern "C" fn sett_txn_begin(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `txn` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(txn, std::ptr::null_mut(), "txn") }?;
         let h = live(db)?;
         let update = flag(update, "update")?;

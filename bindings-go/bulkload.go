@@ -40,6 +40,24 @@ func (b *BulkLoader) Add(key, value []byte) error {
 	return status(rc, cerr)
 }
 
+// AddEntry adds the next entry with its user-meta byte and TTL (counted from
+// this call, rounded up to whole seconds); keys must be strictly increasing.
+func (b *BulkLoader) AddEntry(e *Entry) error {
+	if b.l == nil {
+		return ErrClosed
+	}
+	ttl, err := e.ttlMillis()
+	if err != nil {
+		return err
+	}
+	var cerr *C.sett_error_t
+	rc := C.sett_bulk_loader_add_with(b.l, ptr(e.Key), C.size_t(len(e.Key)), ptr(e.Value), C.size_t(len(e.Value)),
+		C.uint8_t(e.UserMeta), ttl, &cerr)
+	runtime.KeepAlive(e.Key)
+	runtime.KeepAlive(e.Value)
+	return status(rc, cerr)
+}
+
 // Finish makes the loaded data durable and visible, frees the loader and
 // returns the number of entries loaded. The loader is finished either way.
 func (b *BulkLoader) Finish() (uint64, error) {

@@ -8,9 +8,8 @@ import "C"
 
 import (
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
+	"time"
 	"unsafe"
 )
 
@@ -97,31 +96,12 @@ func (d *DB) BackupFile(path string, since uint64) (uint64, error) {
 
 // Backup writes a backup to w, as BackupFile (since 0: the live entries; else
 // every version after since), and returns the since of the next incremental
-// backup, as Badger's DB.Backup.
-//
-// The C ABI writes backups to a path only, so Backup writes a temporary file
-// in os.TempDir() and copies it to w: it needs that much free space there, and
-// nothing reaches w before the whole backup is written.
+// backup, as Badger's DB.Backup. The bytes go to w as they are made (chunks of
+// about 1 MiB), through sett_backup_to. An error from w stops the backup: the
+// error returned wraps it and ErrIO, and the database is not changed. w is
+// called on the calling goroutine and must not close the database.
 func (d *DB) Backup(w io.Writer, since uint64) (uint64, error) {
-	dir, err := os.MkdirTemp("", "sett-backup-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "backup")
-	next, err := d.BackupFile(path, since)
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	if _, err := io.Copy(w, f); err != nil {
-		return 0, err
-	}
-	return next, nil
+	return d.backupTo(w, since)
 }
 
 // RestoreFile applies the backup in the file at path (a full backup needs an
@@ -138,32 +118,16 @@ func (d *DB) RestoreFile(path string) (uint64, error) {
 
 // Restore applies a backup read from r (written by Backup or BackupFile; a full
 // backup needs an empty database) and returns the number of entries applied.
-// It is Badger's DB.Load.
-//
-// The C ABI restores from a path only, so Restore first copies r into a
-// temporary file in os.TempDir().
+// It is Badger's DB.Load, reading r as it goes through sett_restore_from. When
+// r fails (the error returned wraps it and ErrIO) or the stream is damaged or
+// cut (ErrCorruption), the stream is applied in chunks of about 1 MiB as it is
+// read, so the entries of the chunks before may be in the database: DropAll
+// before restoring a full backup again.
 func (d *DB) Restore(r io.Reader) (uint64, error) {
-	dir, err := os.MkdirTemp("", "sett-restore-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "backup")
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	return d.RestoreFile(path)
+	return d.restoreFrom(r)
 }
 
-// Stats are counts and sizes of a database (sett_stats_t).
+// Stats are counts and sizes of a database (sett_stats_ex_t).
 type Stats struct {
 	// Tables and bytes per level, L0 first (one entry per level in use).
 	LevelTables, LevelBytes []uint64
@@ -183,16 +147,26 @@ type Stats struct {
 	// group-commit factor.
 	WriteGroups    uint64
 	BatchesWritten uint64
+	// WALSyncs: fsyncs of the WAL since open (only with SyncWrites).
+	WALSyncs uint64
 	// Levels due for compaction and compactions in progress: the background
 	// work has settled when both are 0 and ImmutableMemtables is 0.
 	CompactionsPending uint64
 	CompactionsRunning uint64
+	// Value-log GC since open, background and RunValueLogGC: files whose live
+	// values were moved before they were deleted, files deleted without a
+	// rewrite, bytes given back to the file system, and the time spent.
+	GCFilesRewritten uint64
+	GCFilesDeleted   uint64
+	GCBytesReclaimed uint64
+	GCTime           time.Duration
 }
 
 // Stats returns the database's counts and sizes.
 func (d *DB) Stats() (Stats, error) {
-	var cs C.sett_stats_t
-	err := d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int { return C.sett_stats(h, &cs, cerr) })
+	var cs C.sett_stats_ex_t
+	cs.size = C.size_t(unsafe.Sizeof(cs))
+	err := d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int { return C.sett_stats_ex(h, &cs, cerr) })
 	if err != nil {
 		return Stats{}, err
 	}
@@ -209,12 +183,46 @@ func (d *DB) Stats() (Stats, error) {
 		TableEntries:       uint64(cs.table_entries),
 		WriteGroups:        uint64(cs.write_groups),
 		BatchesWritten:     uint64(cs.batches_written),
+		WALSyncs:           uint64(cs.wal_syncs),
 		CompactionsPending: uint64(cs.compactions_pending),
 		CompactionsRunning: uint64(cs.compactions_running),
+		GCFilesRewritten:   uint64(cs.gc_files_rewritten),
+		GCFilesDeleted:     uint64(cs.gc_files_deleted),
+		GCBytesReclaimed:   uint64(cs.gc_bytes_reclaimed),
+		GCTime:             time.Duration(cs.gc_micros) * time.Microsecond,
 	}
 	for i := 0; i < n; i++ {
 		st.LevelTables[i] = uint64(cs.level_tables[i])
 		st.LevelBytes[i] = uint64(cs.level_bytes[i])
 	}
 	return st, nil
+}
+
+// VerifyReport is what Verify checked (sett_verify_report_t).
+type VerifyReport struct {
+	// Tables whose every block checksum and format were checked, and blocks.
+	Tables, Blocks uint64
+	// Entries (all versions) walked in memtables and tables.
+	Entries uint64
+	// Value-log entries read back and checked through their pointers.
+	Values uint64
+}
+
+// Verify checks every checksum of the database: each table block, and each
+// value-log entry that a live version points to. The first damage found is
+// ErrCorruption, its message naming the file and offset. The database is not
+// changed and stays usable.
+func (d *DB) Verify() (VerifyReport, error) {
+	var r C.sett_verify_report_t
+	r.size = C.size_t(unsafe.Sizeof(r))
+	err := d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int { return C.sett_verify(h, &r, cerr) })
+	if err != nil {
+		return VerifyReport{}, err
+	}
+	return VerifyReport{
+		Tables:  uint64(r.tables),
+		Blocks:  uint64(r.blocks),
+		Entries: uint64(r.entries),
+		Values:  uint64(r.values),
+	}, nil
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -217,5 +220,219 @@ func TestStatsCountTablesAndSettleAfterCompactions(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failingWriter takes `room` bytes, then fails.
+type failingWriter struct {
+	room  int
+	taken int
+}
+
+var errDiskFull = errors.New("test writer: disk full")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.taken+len(p) > w.room {
+		return 0, errDiskFull
+	}
+	w.taken += len(p)
+	return len(p), nil
+}
+
+// failingReader hands out r's bytes until `at`, then fails.
+type failingReader struct {
+	r  io.Reader
+	at int
+	n  int
+}
+
+var errNetworkGone = errors.New("test reader: connection reset")
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.n >= f.at {
+		return 0, errNetworkGone
+	}
+	if len(p) > f.at-f.n {
+		p = p[:f.at-f.n]
+	}
+	k, err := f.r.Read(p)
+	f.n += k
+	return k, err
+}
+
+func backupSource(t *testing.T) (*DB, map[string]string) {
+	src := openTemp(t)
+	want := map[string]string{}
+	for i := 0; i < 3000; i++ {
+		k := fmt.Sprintf("k%05d", i)
+		v := strings.Repeat(string(rune('a'+i%26)), 10+i%700)
+		mustSet(t, src, k, v)
+		want[k] = v
+	}
+	return src, want
+}
+
+func TestBackupStreamsToAWriterThatFailsMidwayWithItsErrorAndTheDBUnchanged(t *testing.T) {
+	src, want := backupSource(t)
+	var full bytes.Buffer
+	if _, err := src.Backup(&full, 0); err != nil {
+		t.Fatal(err)
+	}
+	if full.Len() < 1<<20 {
+		t.Fatalf("backup of %d bytes: the test wants more than one 1 MiB chunk", full.Len())
+	}
+	w := &failingWriter{room: full.Len() / 2}
+	_, err := src.Backup(w, 0)
+	if !errors.Is(err, errDiskFull) || !errors.Is(err, ErrIO) {
+		t.Fatalf("Backup into a failing writer: %v, want the writer's error and ErrIO", err)
+	}
+	if !strings.Contains(err.Error(), "write callback") {
+		t.Errorf("error does not say where it stopped: %v", err)
+	}
+	t.Logf("the failed backup: %v", err)
+	if w.taken == 0 {
+		t.Errorf("nothing reached the writer before it failed: not streamed")
+	}
+	for k, v := range want {
+		if got := mustGet(t, src, k); got != v {
+			t.Fatalf("%s changed after the failed backup", k)
+		}
+	}
+	var again bytes.Buffer
+	if _, err := src.Backup(&again, 0); err != nil || !bytes.Equal(again.Bytes(), full.Bytes()) {
+		t.Fatalf("backup after the failed one: %v (same bytes: %v)", err, bytes.Equal(again.Bytes(), full.Bytes()))
+	}
+}
+
+func TestRestoreFromAReaderThatFailsReportsItsErrorAndARetryRestoresEverything(t *testing.T) {
+	src, want := backupSource(t)
+	var full bytes.Buffer
+	if _, err := src.Backup(&full, 0); err != nil {
+		t.Fatal(err)
+	}
+	dst := openTemp(t)
+	// Fails before the first 1 MiB chunk is whole: nothing is applied.
+	_, err := dst.Restore(&failingReader{r: bytes.NewReader(full.Bytes()), at: 1 << 19})
+	if !errors.Is(err, errNetworkGone) || !errors.Is(err, ErrIO) {
+		t.Fatalf("Restore from a failing reader: %v, want the reader's error and ErrIO", err)
+	}
+	t.Logf("the failed restore: %v", err)
+	if _, err := dst.Get([]byte("k00000")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a key was applied from a stream that failed in its first chunk: %v", err)
+	}
+	// A reader that hands out a few bytes at a time, with EOF on the last read.
+	n, err := dst.Restore(iotest.DataErrReader(iotest.HalfReader(bytes.NewReader(full.Bytes()))))
+	if err != nil || n != uint64(len(want)) {
+		t.Fatalf("restore: %d entries, %v; want %d", n, err, len(want))
+	}
+	for k, v := range want {
+		if got := mustGet(t, dst, k); got != v {
+			t.Fatalf("%s restored as %d bytes, want %d", k, len(got), len(v))
+		}
+	}
+}
+
+func TestAPanickingWriterPanicsInTheCaller(t *testing.T) {
+	db := openTemp(t)
+	mustSet(t, db, "k", "v")
+	defer func() {
+		if r := recover(); r != "writer panic" {
+			t.Fatalf("recovered %v, want the writer's panic", r)
+		}
+		if mustGet(t, db, "k") != "v" {
+			t.Fatal("db changed")
+		}
+	}()
+	_, _ = db.Backup(panicWriter{}, 0)
+	t.Fatal("Backup returned after its writer panicked")
+}
+
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("writer panic") }
+
+func TestVerifyCountsAHealthyDBAndNamesADamagedTable(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{ValueThreshold: 64, ValueLogGCRatio: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ {
+		mustSet(t, db, fmt.Sprintf("v%04d", i), strings.Repeat("x", 10+(i%2)*100))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.Verify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Tables == 0 || r.Blocks < r.Tables || r.Entries != 500 || r.Values != 250 {
+		t.Fatalf("report %+v, want tables, 500 entries, 250 values", r)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Verify(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Verify on a closed DB: %v", err)
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) == 0 {
+		t.Fatal("no table file")
+	}
+	f, err := os.OpenFile(tables[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte{0}
+	if _, err := f.ReadAt(b, 100); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, 100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db, err = Open(dir, &Options{ValueLogGCRatio: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Verify()
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(tables[0])) {
+		t.Fatalf("Verify of a damaged table: %v, want ErrCorruption naming %s", err, filepath.Base(tables[0]))
+	}
+}
+
+func TestStatsCountValueLogGC(t *testing.T) {
+	db := openTempWith(t, &Options{ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10, ValueLogGCRatio: -1})
+	st, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GCFilesRewritten != 0 || st.GCFilesDeleted != 0 || st.GCBytesReclaimed != 0 {
+		t.Fatalf("GC counts before any GC: %+v", st)
+	}
+	for round := 0; round < 4; round++ {
+		for i := 0; i < 300; i++ {
+			mustSet(t, db, fmt.Sprintf("gc%04d", i), strings.Repeat(string(rune('a'+round)), 200))
+		}
+	}
+	if err := db.Flatten(); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 0
+	for db.RunValueLogGC(0.5) == nil {
+		rounds++
+	}
+	if rounds == 0 {
+		t.Fatal("GC collected nothing")
+	}
+	st, err = db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GCFilesRewritten+st.GCFilesDeleted < uint64(rounds) || st.GCBytesReclaimed == 0 || st.GCTime <= 0 {
+		t.Fatalf("after %d GC rounds: %+v", rounds, st)
 	}
 }

@@ -106,6 +106,37 @@ func TestOutOfRangeOptionsAreRefusedNamingTheOption(t *testing.T) {
 	}
 }
 
+func TestValueLogGCRatioOfOneOrMoreIsRefusedByNameAndTheDataStays(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSet(t, db, "kept", "value")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Negative means off in Go; 1 and more are out of range.
+	for _, ratio := range []float64{1, 1.5, 1e9} {
+		db, err := Open(dir, &Options{ValueLogGCRatio: ratio})
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "vlog_gc_ratio") {
+			t.Errorf("ValueLogGCRatio %v: %v, want ErrInvalidOption naming vlog_gc_ratio", ratio, err)
+		}
+		if db != nil {
+			t.Errorf("ValueLogGCRatio %v: a DB came back with the error", ratio)
+			db.Close()
+		}
+	}
+	db, err = Open(dir, &Options{ValueLogGCRatio: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := mustGet(t, db, "kept"); got != "value" {
+		t.Fatalf("kept = %q after the refused opens", got)
+	}
+}
+
 func TestBloomFiltersCanBeTurnedOff(t *testing.T) {
 	with := openTempWith(t, &Options{MemTableSize: 64 << 10})
 	without := openTempWith(t, &Options{MemTableSize: 64 << 10, BloomBitsPerKey: -1})

@@ -116,6 +116,32 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 	return takeBuf(&buf), nil
 }
 
+// GetItem reads key with its metadata as the transaction sees it, as
+// DB.GetItem. For a key this transaction wrote itself (not yet committed),
+// UserMeta is the meta it wrote and Version and ExpiresAt are 0 (both are set
+// at commit).
+func (t *Txn) GetItem(key []byte) (*Item, error) {
+	if t.t == nil {
+		return nil, ErrClosed
+	}
+	var buf C.sett_buf_t
+	var meta C.uint8_t
+	var expires, version C.uint64_t
+	var cerr *C.sett_error_t
+	rc := C.sett_txn_get_entry(t.t, ptr(key), C.size_t(len(key)), &buf, &meta, &expires, &version, &cerr)
+	runtime.KeepAlive(key)
+	if err := status(rc, cerr); err != nil {
+		return nil, err
+	}
+	return &Item{
+		Key:       append([]byte(nil), key...),
+		Value:     takeBuf(&buf),
+		UserMeta:  byte(meta),
+		ExpiresAt: uint64(expires),
+		Version:   uint64(version),
+	}, nil
+}
+
 // Set buffers a put, applied at Commit.
 func (t *Txn) Set(key, value []byte) error {
 	if t.t == nil {

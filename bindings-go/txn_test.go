@@ -204,3 +204,49 @@ func TestDiscardDropsWrites(t *testing.T) {
 		t.Fatalf("a discarded write is visible: %v", err)
 	}
 }
+
+func TestTxnGetItemReadsMetaExpiryAndVersionAndItsOwnWrite(t *testing.T) {
+	db := openTemp(t)
+	if err := db.SetEntry(NewEntry([]byte("k"), []byte("v1")).WithMeta(9).WithTTL(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	outside, err := db.GetItem([]byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(txn *Txn) error {
+		it, err := txn.GetItem([]byte("k"))
+		if err != nil {
+			return err
+		}
+		if string(it.Value) != "v1" || it.UserMeta != 9 || it.Version != outside.Version ||
+			it.ExpiresAt != outside.ExpiresAt || it.ExpiresAt < uint64(time.Now().Unix()) {
+			t.Errorf("in the transaction: %+v, outside: %+v", it, outside)
+		}
+		if err := txn.SetEntry(NewEntry([]byte("k"), []byte("v2")).WithMeta(4)); err != nil {
+			return err
+		}
+		own, err := txn.GetItem([]byte("k"))
+		if err != nil {
+			return err
+		}
+		if string(own.Value) != "v2" || own.UserMeta != 4 || own.Version != 0 || own.ExpiresAt != 0 {
+			t.Errorf("own pending write: %+v", own)
+		}
+		if _, err := txn.GetItem([]byte("absent")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("absent key: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn, err := db.NewTransaction(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn.Discard()
+	if _, err := txn.GetItem([]byte("k")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("GetItem after Discard: %v", err)
+	}
+}

@@ -23,6 +23,16 @@
  *   sett_iter_options_t must be used by one thread at a time (it may move
  *   between threads, as goroutines do). sett_sequence_t is thread-safe.
  * - A panic inside sett is caught and returned as SETT_PANIC.
+ * - Extensible structs (sett_stats_ex_t, sett_verify_report_t) are allocated by
+ *   the caller and start with `size_t size`. Set it to sizeof(the struct) as
+ *   your sett.h declares it before the call; a smaller value than the struct's
+ *   first version is SETT_INVALID_ARGUMENT. sett fills the fields it knows that
+ *   fit in `size`, zeroes any bytes past them (fields of a newer header than
+ *   the library) and sets `size` to the number of bytes it filled. New fields
+ *   are only ever appended, so a program built against an older header keeps
+ *   working with a newer library. The fixed structs (sett_stats_t) never change.
+ * - Callbacks (sett_write_fn, sett_read_fn) run on the calling thread, during
+ *   the call that was given them, with the `ctx` passed beside them.
  */
 
 
@@ -226,6 +236,128 @@ typedef struct sett_buf_t {
   size_t cap;
 } sett_buf_t;
 
+/**
+ * What sett_verify() checked. An extensible struct: set `size` to
+ * sizeof(sett_verify_report_t) before the call.
+ */
+typedef struct sett_verify_report_t {
+  /**
+   * In: sizeof(sett_verify_report_t). Out: the bytes sett filled.
+   */
+  size_t size;
+  /**
+   * Tables whose every block checksum and format were checked.
+   */
+  uint64_t tables;
+  /**
+   * Table blocks checked.
+   */
+  uint64_t blocks;
+  /**
+   * Entries (all versions) walked in memtables and tables.
+   */
+  uint64_t entries;
+  /**
+   * Value-log entries read back and checked through their pointers.
+   */
+  uint64_t values;
+} sett_verify_report_t;
+
+/**
+ * Counts and sizes of a database, GC included (sett_stats_ex()). An extensible
+ * struct: set `size` to sizeof(sett_stats_ex_t) before the call. It replaces
+ * sett_stats_t, whose layout is fixed.
+ */
+typedef struct sett_stats_ex_t {
+  /**
+   * In: sizeof(sett_stats_ex_t). Out: the bytes sett filled.
+   */
+  size_t size;
+  /**
+   * Levels in use (entries past it in the arrays are 0).
+   */
+  uint64_t num_levels;
+  /**
+   * Tables per level, L0 first.
+   */
+  uint64_t level_tables[SETT_MAX_LEVELS];
+  /**
+   * Bytes per level.
+   */
+  uint64_t level_bytes[SETT_MAX_LEVELS];
+  /**
+   * Live value-log files and their bytes.
+   */
+  uint64_t vlog_files;
+  uint64_t vlog_bytes;
+  /**
+   * Estimated bytes of the active and immutable memtables.
+   */
+  uint64_t memtable_bytes;
+  /**
+   * Immutable memtables waiting to be flushed.
+   */
+  uint64_t immutable_memtables;
+  /**
+   * Bytes of table indexes and bloom filters held in memory.
+   */
+  uint64_t index_filter_bytes;
+  /**
+   * Sequence number (version) of the last write.
+   */
+  uint64_t last_seq;
+  /**
+   * Entries (all versions, tombstones included) in tables.
+   */
+  uint64_t table_entries;
+  /**
+   * Write groups and batches written since open.
+   */
+  uint64_t write_groups;
+  uint64_t batches_written;
+  /**
+   * fsyncs of the WAL since open (only with sync_writes).
+   */
+  uint64_t wal_syncs;
+  /**
+   * Levels due for compaction now; compactions in progress.
+   */
+  uint64_t compactions_pending;
+  uint64_t compactions_running;
+  /**
+   * Value-log GC since open, background and sett_run_value_log_gc(): files
+   * whose live values were moved before they were deleted.
+   */
+  uint64_t gc_files_rewritten;
+  /**
+   * Value-log files deleted without a rewrite (no live value left).
+   */
+  uint64_t gc_files_deleted;
+  /**
+   * Bytes returned to the file system (deleted files less what was moved).
+   */
+  uint64_t gc_bytes_reclaimed;
+  /**
+   * Time spent in value-log GC, in microseconds (waits for its rate included).
+   */
+  uint64_t gc_micros;
+} sett_stats_ex_t;
+
+/**
+ * Receives the next `len` bytes of a backup (`data` is valid only during the
+ * call; `len` is never 0). Return 0 once all `len` bytes are taken; any other
+ * value stops the backup, which then fails with SETT_IO naming that value.
+ */
+typedef int (*sett_write_fn)(void *ctx, const uint8_t *data, size_t len);
+
+/**
+ * Supplies the next bytes of a backup to restore: copy at most `cap` bytes to
+ * `buf` and store their number in *len (0 = the stream has ended). Return 0 on
+ * success; any other value stops the restore, which then fails with SETT_IO
+ * naming that value.
+ */
+typedef int (*sett_read_fn)(void *ctx, uint8_t *buf, size_t cap, size_t *len);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -342,6 +474,20 @@ int sett_bulk_loader_add(struct sett_bulk_loader_t *loader,
                          const uint8_t *val,
                          size_t vallen,
                          struct sett_error_t **err);
+
+/**
+ * Adds the next entry with a user-meta byte and a time to live in
+ * milliseconds (0 = none; rounded up to whole seconds, counted from this
+ * call), as sett_put_with(); keys must be strictly increasing.
+ */
+int sett_bulk_loader_add_with(struct sett_bulk_loader_t *loader,
+                              const uint8_t *key,
+                              size_t keylen,
+                              const uint8_t *val,
+                              size_t vallen,
+                              uint8_t user_meta,
+                              uint64_t ttl_ms,
+                              struct sett_error_t **err);
 
 /**
  * Makes the loaded data durable and visible; *count (may be NULL) receives the
@@ -531,6 +677,23 @@ void sett_error_free(struct sett_error_t *err);
  * A static description of a status code ("ok", "not found", ...); never freed.
  */
 const char *sett_status_string(int code);
+
+/**
+ * Checks every checksum of the database: each table block, and each value-log
+ * entry that a live version points to. SETT_OK: *report (may be NULL) receives
+ * the counts. SETT_CORRUPTION: the first damage found; *err names the file and
+ * offset, and *report is not written. The database stays open and usable
+ * either way; verify never changes it.
+ */
+int sett_verify(struct sett_db_t *db,
+                struct sett_verify_report_t *report,
+                struct sett_error_t **err);
+
+/**
+ * Fills *out (its `size` set by the caller) with the database's counts and
+ * sizes, value-log GC included. SETT_CLOSED after sett_close().
+ */
+int sett_stats_ex(struct sett_db_t *db, struct sett_stats_ex_t *out, struct sett_error_t **err);
 
 /**
  * New iterator options: whole key space, forward, with values, prefetch 256.
@@ -769,6 +932,37 @@ int sett_options_set_sync_writes(struct sett_options_t *opts, uint32_t value);
 int sett_options_set_read_only(struct sett_options_t *opts, uint32_t value);
 
 /**
+ * Streams a backup to `write` (called with `ctx`): the live entries if `since`
+ * is 0, else every version after `since`; the same bytes sett_backup() writes
+ * to a file. *next_since (may be NULL) receives the `since` for the next
+ * incremental backup. The database is only read: a callback that stops the
+ * backup leaves it as it was. The callback runs on the calling thread and may
+ * read the database, but must not close it.
+ */
+int sett_backup_to(struct sett_db_t *db,
+                   uint64_t since,
+                   sett_write_fn write,
+                   void *ctx,
+                   uint64_t *next_since,
+                   struct sett_error_t **err);
+
+/**
+ * Restores a backup stream read through `read` (called with `ctx`); a full
+ * backup needs an empty database. *entries (may be NULL) receives the number
+ * of entries applied. As with sett_restore(), the stream is applied in chunks
+ * of about 1 MiB as it is read: when the callback stops it, or the stream is
+ * damaged or cut, the call fails (SETT_IO or SETT_CORRUPTION) and the entries
+ * of the chunks before may be in the database (with their right values; a
+ * stream under 1 MiB applies nothing). Empty the database with
+ * sett_drop_all() before restoring a full backup again.
+ */
+int sett_restore_from(struct sett_db_t *db,
+                      sett_read_fn read,
+                      void *ctx,
+                      uint64_t *entries,
+                      struct sett_error_t **err);
+
+/**
  * Begins a transaction: `update` 1 for read-write, 0 for read-only (other
  * values are SETT_INVALID_ARGUMENT). *txn receives the handle (NULL on failure).
  */
@@ -786,6 +980,21 @@ int sett_txn_get(struct sett_txn_t *txn,
                  size_t keylen,
                  struct sett_buf_t *value,
                  struct sett_error_t **err);
+
+/**
+ * Reads key with its metadata as the transaction sees it: the same contract as
+ * sett_get_entry(). Any of user_meta, expires_at, version may be NULL. For a
+ * key this transaction wrote itself (not yet committed), *user_meta is the
+ * meta it wrote, and *version and *expires_at are 0 (both are fixed at commit).
+ */
+int sett_txn_get_entry(struct sett_txn_t *txn,
+                       const uint8_t *key,
+                       size_t keylen,
+                       struct sett_buf_t *value,
+                       uint8_t *user_meta,
+                       uint64_t *expires_at,
+                       uint64_t *version,
+                       struct sett_error_t **err);
 
 /**
  * Buffers a put (applied at commit).

@@ -5,6 +5,7 @@ use crate::convert::{bytes_arg, opt_bytes_arg};
 use crate::errors::to_py;
 use crate::extra::{BulkLoader, Sequence};
 use crate::iter::{PyIter, Yield};
+use crate::stream::PyStream;
 use crate::txn::Txn;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -368,34 +369,70 @@ impl Db {
             .map_err(to_py)
     }
 
-    /// Writes a backup file; returns the `since` for the next incremental one.
-    #[pyo3(signature = (path, since=0))]
-    fn backup(&self, py: Python<'_>, path: PathBuf, since: u64) -> PyResult<u64> {
-        py.allow_threads(|| -> sett_core::Result<u64> {
-            let io = |e: std::io::Error| sett_core::Error::Io {
-                context: format!("writing backup {}", path.display()),
-                source: e.into(),
-            };
-            let f = std::fs::File::create(&path).map_err(io)?;
-            let mut w = std::io::BufWriter::new(f);
-            let next = self.inner.backup(&mut w, since)?;
-            let f = w.into_inner().map_err(|e| io(e.into_error()))?;
-            f.sync_all().map_err(io)?;
-            Ok(next)
-        })
-        .map_err(to_py)
+    /// Writes a backup to `dest`: a path (the file is created or truncated,
+    /// then synced) or a binary file object with `write()`, which gets the
+    /// stream as it is made (chunks of about 1 MiB). `since` 0: the live
+    /// entries; else every version after `since`. Returns the `since` for the
+    /// next incremental backup. An exception from `write()` stops the backup
+    /// (sett.IOError, caused by it); the database is not changed.
+    #[pyo3(signature = (dest, since=0))]
+    fn backup(&self, py: Python<'_>, dest: &Bound<'_, PyAny>, since: u64) -> PyResult<u64> {
+        if let Ok(path) = dest.extract::<PathBuf>() {
+            return py
+                .allow_threads(|| -> sett_core::Result<u64> {
+                    let io = |e: std::io::Error| sett_core::Error::Io {
+                        context: format!("writing backup {}", path.display()),
+                        source: e.into(),
+                    };
+                    let f = std::fs::File::create(&path).map_err(io)?;
+                    let mut w = std::io::BufWriter::new(f);
+                    let next = self.inner.backup(&mut w, since)?;
+                    let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+                    f.sync_all().map_err(io)?;
+                    Ok(next)
+                })
+                .map_err(to_py);
+        }
+        let mut w = PyStream::new(dest, "write", "backup")?;
+        let r = py.allow_threads(|| self.inner.backup(&mut w, since));
+        w.result(py, r)
     }
 
-    /// Restores a backup file (a full one needs an empty database); returns entries applied.
-    fn restore(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
-        py.allow_threads(|| -> sett_core::Result<u64> {
-            let f = std::fs::File::open(&path).map_err(|e| sett_core::Error::Io {
-                context: format!("opening backup {}", path.display()),
-                source: e.into(),
-            })?;
-            self.inner.load(&mut std::io::BufReader::new(f))
-        })
-        .map_err(to_py)
+    /// Restores a backup from `src`: a path or a binary file object with
+    /// `read()` (a full backup needs an empty database). Returns the number of
+    /// entries applied. The stream is applied in chunks of about 1 MiB as it is
+    /// read: when `read()` raises (sett.IOError, caused by it) or the stream is
+    /// damaged (CorruptionError), the entries of the chunks before may be in
+    /// the database; `drop_all()` before restoring a full backup again.
+    fn restore(&self, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<u64> {
+        if let Ok(path) = src.extract::<PathBuf>() {
+            return py
+                .allow_threads(|| -> sett_core::Result<u64> {
+                    let f = std::fs::File::open(&path).map_err(|e| sett_core::Error::Io {
+                        context: format!("opening backup {}", path.display()),
+                        source: e.into(),
+                    })?;
+                    self.inner.load(&mut std::io::BufReader::new(f))
+                })
+                .map_err(to_py);
+        }
+        let mut r = PyStream::new(src, "read", "restore")?;
+        let n = py.allow_threads(|| self.inner.load(&mut r));
+        r.result(py, n)
+    }
+
+    /// Checks every checksum: each table block and each value-log entry a live
+    /// version points to. Returns the counts as a dict (tables, blocks,
+    /// entries, values); the first damage raises CorruptionError naming the
+    /// file and offset. The database is not changed.
+    fn verify(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let r = py.allow_threads(|| self.inner.verify()).map_err(to_py)?;
+        let d = PyDict::new_bound(py);
+        d.set_item("tables", r.tables)?;
+        d.set_item("blocks", r.blocks)?;
+        d.set_item("entries", r.entries)?;
+        d.set_item("values", r.values)?;
+        Ok(d.into_any().unbind())
     }
 
     /// Counts and sizes as a dict.
@@ -414,6 +451,14 @@ impl Db {
         d.set_item("last_seq", s.last_seq)?;
         d.set_item("table_entries", s.table_entries)?;
         d.set_item("write_groups", s.write_groups)?;
+        d.set_item("batches_written", s.batches_written)?;
+        d.set_item("wal_syncs", s.wal_syncs)?;
+        d.set_item("compactions_pending", s.compactions_pending)?;
+        d.set_item("compactions_running", s.compactions_running)?;
+        d.set_item("gc_files_rewritten", s.gc_files_rewritten)?;
+        d.set_item("gc_files_deleted", s.gc_files_deleted)?;
+        d.set_item("gc_bytes_reclaimed", s.gc_bytes_reclaimed)?;
+        d.set_item("gc_seconds", s.gc_micros as f64 / 1e6)?;
         Ok(d.into_any().unbind())
     }
 

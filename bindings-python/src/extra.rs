@@ -3,6 +3,7 @@
 //! and `sett_bulk_loader_*` offer them.
 
 use crate::convert::bytes_arg;
+use crate::db::put_options;
 use crate::errors::{to_py, ClosedError};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -83,12 +84,21 @@ impl BulkLoader {
 
 #[pymethods]
 impl BulkLoader {
-    /// Adds the next entry; keys must be strictly increasing.
-    fn add(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Adds the next entry, with a TTL in seconds and a user-meta byte as
+    /// `Db.put`; keys must be strictly increasing.
+    #[pyo3(signature = (key, value, *, ttl=None, meta=0))]
+    fn add(
+        &mut self,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<f64>,
+        meta: u8,
+    ) -> PyResult<()> {
         let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
+        let o = put_options(ttl, meta)?;
         let py = key.py();
         let l = self.get()?;
-        py.allow_threads(|| l.add(&k, &v)).map_err(to_py)
+        py.allow_threads(|| l.add_with(&k, &v, o)).map_err(to_py)
     }
 
     /// Makes everything durable and visible; returns the number of entries loaded.

@@ -15,6 +15,7 @@ mod db;
 mod errors;
 mod extra;
 mod iter;
+mod stream;
 mod txn;
 
 use pyo3::prelude::*;

@@ -52,6 +52,23 @@ impl Txn {
         }
     }
 
+    /// (value, user_meta, expires_at, version) of `key` as this transaction
+    /// sees it, or None. For a key it wrote itself (not yet committed):
+    /// the meta it wrote, and expires_at and version 0 (set at commit).
+    fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let k = bytes_arg(key, "key")?;
+        match self.with(|t| t.get_entry(&k))? {
+            Some(i) => Ok((
+                PyBytes::new_bound(py, &i.value),
+                i.user_meta,
+                i.expires_at,
+                i.version,
+            )
+                .into_py(py)),
+            None => Ok(py.None()),
+        }
+    }
+
     /// Buffers a put (applied at commit).
     #[pyo3(signature = (key, value, *, ttl=None, meta=0))]
     fn put(

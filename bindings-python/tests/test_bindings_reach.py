@@ -208,6 +208,12 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_drop_prefix": "Db.drop_prefix",
     "sett_backup": "Db.backup",
     "sett_restore": "Db.restore",
+    "sett_backup_to": "Db.backup",  # a file object with write()
+    "sett_restore_from": "Db.restore",  # a file object with read()
+    "sett_verify": "Db.verify",
+    "sett_stats_ex": "Db.stats",  # the GC counts and the rest, in one dict
+    "sett_txn_get_entry": "Txn.get_entry",
+    "sett_bulk_loader_add_with": "BulkLoader.add",  # ttl=, meta=
     "sett_txn_begin": "Db.begin",
     "sett_txn_get": "Txn.get",
     "sett_txn_put": "Txn.put",

@@ -11,6 +11,7 @@ use crate::manifest::{sync_dir, Edit, TableRecord};
 use crate::table::{self, Table, TableBuilder};
 use crate::value::{self, Stored};
 use crate::vlog::{self, VlogFile, VlogWriter};
+use crate::PutOptions;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -79,12 +80,21 @@ impl BulkLoader {
     /// Adds the next entry; keys must be strictly increasing. An I/O error
     /// poisons the Db, as on every write path.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.add_entry(key, value)
+        self.add_with(key, value, PutOptions::default())
+    }
+
+    /// Adds the next entry with a user-meta byte and a time to live (counted
+    /// from now, by the Db's clock, rounded up to whole seconds, as a put's).
+    pub fn add_with(&mut self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
+        self.add_entry(key, value, opts)
             .inspect_err(|e| poison_on_io(&self.db, e))
     }
 
-    fn add_entry(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    fn add_entry(&mut self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
         let db = &self.db;
+        let expires_at = opts.ttl.map_or(0, |t| {
+            db.now() + t.as_secs() + u64::from(t.subsec_nanos() > 0)
+        });
         db.check_key(key)?;
         if value.len() > db.opts.max_value_size {
             return Err(Error::TooBig {
@@ -101,12 +111,12 @@ impl BulkLoader {
         let mut rec = Vec::with_capacity(value.len().min(db.opts.value_threshold) + 20);
         if value.len() >= db.opts.value_threshold {
             let p = self.vlog.append(key, value);
-            value::encode(&mut rec, &Stored::Pointer(p), 0, 0);
+            value::encode(&mut rec, &Stored::Pointer(p), opts.user_meta, expires_at);
             if self.count.is_multiple_of(256) {
                 self.vlog.flush()?;
             }
         } else {
-            value::encode(&mut rec, &Stored::Inline(value), 0, 0);
+            value::encode(&mut rec, &Stored::Inline(value), opts.user_meta, expires_at);
         }
         if let Some((_, b)) = &self.builder {
             if b.estimated_size() >= db.opts.table_size {

@@ -88,3 +88,40 @@ fn a_sub_second_ttl_rounds_up_not_down() {
     .unwrap();
     assert_eq!(db.get_entry(b"k").unwrap().unwrap().expires_at, 501);
 }
+
+#[test]
+fn bulk_loaded_entries_keep_their_meta_and_expire_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Arc::new(AtomicU64::new(2_000_000));
+    let db = Db::open(opts(dir.path(), &now)).unwrap();
+    let mut l = db.bulk_load().unwrap();
+    for i in 0..200u32 {
+        // Short-lived and long-lived, inline and in the value log.
+        let o = PutOptions {
+            user_meta: (i % 5) as u8,
+            ttl: Some(Duration::from_millis(if i % 2 == 0 {
+                9_500
+            } else {
+                500_000
+            })),
+        };
+        let v = vec![b'b'; if i % 3 == 0 { 4000 } else { 30 }];
+        l.add_with(format!("b{i:03}").as_bytes(), &v, o).unwrap();
+    }
+    l.add(b"plain", b"p").unwrap();
+    assert_eq!(l.finish().unwrap(), 201);
+
+    let item = db.get_entry(b"b003").unwrap().unwrap();
+    // 500 s after 2_000_000; 9.5 s rounds up to 10 s.
+    assert_eq!((item.user_meta, item.expires_at), (3, 2_000_500));
+    assert_eq!(
+        db.get_entry(b"b000").unwrap().unwrap().expires_at,
+        2_000_010
+    );
+    assert_eq!(db.get_entry(b"plain").unwrap().unwrap().expires_at, 0);
+    now.store(2_000_010, Ordering::SeqCst);
+    assert_eq!(db.get(b"b000").unwrap(), None);
+    assert_eq!(db.get(b"b001").unwrap().unwrap().len(), 30);
+    let live = db.iter(IterOptions::default()).unwrap().count();
+    assert_eq!(live, 101);
+}

@@ -1,8 +1,8 @@
 //! Maintenance: value-log GC, backup and restore, flatten, drops, stats, sequences.
 
-use crate::db::sett_db_t;
+use crate::db::{put_options, sett_db_t};
 use crate::error::{sett_error_t, FfiError};
-use crate::util::{bytes, guard_ok, handle, path as c_path, write_out};
+use crate::util::{bytes, guard_ok, live, live_mut, path as c_path, write_out, Handle};
 use sett_core::{GcOutcome, Sequence};
 use std::ffi::{c_char, c_int};
 
@@ -44,8 +44,7 @@ pub unsafe extern "C" fn sett_stats(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         if h.db.is_closed() {
             return Err(sett_core::Error::Closed.into());
         }
@@ -86,8 +85,7 @@ pub unsafe extern "C" fn sett_run_value_log_gc(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle; collected NULL or writable (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let outcome = h.db.run_value_log_gc(discard_ratio)?;
         if !collected.is_null() {
             // SAFETY: `collected` was checked writable (not NULL) above, as sett.h requires of out-pointers.
@@ -109,8 +107,7 @@ pub unsafe extern "C" fn sett_backup(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle, NUL-terminated path (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let io = |e: std::io::Error| {
@@ -142,8 +139,7 @@ pub unsafe extern "C" fn sett_restore(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle, NUL-terminated path (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let file = std::fs::File::open(p).map_err(|e| {
@@ -165,8 +161,7 @@ pub unsafe extern "C" fn sett_restore(
 #[no_mangle]
 pub unsafe extern "C" fn sett_flush(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(db, "db") }?.db.flush()?;
+        live(db)?.db.flush()?;
         Ok(())
     })
 }
@@ -175,8 +170,7 @@ pub unsafe extern "C" fn sett_flush(db: *mut sett_db_t, err: *mut *mut sett_erro
 #[no_mangle]
 pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(db, "db") }?.db.flatten()?;
+        live(db)?.db.flatten()?;
         Ok(())
     })
 }
@@ -185,8 +179,7 @@ pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_er
 #[no_mangle]
 pub unsafe extern "C" fn sett_drop_all(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(db, "db") }?.db.drop_all()?;
+        live(db)?.db.drop_all()?;
         Ok(())
     })
 }
@@ -200,8 +193,7 @@ pub unsafe extern "C" fn sett_drop_prefix(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte range (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `prefix` is NULL (refused) or points to `len` readable bytes, as sett.h requires of the caller.
         h.db.drop_prefix(unsafe { bytes(prefix, len, "prefix") }?)?;
         Ok(())
@@ -211,6 +203,10 @@ pub unsafe extern "C" fn sett_drop_prefix(
 /// A persisted sequence of increasing integers. Thread-safe.
 pub struct sett_sequence_t {
     seq: Sequence,
+}
+
+impl Handle for sett_sequence_t {
+    const NAME: &'static str = "seq";
 }
 
 /// A sequence stored under `key`, leasing `bandwidth` numbers at a time.
@@ -225,10 +221,9 @@ pub unsafe extern "C" fn sett_sequence_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
+        // SAFETY: `seq` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(seq, std::ptr::null_mut(), "seq") }?;
-        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let s =
             // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
             h.db.sequence(unsafe { bytes(key, keylen, "key") }?, bandwidth)?;
@@ -246,8 +241,7 @@ pub unsafe extern "C" fn sett_sequence_next(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
-        let s = unsafe { handle(seq, "seq") }?;
+        let s = live(seq)?;
         let v = s.seq.next()?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(value, v, "value") }
@@ -261,8 +255,7 @@ pub unsafe extern "C" fn sett_sequence_release(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle(seq, "seq") }?.seq.release()?;
+        live(seq)?.seq.release()?;
         Ok(())
     })
 }
@@ -282,6 +275,10 @@ pub struct sett_bulk_loader_t {
     loader: Option<sett_core::BulkLoader>,
 }
 
+impl Handle for sett_bulk_loader_t {
+    const NAME: &'static str = "loader";
+}
+
 /// Starts a bulk load into an empty database (SETT_INVALID_ARGUMENT otherwise).
 /// Other writes fail until sett_bulk_loader_finish() or sett_bulk_loader_free().
 #[no_mangle]
@@ -291,10 +288,9 @@ pub unsafe extern "C" fn sett_bulk_loader_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `loader` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(loader, std::ptr::null_mut(), "loader") }?;
-        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let l = h.db.bulk_load()?;
         // SAFETY: `loader` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe {
@@ -316,16 +312,34 @@ pub unsafe extern "C" fn sett_bulk_loader_add(
     vallen: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { sett_bulk_loader_add_with(loader, key, keylen, val, vallen, 0, 0, err) }
+}
+
+/// Adds the next entry with a user-meta byte and a time to live in
+/// milliseconds (0 = none; rounded up to whole seconds, counted from this
+/// call), as sett_put_with(); keys must be strictly increasing.
+#[no_mangle]
+pub unsafe extern "C" fn sett_bulk_loader_add_with(
+    loader: *mut sett_bulk_loader_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    user_meta: u8,
+    ttl_ms: u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte ranges (contract in sett.h).
-        let l = unsafe { crate::util::handle_mut(loader, "loader") }?;
+        let l = live_mut(loader)?;
         let l = l.loader.as_mut().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        l.add(unsafe { bytes(key, keylen, "key") }?, unsafe {
-            bytes(val, vallen, "value")
-        }?)?;
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
+        let v = unsafe { bytes(val, vallen, "value") }?;
+        l.add_with(k, v, put_options(user_meta, ttl_ms))?;
         Ok(())
     })
 }
@@ -339,8 +353,7 @@ pub unsafe extern "C" fn sett_bulk_loader_finish(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        let l = unsafe { crate::util::handle_mut(loader, "loader") }?;
+        let l = live_mut(loader)?;
         let l = l.loader.take().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;

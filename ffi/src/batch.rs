@@ -2,13 +2,17 @@
 
 use crate::db::put_options;
 use crate::error::{FfiError, SETT_OK};
-use crate::util::{bytes, guard, handle, handle_mut};
+use crate::util::{bytes, guard, live, live_mut, Handle};
 use sett_core::WriteBatch;
 use std::ffi::c_int;
 
 /// A write batch. One thread at a time.
 pub struct sett_batch_t {
     pub(crate) batch: WriteBatch,
+}
+
+impl Handle for sett_batch_t {
+    const NAME: &'static str = "batch";
 }
 
 /// A new empty batch. Free with sett_batch_free().
@@ -33,8 +37,7 @@ fn with_batch(
     f: impl FnOnce(&mut WriteBatch) -> Result<(), FfiError>,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        // SAFETY: a non-NULL batch is a live handle (contract in sett.h).
-        f(&mut unsafe { handle_mut(batch, "batch") }?.batch)?;
+        f(&mut live_mut(batch)?.batch)?;
         Ok(SETT_OK)
     })
 }
@@ -99,6 +102,5 @@ pub unsafe extern "C" fn sett_batch_clear(batch: *mut sett_batch_t) -> c_int {
 /// Number of operations in the batch (0 for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn sett_batch_count(batch: *const sett_batch_t) -> usize {
-    // SAFETY: a non-NULL batch is a live handle.
-    unsafe { handle(batch, "batch") }.map_or(0, |b| b.batch.len())
+    live(batch).map_or(0, |b| b.batch.len())
 }

@@ -4,7 +4,7 @@ use crate::batch::sett_batch_t;
 use crate::buf::sett_buf_t;
 use crate::error::{sett_error_t, FfiError, SETT_BUFFER_TOO_SMALL, SETT_NOT_FOUND, SETT_OK};
 use crate::options::sett_options_t;
-use crate::util::{bytes, guard, guard_ok, handle, path as c_path, write_out};
+use crate::util::{bytes, guard, guard_ok, live, path as c_path, write_out, Handle};
 use sett_core::{Db, Options, PutOptions};
 use std::ffi::{c_char, c_int};
 use std::time::Duration;
@@ -14,6 +14,10 @@ use std::time::Duration;
 /// every call on it returns SETT_CLOSED.
 pub struct sett_db_t {
     pub(crate) db: Db,
+}
+
+impl Handle for sett_db_t {
+    const NAME: &'static str = "db";
 }
 
 /// Put options from the C arguments: a TTL of 0 means none.
@@ -40,12 +44,13 @@ pub unsafe extern "C" fn sett_open(
         }
         // SAFETY: db is non-NULL and valid for writes (contract in sett.h).
         unsafe { db.write(std::ptr::null_mut()) };
-        // SAFETY: path is NUL-terminated; opts is NULL or a live sett_options_t.
+        // SAFETY: `path` is NULL (refused) or NUL-terminated, as sett.h requires.
         let dir = unsafe { c_path(path, "path") }?;
-        // SAFETY: `opts` is NULL or a live options handle from this library (sett.h).
-        let mut o = match unsafe { opts.as_ref() } {
-            Some(o) => o.opts.clone(),
-            None => Options::new(""),
+        // NULL options mean the defaults.
+        let mut o = if opts.is_null() {
+            Options::new("")
+        } else {
+            live(opts)?.opts.clone()
         };
         o.dir = dir.into();
         let handle = Box::new(sett_db_t { db: Db::open(o)? });
@@ -60,8 +65,7 @@ pub unsafe extern "C" fn sett_open(
 #[no_mangle]
 pub unsafe extern "C" fn sett_close(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        // SAFETY: a non-NULL db is a live handle from sett_open.
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         h.db.close()?;
         Ok(())
     })
@@ -108,8 +112,7 @@ pub unsafe extern "C" fn sett_put_with(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte ranges (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
@@ -128,8 +131,7 @@ pub unsafe extern "C" fn sett_delete(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte range (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         h.db.delete(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -147,8 +149,7 @@ pub unsafe extern "C" fn sett_get(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -179,8 +180,7 @@ pub unsafe extern "C" fn sett_get_into(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
@@ -219,8 +219,7 @@ pub unsafe extern "C" fn sett_get_entry(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        // SAFETY: live handle, valid byte range, writable out-pointers (sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -253,10 +252,8 @@ pub unsafe extern "C" fn sett_write(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handles (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
-        // SAFETY: `batch` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let b = unsafe { handle(batch, "batch") }?;
+        let h = live(db)?;
+        let b = live(batch)?;
         h.db.write(b.batch.clone())?;
         Ok(())
     })
@@ -276,8 +273,7 @@ pub unsafe extern "C" fn sett_multi_get(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle; arrays of n elements (contract in sett.h).
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         if n == 0 {
             return Ok(());
         }

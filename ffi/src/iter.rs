@@ -3,7 +3,7 @@
 use crate::db::sett_db_t;
 use crate::error::{sett_error_t, FfiError, SETT_BUFFER_TOO_SMALL, SETT_OK};
 use crate::txn::sett_txn_t;
-use crate::util::{bytes, flag, guard, guard_ok, handle, handle_mut, write_out};
+use crate::util::{bytes, flag, guard, guard_ok, live, live_mut, write_out, Handle};
 use sett_core::{DbIterator, IterOptions};
 use std::ffi::c_int;
 
@@ -12,10 +12,18 @@ pub struct sett_iter_options_t {
     opts: IterOptions,
 }
 
+impl Handle for sett_iter_options_t {
+    const NAME: &'static str = "opts";
+}
+
 /// An iterator over a snapshot. One thread at a time. It stays memory-safe
 /// after its database is closed or freed: moving it then returns SETT_CLOSED.
 pub struct sett_iter_t {
     it: DbIterator,
+}
+
+impl Handle for sett_iter_t {
+    const NAME: &'static str = "iter";
 }
 
 /// New iterator options: whole key space, forward, with values, prefetch 256.
@@ -40,8 +48,7 @@ fn with_opts(
     f: impl FnOnce(&mut IterOptions) -> Result<(), FfiError>,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        // SAFETY: a non-NULL opts is a live handle (contract in sett.h).
-        f(&mut unsafe { handle_mut(opts, "opts") }?.opts)?;
+        f(&mut live_mut(opts)?.opts)?;
         Ok(SETT_OK)
     })
 }
@@ -120,9 +127,9 @@ pub unsafe extern "C" fn sett_iter_options_set_prefetch(
     })
 }
 
+/// The iterator options behind `opts`; NULL means the defaults.
 fn options(opts: *const sett_iter_options_t) -> IterOptions {
-    // SAFETY: a non-NULL opts is a live handle (contract in sett.h).
-    unsafe { opts.as_ref() }.map_or_else(IterOptions::default, |o| o.opts.clone())
+    live(opts).map_or_else(|_| IterOptions::default(), |o| o.opts.clone())
 }
 
 /// A new iterator over a snapshot of the database taken now, positioned on the
@@ -135,10 +142,9 @@ pub unsafe extern "C" fn sett_iter_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let it = h.db.iter(options(opts))?;
         // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
@@ -155,10 +161,9 @@ pub unsafe extern "C" fn sett_txn_iter_new(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        // SAFETY: `txn` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        let t = live_mut(txn)?.live()?;
         let it = t.iter(options(opts))?;
         // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
@@ -169,8 +174,7 @@ pub unsafe extern "C" fn sett_txn_iter_new(
 /// 1 while the iterator is on an entry, 0 at the end (or for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn sett_iter_valid(iter: *const sett_iter_t) -> c_int {
-    // SAFETY: a non-NULL iter is a live handle.
-    c_int::from(unsafe { handle(iter, "iter") }.is_ok_and(|i| i.it.valid()))
+    c_int::from(live(iter).is_ok_and(|i| i.it.valid()))
 }
 
 /// The current key: *key points into the iterator (valid until it moves or is
@@ -182,8 +186,7 @@ pub unsafe extern "C" fn sett_iter_key(
     len: *mut usize,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        // SAFETY: live handle and writable out-pointers (contract in sett.h).
-        let i = unsafe { handle(iter, "iter") }?;
+        let i = live(iter)?;
         let k = i.it.key();
         // SAFETY: `key` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe {
@@ -211,8 +214,7 @@ pub unsafe extern "C" fn sett_iter_value(
     len: *mut usize,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        // SAFETY: live handle and writable out-pointers (contract in sett.h).
-        let i = unsafe { handle(iter, "iter") }?;
+        let i = live(iter)?;
         let v = i.it.value();
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe {
@@ -239,8 +241,7 @@ pub unsafe extern "C" fn sett_iter_next(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle_mut(iter, "iter") }?.it.advance()?;
+        live_mut(iter)?.it.advance()?;
         Ok(())
     })
 }
@@ -254,8 +255,7 @@ pub unsafe extern "C" fn sett_iter_seek(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte range (contract in sett.h).
-        let i = unsafe { handle_mut(iter, "iter") }?;
+        let i = live_mut(iter)?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         i.it.seek(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -269,8 +269,7 @@ pub unsafe extern "C" fn sett_iter_rewind(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        unsafe { handle_mut(iter, "iter") }?.it.rewind()?;
+        live_mut(iter)?.it.rewind()?;
         Ok(())
     })
 }
@@ -291,8 +290,7 @@ pub unsafe extern "C" fn sett_iter_next_batch(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        // SAFETY: live handle and writable out-pointers (contract in sett.h).
-        let i = unsafe { handle_mut(iter, "iter") }?;
+        let i = live_mut(iter)?;
         // SAFETY: `count` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(count, 0, "count") }?;
         // SAFETY: `used` is NULL (refused) or writable for one value, as sett.h requires.

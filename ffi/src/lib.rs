@@ -9,8 +9,10 @@ mod batch;
 mod buf;
 mod db;
 mod error;
+mod inspect;
 mod iter;
 mod options;
+mod stream;
 mod txn;
 mod util;
 
@@ -19,8 +21,10 @@ pub use batch::*;
 pub use buf::*;
 pub use db::*;
 pub use error::*;
+pub use inspect::*;
 pub use iter::*;
 pub use options::*;
+pub use stream::*;
 pub use txn::*;
 
 use std::ffi::c_char;

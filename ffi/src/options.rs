@@ -2,13 +2,17 @@
 //! where an out-of-range one fails with SETT_INVALID_OPTION naming it.
 
 use crate::error::{FfiError, SETT_OK};
-use crate::util::{flag, guard, handle_mut};
+use crate::util::{flag, guard, live_mut, Handle};
 use sett_core::Options;
 use std::ffi::c_int;
 
 /// Options for sett_open(); defaults as documented per setter.
 pub struct sett_options_t {
     pub(crate) opts: Options,
+}
+
+impl Handle for sett_options_t {
+    const NAME: &'static str = "opts";
 }
 
 /// New options holding the defaults. Free with sett_options_free().
@@ -30,8 +34,7 @@ pub unsafe extern "C" fn sett_options_free(opts: *mut sett_options_t) {
 
 fn set(opts: *mut sett_options_t, f: impl FnOnce(&mut Options) -> Result<(), FfiError>) -> c_int {
     guard(std::ptr::null_mut(), || {
-        // SAFETY: a non-NULL opts is a live sett_options_t (contract in sett.h).
-        let o = unsafe { handle_mut(opts, "opts") }?;
+        let o = live_mut(opts)?;
         f(&mut o.opts)?;
         Ok(SETT_OK)
     })

@@ -3,7 +3,7 @@
 use crate::buf::sett_buf_t;
 use crate::db::{put_options, sett_db_t};
 use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
-use crate::util::{bytes, flag, guard, guard_ok, handle, handle_mut, write_out};
+use crate::util::{bytes, flag, guard, guard_ok, live, live_mut, write_out, Handle};
 use sett_core::Txn;
 use std::ffi::c_int;
 
@@ -12,6 +12,10 @@ use std::ffi::c_int;
 /// sett_txn_free().
 pub struct sett_txn_t {
     pub(crate) txn: Option<Txn>,
+}
+
+impl Handle for sett_txn_t {
+    const NAME: &'static str = "txn";
 }
 
 impl sett_txn_t {
@@ -35,10 +39,9 @@ pub unsafe extern "C" fn sett_txn_begin(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and writable out-pointer (contract in sett.h).
+        // SAFETY: `txn` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(txn, std::ptr::null_mut(), "txn") }?;
-        // SAFETY: `db` is NULL (refused) or a live handle from this library, as sett.h requires.
-        let h = unsafe { handle(db, "db") }?;
+        let h = live(db)?;
         let update = flag(update, "update")?;
         let t = h.db.begin(update)?;
         // SAFETY: `txn` was checked writable (not NULL) above, as sett.h requires of out-pointers.
@@ -58,8 +61,7 @@ pub unsafe extern "C" fn sett_txn_get(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        // SAFETY: live handle, valid byte range, writable out-pointer (sett.h).
-        let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        let t = live_mut(txn)?.live()?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -72,6 +74,47 @@ pub unsafe extern "C" fn sett_txn_get(
             }
             None => Ok(SETT_NOT_FOUND),
         }
+    })
+}
+
+/// Reads key with its metadata as the transaction sees it: the same contract as
+/// sett_get_entry(). Any of user_meta, expires_at, version may be NULL. For a
+/// key this transaction wrote itself (not yet committed), *user_meta is the
+/// meta it wrote, and *version and *expires_at are 0 (both are fixed at commit).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_get_entry(
+    txn: *mut sett_txn_t,
+    key: *const u8,
+    keylen: usize,
+    value: *mut sett_buf_t,
+    user_meta: *mut u8,
+    expires_at: *mut u64,
+    version: *mut u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard(err, || {
+        let t = live_mut(txn)?.live()?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
+        let Some(item) = t.get_entry(k)? else {
+            return Ok(SETT_NOT_FOUND);
+        };
+        // SAFETY: each out-pointer is written only when not NULL, and sett.h requires it writable.
+        unsafe {
+            if !user_meta.is_null() {
+                user_meta.write(item.user_meta);
+            }
+            if !expires_at.is_null() {
+                expires_at.write(item.expires_at);
+            }
+            if !version.is_null() {
+                version.write(item.version);
+            }
+            value.write(sett_buf_t::from_vec(item.value));
+        }
+        Ok(SETT_OK)
     })
 }
 
@@ -104,8 +147,7 @@ pub unsafe extern "C" fn sett_txn_put_with(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte ranges (contract in sett.h).
-        let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        let t = live_mut(txn)?.live()?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
@@ -124,8 +166,7 @@ pub unsafe extern "C" fn sett_txn_delete(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle and valid byte range (contract in sett.h).
-        let t = unsafe { handle_mut(txn, "txn") }?.live()?;
+        let t = live_mut(txn)?.live()?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         t.delete(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -141,8 +182,7 @@ pub unsafe extern "C" fn sett_txn_commit(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        // SAFETY: live handle (contract in sett.h).
-        let h = unsafe { handle_mut(txn, "txn") }?;
+        let h = live_mut(txn)?;
         h.live()?;
         if let Some(t) = h.txn.take() {
             t.commit()?;
@@ -154,8 +194,7 @@ pub unsafe extern "C" fn sett_txn_commit(
 /// Drops the buffered writes; the transaction is finished. Accepts NULL.
 #[no_mangle]
 pub unsafe extern "C" fn sett_txn_discard(txn: *mut sett_txn_t) {
-    // SAFETY: a non-NULL txn is a live handle.
-    if let Some(h) = unsafe { txn.as_mut() } {
+    if let Ok(h) = live_mut(txn) {
         if let Some(t) = h.txn.take() {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.discard()));
         }

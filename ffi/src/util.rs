@@ -66,22 +66,32 @@ pub(crate) unsafe fn path<'a>(p: *const c_char, what: &str) -> Result<&'a str, F
         .map_err(|_| FfiError::invalid(format!("{what} is not valid UTF-8")))
 }
 
-/// A shared reference to the handle behind `p`.
-///
-/// # Safety
-/// A non-NULL `p` must point to a live handle of type `T` made by this library.
-pub(crate) unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T, FfiError> {
-    // SAFETY: by the caller's contract a non-NULL p is a live T.
-    unsafe { p.as_ref() }.ok_or_else(|| FfiError::invalid(format!("{what} is NULL")))
+/// A handle type this library hands to C as an opaque pointer.
+pub(crate) trait Handle {
+    /// What the error for a NULL handle calls it ("db is NULL").
+    const NAME: &'static str;
 }
 
-/// A mutable reference to the handle behind `p`.
+/// The handle behind `p`, or SETT_INVALID_ARGUMENT naming it when `p` is NULL.
 ///
-/// # Safety
-/// A non-NULL `p` must point to a live handle of type `T` not used elsewhere meanwhile.
-pub(crate) unsafe fn handle_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, FfiError> {
-    // SAFETY: by the caller's contract a non-NULL p is a live T used by one thread.
-    unsafe { p.as_mut() }.ok_or_else(|| FfiError::invalid(format!("{what} is NULL")))
+/// Only ever called with the handle argument of an exported function, passed
+/// on unchanged: this is where such a pointer becomes a reference.
+pub(crate) fn live<'a, T: Handle>(p: *const T) -> Result<&'a T, FfiError> {
+    // SAFETY: every exported function documents in sett.h that a handle argument
+    // is NULL or a handle this library returned and has not freed (the handle
+    // types are only ever created by Box::into_raw here), and callers pass that
+    // argument straight through. NULL is turned into an error below. The
+    // reference does not outlive the exported call it was made in.
+    unsafe { p.as_ref() }.ok_or_else(|| FfiError::invalid(format!("{} is NULL", T::NAME)))
+}
+
+/// Like [`live`], for handles that sett.h says one thread uses at a time
+/// (transactions, iterators, batches, options, loaders).
+pub(crate) fn live_mut<'a, T: Handle>(p: *mut T) -> Result<&'a mut T, FfiError> {
+    // SAFETY: as in `live`; in addition sett.h requires that this kind of handle
+    // is used by one thread at a time, so no other reference to it exists
+    // during the exported call.
+    unsafe { p.as_mut() }.ok_or_else(|| FfiError::invalid(format!("{} is NULL", T::NAME)))
 }
 
 /// Writes `v` through an out-pointer that must not be NULL.

@@ -1,6 +1,7 @@
 /* Tests of the C ABI: every function, its error paths, and threads sharing one
  * database. Built with -Wall -Wextra -Werror -std=c11 and run under valgrind. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -634,6 +635,471 @@ static void test_closed_db(sett_db_t *db) {
     CHECK_RC(sett_close(NULL, NULL), SETT_INVALID_ARGUMENT);
 }
 
+/* --- verify ------------------------------------------------------------- */
+
+/* The first file in directory `name` of the test folder whose name ends with
+ * `suffix`, as a full path in `out`; 0 if there is none. */
+static int find_file(const char *name, const char *suffix, char *out, size_t cap, char *base, size_t base_cap) {
+    char dir[512];
+    path_in(dir, sizeof dir, name);
+    DIR *d = opendir(dir);
+    if (d == NULL) return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name), m = strlen(suffix);
+        if (n > m && strcmp(e->d_name + n - m, suffix) == 0) {
+            snprintf(out, cap, "%s/%s", dir, e->d_name);
+            snprintf(base, base_cap, "%s", e->d_name);
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* Flips one byte of the file at `path`, `at` bytes from its start. */
+static int flip_byte(const char *path, long at) {
+    FILE *f = fopen(path, "r+b");
+    if (f == NULL) return 0;
+    int ok = fseek(f, at, SEEK_SET) == 0;
+    int c = ok ? fgetc(f) : EOF;
+    ok = ok && c != EOF && fseek(f, at, SEEK_SET) == 0 && fputc(c ^ 0x5a, f) != EOF;
+    return fclose(f) == 0 && ok;
+}
+
+static void test_verify_counts_a_healthy_db_and_names_a_damaged_table(void) {
+    sett_options_t *o = sett_options_new();
+    sett_options_set_value_threshold(o, 64);
+    sett_options_set_vlog_gc_ratio(o, 0);
+    sett_db_t *db = open_db("verify", o);
+    char k[32], v[100];
+    for (int i = 0; i < 400; i++) {
+        snprintf(k, sizeof k, "verify%04d", i);
+        memset(v, 'a' + i % 26, sizeof v);
+        CHECK_RC(sett_put(db, B(k), strlen(k), B(v), (i % 2) ? sizeof v : 10, NULL), SETT_OK);
+    }
+    CHECK_RC(sett_flush(db, NULL), SETT_OK);
+    sett_verify_report_t r;
+    memset(&r, 0, sizeof r);
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_verify(db, &r, &err), SETT_INVALID_ARGUMENT); /* size not set */
+    CHECK(strstr(sett_error_message(err), "sett_verify_report_t.size is 0") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    r.size = sizeof r;
+    CHECK_RC(sett_verify(db, &r, &err), SETT_OK);
+    CHECK(err == NULL && r.size == sizeof r);
+    CHECK(r.tables >= 1 && r.blocks >= r.tables);
+    CHECK(r.entries == 400 && r.values == 200); /* 200 values of 100 bytes in the value log */
+    CHECK_RC(sett_verify(db, NULL, NULL), SETT_OK);
+    CHECK_RC(sett_verify(NULL, &r, NULL), SETT_INVALID_ARGUMENT);
+    sett_db_free(db);
+
+    /* Damage the first data block of a table: verify reports it by name. */
+    char path[600], base[256];
+    CHECK(find_file("verify", ".sst", path, sizeof path, base, sizeof base));
+    CHECK(flip_byte(path, 100));
+    db = open_db("verify", o);
+    sett_options_free(o);
+    if (db == NULL) return;
+    r.size = sizeof r;
+    r.tables = 12345;
+    CHECK_RC(sett_verify(db, &r, &err), SETT_CORRUPTION);
+    CHECK(sett_error_code(err) == SETT_CORRUPTION);
+    if (strstr(sett_error_message(err), base) == NULL)
+        fprintf(stderr, "verify did not name %s: %s\n", base, sett_error_message(err));
+    CHECK(strstr(sett_error_message(err), base) != NULL);
+    CHECK(r.tables == 12345); /* not written on failure */
+    sett_error_free(err);
+    /* The database is still open: writes and reads of the memtable work. */
+    CHECK_RC(sett_put(db, B("after"), 5, B("x"), 1, NULL), SETT_OK);
+    sett_buf_t got = {0};
+    CHECK_RC(sett_get(db, B("after"), 5, &got, NULL), SETT_OK);
+    sett_buf_free(&got);
+    sett_db_free(db);
+}
+
+/* --- backup and restore through callbacks -------------------------------- */
+
+struct sink {
+    uint8_t *data;
+    size_t len, cap;
+    int calls;
+    int fail_on_call; /* 0: never */
+};
+
+static int sink_write(void *ctx, const uint8_t *data, size_t len) {
+    struct sink *s = ctx;
+    s->calls++;
+    if (s->fail_on_call != 0 && s->calls == s->fail_on_call) return 7;
+    if (s->len + len > s->cap) {
+        size_t cap = (s->len + len) * 2;
+        uint8_t *p = realloc(s->data, cap);
+        if (p == NULL) return 12;
+        s->data = p;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, data, len);
+    s->len += len;
+    return 0;
+}
+
+struct source {
+    const uint8_t *data;
+    size_t len, at;
+    size_t step;     /* at most this many bytes per call */
+    size_t fail_at;  /* return 9 once this many bytes were handed out; 0: never */
+    size_t end_at;   /* report the end of the stream here; 0: at len */
+};
+
+static int source_read(void *ctx, uint8_t *buf, size_t cap, size_t *len) {
+    struct source *s = ctx;
+    if (s->fail_at != 0 && s->at >= s->fail_at) return 9;
+    size_t end = s->end_at != 0 ? s->end_at : s->len;
+    size_t n = end - s->at;
+    if (n > cap) n = cap;
+    if (n > s->step) n = s->step;
+    memcpy(buf, s->data + s->at, n);
+    s->at += n;
+    *len = n;
+    return 0;
+}
+
+static sett_db_t *stream_source_db(void) {
+    sett_options_t *o = sett_options_new();
+    sett_options_set_value_threshold(o, 64);
+    sett_db_t *db = open_db("stream-src", o);
+    sett_options_free(o);
+    char k[32], v[300];
+    for (int i = 0; i < 500; i++) {
+        snprintf(k, sizeof k, "s%04d", i);
+        memset(v, 'A' + i % 26, sizeof v);
+        size_t vl = (i % 3 == 0) ? sizeof v : 12;
+        CHECK_RC(sett_put_with(db, B(k), strlen(k), B(v), vl, (uint8_t)(i % 7), (i % 5 == 0) ? 3600000 : 0, NULL), SETT_OK);
+    }
+    for (int i = 0; i < 500; i += 10) {
+        snprintf(k, sizeof k, "s%04d", i);
+        CHECK_RC(sett_delete(db, B(k), strlen(k), NULL), SETT_OK);
+    }
+    return db;
+}
+
+static void test_backup_to_a_callback_round_trips_every_entry(sett_db_t *src) {
+    struct sink s = {0};
+    uint64_t next = 0, entries = 0;
+    CHECK_RC(sett_backup_to(src, 0, sink_write, &s, &next, NULL), SETT_OK);
+    CHECK(next > 0 && s.len > 0 && s.calls >= 4);
+
+    /* The same bytes as the file form of the backup. */
+    char bpath[512];
+    path_in(bpath, sizeof bpath, "stream.backup");
+    uint64_t next_file = 0;
+    CHECK_RC(sett_backup(src, bpath, 0, &next_file, NULL), SETT_OK);
+    CHECK(next_file == next);
+    FILE *f = fopen(bpath, "rb");
+    uint8_t *file = malloc(s.len + 1);
+    size_t n = f ? fread(file, 1, s.len + 1, f) : 0;
+    if (f) fclose(f);
+    CHECK(n == s.len && memcmp(file, s.data, s.len) == 0);
+    free(file);
+
+    /* Restored through a reader that hands out at most 1000 bytes a call. */
+    sett_db_t *dst = open_db("stream-dst", NULL);
+    struct source r = {s.data, s.len, 0, 1000, 0, 0};
+    CHECK_RC(sett_restore_from(dst, source_read, &r, &entries, NULL), SETT_OK);
+    CHECK(entries == 450 && r.at == s.len);
+    char k[32];
+    int same = 0;
+    for (int i = 0; i < 500; i++) {
+        snprintf(k, sizeof k, "s%04d", i);
+        sett_buf_t a = {0}, b = {0};
+        uint8_t ma = 0, mb = 0;
+        uint64_t xa = 0, xb = 0;
+        int ra = sett_get_entry(src, B(k), strlen(k), &a, &ma, &xa, NULL, NULL);
+        int rb = sett_get_entry(dst, B(k), strlen(k), &b, &mb, &xb, NULL, NULL);
+        if (ra == rb && a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0) && ma == mb && xa == xb)
+            same++;
+        else
+            fprintf(stderr, "restored %s differs (rc %d/%d, len %zu/%zu)\n", k, ra, rb, a.len, b.len);
+        sett_buf_free(&a);
+        sett_buf_free(&b);
+    }
+    CHECK(same == 500);
+
+    /* An incremental backup from `next` after one more write carries just it. */
+    CHECK_RC(sett_put(src, B("late"), 4, B("L"), 1, NULL), SETT_OK);
+    struct sink inc = {0};
+    uint64_t next2 = 0;
+    CHECK_RC(sett_backup_to(src, next, sink_write, &inc, &next2, NULL), SETT_OK);
+    CHECK(next2 > next);
+    struct source ri = {inc.data, inc.len, 0, 1 << 20, 0, 0};
+    CHECK_RC(sett_restore_from(dst, source_read, &ri, &entries, NULL), SETT_OK);
+    CHECK(entries == 1);
+    sett_buf_t late = {0};
+    CHECK_RC(sett_get(dst, B("late"), 4, &late, NULL), SETT_OK);
+    sett_buf_free(&late);
+    CHECK_RC(sett_delete(src, B("late"), 4, NULL), SETT_OK);
+    free(inc.data);
+
+    /* A cut stream is corruption; bad arguments are refused. */
+    sett_db_t *cut = open_db("stream-cut", NULL);
+    struct source rc = {s.data, s.len, 0, 1 << 20, 0, s.len - 5};
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_restore_from(cut, source_read, &rc, NULL, &err), SETT_CORRUPTION);
+    CHECK(strstr(sett_error_message(err), "backup stream") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_restore_from(cut, NULL, &rc, NULL, &err), SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "read callback is NULL") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_backup_to(src, 0, NULL, &s, NULL, &err), SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "write callback is NULL") != NULL);
+    sett_error_free(err);
+    CHECK_RC(sett_backup_to(NULL, 0, sink_write, &s, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_restore_from(NULL, source_read, &rc, NULL, NULL), SETT_INVALID_ARGUMENT);
+    sett_db_free(cut);
+    sett_db_free(dst);
+    free(s.data);
+}
+
+static void test_a_callback_that_fails_mid_stream_leaves_both_dbs_as_they_were(sett_db_t *src) {
+    /* The writer stops the backup at its third call. */
+    struct sink s = {0};
+    s.fail_on_call = 3;
+    sett_error_t *err = NULL;
+    uint64_t next = 77;
+    CHECK_RC(sett_backup_to(src, 0, sink_write, &s, &next, &err), SETT_IO);
+    CHECK(s.calls == 3 && next == 77);
+    if (strstr(sett_error_message(err), "write callback returned 7") == NULL)
+        fprintf(stderr, "unexpected message: %s\n", sett_error_message(err));
+    CHECK(strstr(sett_error_message(err), "write callback returned 7") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    /* The source is untouched: every key reads back and a new backup works. */
+    sett_buf_t v = {0};
+    CHECK_RC(sett_get(src, B("s0001"), 5, &v, NULL), SETT_OK);
+    CHECK(v.len == 12 && v.data[0] == 'B');
+    sett_buf_free(&v);
+    CHECK_RC(sett_get(src, B("s0003"), 5, &v, NULL), SETT_OK);
+    CHECK(v.len == 300);
+    sett_buf_free(&v);
+    struct sink full = {0};
+    CHECK_RC(sett_backup_to(src, 0, sink_write, &full, NULL, NULL), SETT_OK);
+
+    /* The reader fails halfway: the target stays empty, and the whole stream
+     * restores into it afterwards. */
+    sett_db_t *dst = open_db("stream-fail", NULL);
+    struct source r = {full.data, full.len, 0, 4096, full.len / 2, 0};
+    CHECK_RC(sett_restore_from(dst, source_read, &r, NULL, &err), SETT_IO);
+    CHECK(strstr(sett_error_message(err), "read callback returned 9") != NULL);
+    sett_error_free(err);
+    CHECK_RC(sett_get(dst, B("s0001"), 5, &v, NULL), SETT_NOT_FOUND);
+    struct source again = {full.data, full.len, 0, 1 << 20, 0, 0};
+    uint64_t entries = 0;
+    CHECK_RC(sett_restore_from(dst, source_read, &again, &entries, NULL), SETT_OK);
+    CHECK(entries == 450);
+    CHECK_RC(sett_get(dst, B("s0499"), 5, &v, NULL), SETT_OK);
+    sett_buf_free(&v);
+    sett_db_free(dst);
+    free(full.data);
+    free(s.data);
+}
+
+static void test_streams(void) {
+    sett_db_t *src = stream_source_db();
+    test_backup_to_a_callback_round_trips_every_entry(src);
+    test_a_callback_that_fails_mid_stream_leaves_both_dbs_as_they_were(src);
+    sett_db_free(src);
+}
+
+/* --- meta and TTL in transactions and the bulk loader --------------------- */
+
+static void test_txn_get_entry_reads_meta_and_expiry(sett_db_t *db) {
+    CHECK_RC(sett_put_with(db, B("tmeta"), 5, B("v1"), 2, 9, 60000, NULL), SETT_OK);
+    uint8_t meta = 0;
+    uint64_t expires = 0, version = 0, db_version = 0;
+    sett_buf_t v = {0};
+    CHECK_RC(sett_get_entry(db, B("tmeta"), 5, &v, NULL, NULL, &db_version, NULL), SETT_OK);
+    sett_buf_free(&v);
+    sett_txn_t *t = NULL;
+    CHECK_RC(sett_txn_begin(db, 1, &t, NULL), SETT_OK);
+    CHECK_RC(sett_txn_get_entry(t, B("tmeta"), 5, &v, &meta, &expires, &version, NULL), SETT_OK);
+    CHECK(v.len == 2 && memcmp(v.data, "v1", 2) == 0);
+    CHECK(meta == 9 && expires > (uint64_t)time(NULL) && version == db_version);
+    sett_buf_free(&v);
+    /* Its own pending write: the meta it wrote, version and expiry 0. */
+    CHECK_RC(sett_txn_put_with(t, B("tmeta"), 5, B("v2"), 2, 4, 0, NULL), SETT_OK);
+    CHECK_RC(sett_txn_get_entry(t, B("tmeta"), 5, &v, &meta, &expires, &version, NULL), SETT_OK);
+    CHECK(v.len == 2 && memcmp(v.data, "v2", 2) == 0 && meta == 4 && version == 0 && expires == 0);
+    sett_buf_free(&v);
+    CHECK_RC(sett_txn_get_entry(t, B("tnone"), 5, &v, &meta, NULL, NULL, NULL), SETT_NOT_FOUND);
+    CHECK(v.data == NULL);
+    CHECK_RC(sett_txn_get_entry(t, B("tmeta"), 5, NULL, NULL, NULL, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_txn_commit(t, NULL), SETT_OK);
+    CHECK_RC(sett_txn_get_entry(t, B("tmeta"), 5, &v, NULL, NULL, NULL, NULL), SETT_CLOSED);
+    sett_txn_free(t);
+    CHECK_RC(sett_get_entry(db, B("tmeta"), 5, &v, &meta, &expires, NULL, NULL), SETT_OK);
+    CHECK(meta == 4 && expires == 0);
+    sett_buf_free(&v);
+}
+
+static void test_bulk_loader_add_with_keeps_meta_and_ttl(void) {
+    sett_db_t *db = open_db("bulk-meta", NULL);
+    sett_bulk_loader_t *l = NULL;
+    CHECK_RC(sett_bulk_loader_new(db, &l, NULL), SETT_OK);
+    CHECK_RC(sett_bulk_loader_add_with(l, B("a"), 1, B("1"), 1, 3, 0, NULL), SETT_OK);
+    CHECK_RC(sett_bulk_loader_add_with(l, B("b"), 1, B("2"), 1, 0, 120000, NULL), SETT_OK);
+    CHECK_RC(sett_bulk_loader_add(l, B("c"), 1, B("3"), 1, NULL), SETT_OK);
+    CHECK_RC(sett_bulk_loader_add_with(l, B("b"), 1, B("x"), 1, 0, 0, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_bulk_loader_add_with(NULL, B("d"), 1, B("x"), 1, 0, 0, NULL), SETT_INVALID_ARGUMENT);
+    uint64_t count = 0;
+    CHECK_RC(sett_bulk_loader_finish(l, &count, NULL), SETT_OK);
+    CHECK(count == 3);
+    CHECK_RC(sett_bulk_loader_add_with(l, B("z"), 1, B("x"), 1, 0, 0, NULL), SETT_CLOSED);
+    sett_bulk_loader_free(l);
+    uint8_t meta = 0;
+    uint64_t expires = 1;
+    sett_buf_t v = {0};
+    CHECK_RC(sett_get_entry(db, B("a"), 1, &v, &meta, &expires, NULL, NULL), SETT_OK);
+    CHECK(meta == 3 && expires == 0);
+    sett_buf_free(&v);
+    uint64_t now = (uint64_t)time(NULL);
+    CHECK_RC(sett_get_entry(db, B("b"), 1, &v, &meta, &expires, NULL, NULL), SETT_OK);
+    CHECK(meta == 0 && expires >= now + 119 && expires <= now + 121);
+    sett_buf_free(&v);
+    sett_db_free(db);
+}
+
+/* --- stats with GC counts; vlog_gc_ratio out of range --------------------- */
+
+static void test_stats_ex_reports_gc_and_checks_its_size(void) {
+    sett_options_t *o = sett_options_new();
+    sett_options_set_value_threshold(o, 64);
+    sett_options_set_memtable_size(o, 16 << 10);
+    sett_options_set_vlog_file_size(o, 16 << 10);
+    sett_options_set_vlog_gc_ratio(o, 0); /* GC by hand */
+    sett_db_t *db = open_db("stats-ex", o);
+    sett_options_free(o);
+    sett_stats_ex_t st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(sett_stats_ex(db, &st, NULL), SETT_OK);
+    CHECK(st.size == sizeof st && st.num_levels == 7);
+    CHECK(st.gc_files_rewritten == 0 && st.gc_files_deleted == 0 && st.gc_bytes_reclaimed == 0);
+    char k[32], v[200];
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 300; i++) {
+            snprintf(k, sizeof k, "gc%04d", i);
+            memset(v, 'a' + round, sizeof v);
+            CHECK_RC(sett_put(db, B(k), strlen(k), (const uint8_t *)v, sizeof v, NULL), SETT_OK);
+        }
+    }
+    CHECK_RC(sett_flatten(db, NULL), SETT_OK);
+    int collected = 1, calls = 0;
+    while (collected == 1 && calls < 100) {
+        CHECK_RC(sett_run_value_log_gc(db, 0.5, &collected, NULL), SETT_OK);
+        calls++;
+    }
+    CHECK(calls > 1);
+    CHECK_RC(sett_stats_ex(db, &st, NULL), SETT_OK);
+    CHECK(st.gc_files_rewritten + st.gc_files_deleted >= (uint64_t)(calls - 1));
+    CHECK(st.gc_bytes_reclaimed > 0);
+    CHECK(st.last_seq >= 1200 && st.level_tables[6] > 0);
+    sett_stats_t old;
+    CHECK_RC(sett_stats(db, &old, NULL), SETT_OK);
+    CHECK(old.last_seq == st.last_seq && old.vlog_files == st.vlog_files);
+
+    /* A newer header's larger struct: the known part filled, the rest zeroed. */
+    uint64_t bigger[sizeof(sett_stats_ex_t) / 8 + 4];
+    memset(bigger, 0xAB, sizeof bigger);
+    ((sett_stats_ex_t *)bigger)->size = sizeof bigger;
+    CHECK_RC(sett_stats_ex(db, (sett_stats_ex_t *)bigger, NULL), SETT_OK);
+    CHECK(((sett_stats_ex_t *)bigger)->size == sizeof(sett_stats_ex_t));
+    CHECK(((sett_stats_ex_t *)bigger)->last_seq == st.last_seq);
+    for (size_t i = sizeof(sett_stats_ex_t) / 8; i < sizeof bigger / 8; i++) CHECK(bigger[i] == 0);
+
+    sett_error_t *err = NULL;
+    st.size = 16;
+    CHECK_RC(sett_stats_ex(db, &st, &err), SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "sett_stats_ex_t.size is 16") != NULL);
+    sett_error_free(err);
+    CHECK_RC(sett_stats_ex(db, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    st.size = sizeof st;
+    CHECK_RC(sett_stats_ex(db, &st, NULL), SETT_CLOSED);
+    sett_db_free(db);
+}
+
+static void test_vlog_gc_ratio_out_of_range_is_refused_by_name(void) {
+    sett_db_t *db = open_db("ratio", NULL);
+    CHECK_RC(sett_put(db, B("kept"), 4, B("value"), 5, NULL), SETT_OK);
+    sett_db_free(db);
+    char path[512];
+    path_in(path, sizeof path, "ratio");
+    const double bad[] = {1.5, -0.1, 1.0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sett_options_t *o = sett_options_new();
+        CHECK_RC(sett_options_set_vlog_gc_ratio(o, bad[i]), SETT_OK); /* checked at open */
+        sett_error_t *err = NULL;
+        db = (sett_db_t *)1;
+        CHECK_RC(sett_open(path, o, &db, &err), SETT_INVALID_OPTION);
+        CHECK(db == NULL);
+        if (strstr(sett_error_message(err), "vlog_gc_ratio") == NULL)
+            fprintf(stderr, "ratio %g: %s\n", bad[i], sett_error_message(err));
+        CHECK(strstr(sett_error_message(err), "vlog_gc_ratio") != NULL);
+        sett_error_free(err);
+        sett_options_free(o);
+    }
+    /* The refused opens did not touch the data. */
+    db = open_db("ratio", NULL);
+    sett_buf_t v = {0};
+    CHECK_RC(sett_get(db, B("kept"), 4, &v, NULL), SETT_OK);
+    CHECK(v.len == 5 && memcmp(v.data, "value", 5) == 0);
+    sett_buf_free(&v);
+    sett_db_free(db);
+}
+
+/* NULL handles give SETT_INVALID_ARGUMENT with a message naming the handle.
+ * `call` stores its error through `&e_`. */
+#define CHECK_NULL_HANDLE(call, name)                                              \
+    do {                                                                           \
+        sett_error_t *e_ = NULL;                                                   \
+        CHECK_RC(call, SETT_INVALID_ARGUMENT);                                     \
+        checks++;                                                                  \
+        if (strstr(sett_error_message(e_), name) == NULL) {                        \
+            failures++;                                                            \
+            fprintf(stderr, "%s:%d: %s: message \"%s\" does not say \"%s\"\n",     \
+                    __FILE__, __LINE__, #call, sett_error_message(e_), name);      \
+        }                                                                          \
+        sett_error_free(e_);                                                       \
+    } while (0)
+
+static void test_null_handles_are_errors_naming_the_handle(void) {
+    sett_buf_t v = {0};
+    uint64_t n = 0;
+    CHECK_NULL_HANDLE(sett_flush(NULL, &e_), "db is NULL");
+    CHECK_NULL_HANDLE(sett_get(NULL, B("k"), 1, &v, &e_), "db is NULL");
+    CHECK_NULL_HANDLE(sett_verify(NULL, NULL, &e_), "db is NULL");
+    CHECK_NULL_HANDLE(sett_stats_ex(NULL, NULL, &e_), "db is NULL");
+    CHECK_NULL_HANDLE(sett_backup_to(NULL, 0, sink_write, NULL, NULL, &e_), "db is NULL");
+    CHECK_NULL_HANDLE(sett_txn_get_entry(NULL, B("k"), 1, &v, NULL, NULL, NULL, &e_), "txn is NULL");
+    CHECK_NULL_HANDLE(sett_txn_commit(NULL, &e_), "txn is NULL");
+    CHECK_NULL_HANDLE(sett_iter_next(NULL, &e_), "iter is NULL");
+    CHECK_NULL_HANDLE(sett_iter_rewind(NULL, &e_), "iter is NULL");
+    CHECK_NULL_HANDLE(sett_sequence_next(NULL, &n, &e_), "seq is NULL");
+    CHECK_NULL_HANDLE(sett_bulk_loader_finish(NULL, &n, &e_), "loader is NULL");
+    CHECK_NULL_HANDLE(sett_bulk_loader_add_with(NULL, B("k"), 1, B("v"), 1, 0, 0, &e_), "loader is NULL");
+    /* The calls without an error out-parameter return the code. */
+    CHECK_RC(sett_batch_clear(NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_options_set_reverse(NULL, 1), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_vlog_gc_ratio(NULL, 0.5), SETT_INVALID_ARGUMENT);
+    CHECK(sett_iter_valid(NULL) == 0 && sett_batch_count(NULL) == 0);
+    sett_txn_discard(NULL);
+    CHECK(v.data == NULL);
+}
+
 int main(void) {
     if (mkdtemp(dir_template) == NULL) {
         perror("mkdtemp");
@@ -644,6 +1110,12 @@ int main(void) {
     test_bulk_load();
     test_value_log_gc();
     test_close_racing_calls();
+    test_verify_counts_a_healthy_db_and_names_a_damaged_table();
+    test_streams();
+    test_bulk_loader_add_with_keeps_meta_and_ttl();
+    test_stats_ex_reports_gc_and_checks_its_size();
+    test_vlog_gc_ratio_out_of_range_is_refused_by_name();
+    test_null_handles_are_errors_naming_the_handle();
     sett_options_t *o = sett_options_new();
     sett_options_set_memtable_size(o, 64 << 10);
     sett_options_set_value_threshold(o, 64);
@@ -652,6 +1124,7 @@ int main(void) {
     test_point_operations(db);
     test_batch_and_multi_get(db);
     test_transactions(db);
+    test_txn_get_entry_reads_meta_and_expiry(db);
     test_iterators(db);
     test_threads_share_one_db(db);
     test_maintenance(db);

@@ -6,11 +6,13 @@
 
 use crate::db::{lock, DbInner, ReadState};
 use crate::error::{Error, Result};
+use crate::filename;
+use crate::fs::sync_dir;
 use crate::key;
-use crate::manifest::{sync_dir, Edit, TableRecord};
+use crate::manifest::{Edit, TableRecord};
 use crate::table::{self, Table, TableBuilder};
 use crate::value::{self, Stored};
-use crate::vlog::{self, VlogFile, VlogWriter};
+use crate::vlog::{VlogFile, VlogWriter};
 use crate::PutOptions;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -130,7 +132,7 @@ impl BulkLoader {
                 .as_mut()
                 .ok_or(Error::Closed)?
                 .next_file_id();
-            let path = db.dir.join(table::file_name(id));
+            let path = filename::table(&db.dir, id);
             self.builder = Some((
                 id,
                 TableBuilder::create(
@@ -164,17 +166,14 @@ impl BulkLoader {
         self.vlog.sync()?;
         sync_dir(&db.opts.fs, &db.dir)?;
         let vid = self.vlog.id();
-        let vfile = Arc::new(VlogFile::open_sealed(
-            &db.dir.join(vlog::file_name(vid)),
-            vid,
-        )?);
+        let vfile = Arc::new(VlogFile::open_sealed(&filename::vlog(&db.dir, vid), vid)?);
         let last = (db.opts.num_levels - 1) as u8;
         let mut edits = vec![Edit::AddVlog(vid), Edit::LastSeq(self.seq)];
         let mut added = Vec::new();
         for (id, meta) in &self.tables {
             added.push((
                 last as usize,
-                Arc::new(Table::open(&db.dir.join(table::file_name(*id)), *id)?),
+                Arc::new(Table::open(&filename::table(&db.dir, *id), *id)?),
             ));
             edits.push(Edit::AddTable {
                 level: last,
@@ -215,12 +214,12 @@ impl Drop for BulkLoader {
             self.db.queue_cv.notify_all();
             // Abandoned: its files were never recorded; remove them now (open would too).
             let (fs, dir) = (&self.db.opts.fs, &self.db.dir);
-            let _ = fs.remove(&dir.join(vlog::file_name(self.vlog.id())));
+            let _ = fs.remove(&filename::vlog(dir, self.vlog.id()));
             for (id, _) in &self.tables {
-                let _ = fs.remove(&dir.join(table::file_name(*id)));
+                let _ = fs.remove(&filename::table(dir, *id));
             }
             if let Some((id, _)) = &self.builder {
-                let _ = fs.remove(&dir.join(table::file_name(*id)));
+                let _ = fs.remove(&filename::table(dir, *id));
             }
             self.db.bulk_active.store(false, Ordering::Release);
         }

@@ -171,6 +171,12 @@ impl Fs {
     }
 }
 
+/// fsyncs a directory so that created, renamed and removed entries are durable.
+pub(crate) fn sync_dir(fs: &Fs, dir: &Path) -> crate::Result<()> {
+    fs.sync_dir(dir)
+        .map_err(|e| crate::Error::io(format!("syncing directory {}", dir.display()), e))
+}
+
 impl Default for Fs {
     fn default() -> Fs {
         Fs::real()

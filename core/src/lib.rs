@@ -67,6 +67,7 @@ mod db;
 mod error;
 #[doc(hidden)]
 pub mod fault;
+mod filename;
 pub mod fs;
 // Fuzz targets panic on a difference from the model: that is how libFuzzer sees a bug.
 #[allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]

@@ -5,15 +5,14 @@
 
 use crate::coding::{put_varint, Reader};
 use crate::error::{Error, Result};
-use crate::fs::Fs;
+use crate::filename;
+use crate::fs::{sync_dir, Fs};
 use crate::wal::{self, LogWriter};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub(crate) const MAGIC: &[u8; 8] = b"SETTMANI";
 pub(crate) const VERSION: u32 = 1;
-pub(crate) const FILE_NAME: &str = "MANIFEST";
-const TMP_NAME: &str = "MANIFEST.tmp";
 /// The manifest is rewritten as a snapshot once it grows past this.
 const REWRITE_AT: u64 = 4 << 20;
 
@@ -256,7 +255,7 @@ fn has_torn_sector(data: &[u8], tail: usize) -> bool {
 /// Reads the manifest of `dir`, if there is one. A torn last record is ignored
 /// (it was never acknowledged); any other damage is corruption.
 pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState>> {
-    let path = dir.join(FILE_NAME);
+    let path = dir.join(filename::MANIFEST);
     if !path.exists() {
         return Ok(None);
     }
@@ -331,14 +330,14 @@ pub(crate) struct Manifest {
 impl Manifest {
     /// Writes `state` as a fresh manifest (atomically replacing any old one).
     pub(crate) fn create(fs: &Fs, dir: &Path, state: ManifestState) -> Result<Manifest> {
-        let tmp = dir.join(TMP_NAME);
+        let tmp = dir.join(filename::MANIFEST_TMP);
         let _ = fs.remove(&tmp);
         let mut writer = LogWriter::create(fs, &tmp, MAGIC, VERSION)?;
         let mut framed = Vec::new();
         wal::frame(&mut framed, &encode_edits(&state.snapshot()));
         writer.append(&framed)?;
         writer.sync()?;
-        let path = dir.join(FILE_NAME);
+        let path = dir.join(filename::MANIFEST);
         fs.rename(&tmp, &path).map_err(|e| {
             Error::io(
                 format!("renaming {} to {}", tmp.display(), path.display()),
@@ -383,12 +382,6 @@ impl Manifest {
         self.state.next_file_id += 1;
         id
     }
-}
-
-/// fsyncs a directory so that created, renamed and removed entries are durable.
-pub(crate) fn sync_dir(fs: &Fs, dir: &Path) -> Result<()> {
-    fs.sync_dir(dir)
-        .map_err(|e| Error::io(format!("syncing directory {}", dir.display()), e))
 }
 
 #[cfg(test)]
@@ -468,7 +461,7 @@ mod tests {
         }])
         .unwrap();
         drop(m);
-        let path = dir.path().join(FILE_NAME);
+        let path = dir.path().join(filename::MANIFEST);
         let good = std::fs::read(&path).unwrap();
         let last = good.len()
             - (encode_edits(&[Edit::AddTable {
@@ -495,7 +488,7 @@ mod tests {
     #[test]
     fn a_whole_length_last_record_with_a_zeroed_sector_is_a_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
+        let path = dir.path().join(filename::MANIFEST);
         let mut m = Manifest::create(&Fs::real(), dir.path(), ManifestState::new(3)).unwrap();
         // Log until the last record crosses a sector boundary.
         let mut id = 1;

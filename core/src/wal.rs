@@ -14,6 +14,11 @@ use crate::fs::Fs;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+/// Magic of a write-ahead log file.
+pub(crate) const WAL_MAGIC: &[u8; 8] = b"SETTWAL\0";
+/// Version 2 adds the synced offset to each record (FORMAT.md); version 1 WALs
+/// are still read.
+pub(crate) const WAL_VERSION: u32 = 2;
 /// Bytes of the file header: magic (8) | format version (u32 LE) | crc32 of both (u32 LE).
 pub(crate) const HEADER_LEN: usize = 16;
 /// Bytes of a record header.

@@ -2,9 +2,10 @@
 
 use super::recovery::remove;
 use super::*;
+use crate::fs::sync_dir;
 use crate::levels::compaction::{self, range_of, Compaction};
-use crate::manifest::{sync_dir, Edit, TableRecord};
-use crate::table::{self, Table, TableBuilder};
+use crate::manifest::{Edit, TableRecord};
+use crate::table::{Table, TableBuilder};
 
 impl DbInner {
     pub(crate) fn flush_loop(self: Arc<Self>) {
@@ -46,7 +47,7 @@ impl DbInner {
         // the table's write and its manifest record, recovery tells such a
         // leftover from a manifest that lost records by finding the table's
         // versions in a surviving WAL (recovery::check_orphan_tables).
-        let wal_path = self.dir.join(wal_name(mem.wal_id()));
+        let wal_path = filename::wal(&self.dir, mem.wal_id());
         match std::fs::File::open(&wal_path) {
             Ok(f) => self
                 .opts
@@ -64,7 +65,7 @@ impl DbInner {
                 .as_mut()
                 .ok_or(Error::Closed)?
                 .next_file_id();
-            let path = self.dir.join(table::file_name(id));
+            let path = filename::table(&self.dir, id);
             let mut b = TableBuilder::create(
                 &self.opts.fs,
                 &path,
@@ -132,7 +133,7 @@ impl DbInner {
                 vlogs: st.vlogs.clone(),
             });
         }
-        remove(&self.opts.fs, &self.dir.join(wal_name(mem.wal_id())))
+        remove(&self.opts.fs, &filename::wal(&self.dir, mem.wal_id()))
     }
 
     pub(crate) fn compaction_loop(self: Arc<Self>) {
@@ -227,7 +228,7 @@ impl DbInner {
                 edits.push(Edit::VlogDiscard { id, bytes });
             }
             for (id, meta) in result.tables {
-                let t = Table::open(&self.dir.join(table::file_name(id)), id)?;
+                let t = Table::open(&filename::table(&self.dir, id), id)?;
                 edits.push(Edit::AddTable {
                     level: out as u8,
                     table: TableRecord {

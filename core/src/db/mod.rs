@@ -17,6 +17,7 @@ pub use gc::GcOutcome;
 
 use crate::bulk::BulkLoader;
 use crate::error::{Error, Result};
+use crate::filename;
 use crate::iter::{DbIterator, IterOptions, MemIter, MergeIter, PendingIter, Source};
 use crate::key;
 use crate::levels::Version;
@@ -38,10 +39,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 
 pub(crate) use write::{Move, TxnCheck, WriterKind};
-
-fn wal_name(id: u64) -> String {
-    format!("{id:06}.wal")
-}
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic on another thread must not make the Db unusable; the state it guards

@@ -2,38 +2,14 @@
 
 use super::*;
 use crate::batch;
+use crate::filename::{self, FileKind};
+use crate::fs::sync_dir;
 use crate::fs::Fs;
 use crate::levels::Version;
-use crate::manifest::{self, sync_dir, Edit, ManifestState};
-use crate::table::{self, Table};
-use crate::vlog::{self, VlogFile};
-use crate::wal;
-
-pub(crate) const WAL_MAGIC: &[u8; 8] = b"SETTWAL\0";
-/// Version 2 adds the synced offset to each record (FORMAT.md); version 1 WALs
-/// are still read.
-pub(crate) const WAL_VERSION: u32 = 2;
-const LOCK_FILE: &str = "LOCK";
-
-/// The kinds of file sett keeps in its directory, by name.
-enum FileKind {
-    Table(u64),
-    Wal(u64),
-    Vlog(u32),
-}
-
-fn parse_name(name: &str) -> Option<FileKind> {
-    let (stem, ext) = name.split_once('.')?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    match ext {
-        "sst" => stem.parse().ok().map(FileKind::Table),
-        "wal" => stem.parse().ok().map(FileKind::Wal),
-        "vlog" => stem.parse().ok().map(FileKind::Vlog),
-        _ => None,
-    }
-}
+use crate::manifest::{self, Edit, ManifestState};
+use crate::table::Table;
+use crate::vlog::VlogFile;
+use crate::wal::{self, WAL_MAGIC, WAL_VERSION};
 
 fn list_dir(dir: &Path) -> Result<Vec<FileKind>> {
     let rd =
@@ -41,7 +17,7 @@ fn list_dir(dir: &Path) -> Result<Vec<FileKind>> {
     let mut out = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
-        if let Some(k) = entry.file_name().to_str().and_then(parse_name) {
+        if let Some(k) = entry.file_name().to_str().and_then(filename::parse) {
             out.push(k);
         }
     }
@@ -49,7 +25,7 @@ fn list_dir(dir: &Path) -> Result<Vec<FileKind>> {
 }
 
 fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
-    let path = dir.join(LOCK_FILE);
+    let path = dir.join(filename::LOCK);
     let file = if shared {
         File::open(&path)
     } else {
@@ -102,7 +78,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let dir = opts.dir.clone();
     if opts.read_only {
-        if !dir.join(manifest::FILE_NAME).exists() {
+        if !dir.join(filename::MANIFEST).exists() {
             return Err(Error::InvalidArgument(format!(
                 "no database in {} to open read-only",
                 dir.display()
@@ -136,7 +112,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         None => {
             if !files.is_empty() {
                 return Err(Error::corruption(
-                    dir.join(manifest::FILE_NAME),
+                    dir.join(filename::MANIFEST),
                     0,
                     "MANIFEST is missing but the directory holds data files",
                 ));
@@ -149,7 +125,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     let mut added = Vec::new();
     for (level, tables) in mstate.levels.iter().enumerate() {
         for rec in tables.values() {
-            let path = dir.join(table::file_name(rec.id));
+            let path = filename::table(&dir, rec.id);
             let t = Table::open(&path, rec.id)
                 .map_err(|e| missing_is_corruption(e, "table listed in MANIFEST is missing"))?;
             added.push((level, Arc::new(t)));
@@ -158,7 +134,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     let version = Version::new(opts.num_levels).apply(&HashSet::new(), &added);
     let mut vlogs = VlogSet::default();
     for &id in &mstate.vlogs {
-        let path = dir.join(vlog::file_name(id));
+        let path = filename::vlog(&dir, id);
         // Every file listed is sealed: each open starts a new head file.
         let f = VlogFile::open_sealed(&path, id).map_err(|e| {
             missing_is_corruption(e, "value-log file listed in MANIFEST is missing")
@@ -186,7 +162,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     for &id in &wal_ids {
         replayed.push(id);
         let complete = replay_wal(
-            &dir.join(wal_name(id)),
+            &filename::wal(&dir, id),
             &mem,
             &vlogs,
             &mut last_seq,
@@ -269,19 +245,19 @@ fn check_orphan_tables(
             continue;
         }
         // An orphan that does not even open is a table cut by the crash.
-        let Ok(t) = Table::open(&dir.join(table::file_name(*id)), *id) else {
+        let Ok(t) = Table::open(&filename::table(dir, *id), *id) else {
             continue;
         };
         let newest = t.max_seq();
         let in_wal = replay_min <= newest && newest <= replay_max;
         if newest > known_seq && !in_wal {
             return Err(Error::corruption(
-                dir.join(manifest::FILE_NAME),
+                dir.join(filename::MANIFEST),
                 0,
                 format!(
                     "table {} holds writes up to version {newest}, newer than the MANIFEST \
                      records ({known_seq}) and in no WAL: the MANIFEST lost records",
-                    table::file_name(*id)
+                    filename::FileKind::Table(*id).name()
                 ),
             ));
         }
@@ -363,14 +339,10 @@ impl DbInner {
         // value-log files never recorded, WALs already flushed or past a cut.
         for f in &files {
             let path = match f {
-                FileKind::Table(id) if !live_tables.contains(id) => {
-                    self.dir.join(table::file_name(*id))
-                }
-                FileKind::Vlog(id) if !live_vlogs.contains(id) => {
-                    self.dir.join(vlog::file_name(*id))
-                }
+                FileKind::Table(id) if !live_tables.contains(id) => filename::table(&self.dir, *id),
+                FileKind::Vlog(id) if !live_vlogs.contains(id) => filename::vlog(&self.dir, *id),
                 FileKind::Wal(id) if *id < log_number || !replayed.contains(id) => {
-                    self.dir.join(wal_name(*id))
+                    filename::wal(&self.dir, *id)
                 }
                 _ => continue,
             };
@@ -389,13 +361,13 @@ impl DbInner {
         })?;
         let wal = LogWriter::create(
             &self.opts.fs,
-            &self.dir.join(wal_name(wal_id)),
+            &filename::wal(&self.dir, wal_id),
             WAL_MAGIC,
             WAL_VERSION,
         )?;
         let vlog = VlogWriter::create(&self.opts.fs, &self.dir, vlog_id)?;
         let head = Arc::new(VlogFile::open(
-            &self.dir.join(vlog::file_name(vlog_id)),
+            &filename::vlog(&self.dir, vlog_id),
             vlog_id,
         )?);
         sync_dir(&self.opts.fs, &self.dir)?;
@@ -423,7 +395,7 @@ impl DbInner {
             remove(&self.opts.fs, &path)?;
         }
         for id in replayed {
-            remove(&self.opts.fs, &self.dir.join(wal_name(*id)))?;
+            remove(&self.opts.fs, &filename::wal(&self.dir, *id))?;
         }
         let vlogs = Arc::new(vlogs.with(head));
         self.update_state(|st| ReadState {

@@ -7,13 +7,14 @@
 //! Sequence numbers are handed out in queue order when a writer joins, under
 //! the queue lock, which is also where transactions check for conflicts.
 
-use super::recovery::{WAL_MAGIC, WAL_VERSION};
 use super::*;
 use crate::batch;
-use crate::manifest::{sync_dir, Edit};
+use crate::fs::sync_dir;
+use crate::manifest::Edit;
 use crate::value::ValuePointer;
-use crate::vlog::{self, VlogFile};
+use crate::vlog::VlogFile;
 use crate::wal;
+use crate::wal::{WAL_MAGIC, WAL_VERSION};
 use std::time::Duration;
 
 /// A write group stops taking batches past this many bytes.
@@ -409,11 +410,11 @@ impl DbInner {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
         let vlog = VlogWriter::create(&self.opts.fs, &self.dir, id)?;
-        let file = Arc::new(VlogFile::open(&self.dir.join(vlog::file_name(id)), id)?);
+        let file = Arc::new(VlogFile::open(&filename::vlog(&self.dir, id), id)?);
         // The old head is complete now: read it through a mapping from here on.
         let old_id = log.vlog.id();
         let sealed = Arc::new(VlogFile::open_sealed(
-            &self.dir.join(vlog::file_name(old_id)),
+            &filename::vlog(&self.dir, old_id),
             old_id,
         )?);
         sync_dir(&self.opts.fs, &self.dir)?;
@@ -492,7 +493,7 @@ impl DbInner {
             .ok_or(Error::Closed)?
             .next_file_id();
         let fs = &self.opts.fs;
-        let wal = LogWriter::create(fs, &self.dir.join(wal_name(id)), WAL_MAGIC, WAL_VERSION)
+        let wal = LogWriter::create(fs, &filename::wal(&self.dir, id), WAL_MAGIC, WAL_VERSION)
             .and_then(|w| sync_dir(fs, &self.dir).map(|_| w))
             .inspect_err(|e| self.poison_with(e))?;
         log.wal = wal;

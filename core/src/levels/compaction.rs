@@ -8,10 +8,11 @@
 
 use super::Version;
 use crate::error::{Error, Result};
+use crate::filename;
 use crate::iter::{MergeIter, Source};
 use crate::key;
 use crate::options::Options;
-use crate::table::{self, Table, TableBuilder, TableIter, TableMeta};
+use crate::table::{Table, TableBuilder, TableIter, TableMeta};
 use crate::value::{self, Stored};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -212,7 +213,7 @@ pub(crate) fn run(
             }
             if builder.is_none() {
                 let id = new_id();
-                let path = dir.join(table::file_name(id));
+                let path = filename::table(dir, id);
                 builder = Some((
                     id,
                     TableBuilder::create(
@@ -237,10 +238,10 @@ pub(crate) fn run(
     })();
     if let Err(e) = result {
         for (id, _) in &outputs {
-            let _ = opts.fs.remove(&dir.join(table::file_name(*id)));
+            let _ = opts.fs.remove(&filename::table(dir, *id));
         }
         if let Some((id, _)) = builder {
-            let _ = opts.fs.remove(&dir.join(table::file_name(id)));
+            let _ = opts.fs.remove(&filename::table(dir, id));
         }
         return Err(e);
     }
@@ -256,7 +257,7 @@ mod tests {
 
     /// A table of keys `{prefix}000..{prefix}{n}` written as table `id` in `dir`.
     fn table(dir: &Path, id: u64, prefix: &str, n: u32) -> Arc<Table> {
-        let path = dir.join(table::file_name(id));
+        let path = filename::table(dir, id);
         let mut b = TableBuilder::create(&crate::fs::Fs::real(), &path, 4096, 10).unwrap();
         for i in 0..n {
             b.add(&key::encode(format!("{prefix}{i:03}").as_bytes(), 1), b"v")

@@ -28,8 +28,3 @@ pub(crate) const MIN_VERSION: u32 = 1;
 pub(crate) const PAGE: u64 = 4096;
 /// The most padding written before a block to start it on a page.
 pub(crate) const MAX_PAD: u64 = PAGE / 8;
-
-/// The file name of table `id`.
-pub(crate) fn file_name(id: u64) -> String {
-    format!("{id:06}.sst")
-}

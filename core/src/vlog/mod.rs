@@ -18,11 +18,6 @@ pub(crate) const VERSION: u32 = 1;
 /// Bytes before the key in an entry.
 pub(crate) const ENTRY_HEADER_LEN: usize = 12;
 
-/// The file name of value-log file `id`.
-pub(crate) fn file_name(id: u32) -> String {
-    format!("{id:06}.vlog")
-}
-
 /// Appends an entry for `key` → `value` to `buf`.
 pub(crate) fn encode_entry(buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
     let start = buf.len();
@@ -98,7 +93,7 @@ mod tests {
         }
         w.sync().unwrap();
         for sealed in [false, true] {
-            let path = dir.join(file_name(1));
+            let path = crate::filename::vlog(&dir, 1);
             let f = if sealed {
                 VlogFile::open_sealed(&path, 1).unwrap()
             } else {

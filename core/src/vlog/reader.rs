@@ -3,6 +3,7 @@
 use super::{check_entry, ENTRY_HEADER_LEN, MAGIC, VERSION};
 use crate::advice::{self, ReadAhead};
 use crate::error::{Error, Result};
+use crate::filename;
 use crate::value::ValuePointer;
 use memmap2::Mmap;
 use std::collections::{BTreeMap, HashMap};
@@ -404,7 +405,7 @@ impl VlogSet {
     fn file(&self, ptr: ValuePointer, dir_hint: &Path) -> Result<Arc<VlogFile>> {
         self.get(ptr.file).ok_or_else(|| {
             Error::corruption(
-                dir_hint.join(super::file_name(ptr.file)),
+                filename::vlog(dir_hint, ptr.file),
                 ptr.offset,
                 "value pointer names a value-log file that is not live",
             )

@@ -1,7 +1,8 @@
 //! Appends entries to the head value-log file.
 
-use super::{encode_entry, file_name, MAGIC, VERSION};
+use super::{encode_entry, MAGIC, VERSION};
 use crate::error::{Error, Result};
+use crate::filename;
 use crate::fs::Fs;
 use crate::value::ValuePointer;
 use crate::wal::{file_header, HEADER_LEN};
@@ -38,7 +39,7 @@ const OWNED_MIN: usize = 4096;
 impl VlogWriter {
     /// Creates value-log file `id` in `dir` with its header, synced.
     pub(crate) fn create(fs: &Fs, dir: &Path, id: u32) -> Result<VlogWriter> {
-        let path = dir.join(file_name(id));
+        let path = filename::vlog(dir, id);
         let ctx = || format!("creating {}", path.display());
         let mut file = fs.create_new(&path).map_err(|e| Error::io(ctx(), e))?;
         fs.append(&mut file, &path, &file_header(MAGIC, VERSION))

@@ -102,7 +102,7 @@ impl DbInner {
             let rec = value::decode(merge.value()).ok_or_else(|| {
                 Error::corruption(&self.dir, 0, "undecodable value record met during backup")
             })?;
-            let expired = rec.expires_at != 0 && rec.expires_at <= now;
+            let expired = rec.expired(now);
             let keep = since > 0 || (rec.stored != Stored::Delete && !expired);
             if keep {
                 let value = match rec.stored {

@@ -177,13 +177,7 @@ impl BulkLoader {
             ));
             edits.push(Edit::AddTable {
                 level: last,
-                table: TableRecord {
-                    id: *id,
-                    size: meta.size,
-                    max_seq: meta.max_seq,
-                    smallest: meta.smallest.clone(),
-                    largest: meta.largest.clone(),
-                },
+                table: TableRecord::built(*id, meta),
             });
         }
         lock(&db.manifest)

@@ -7,6 +7,7 @@ use crate::coding::{put_varint, Reader};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::{sync_dir, Fs};
+use crate::table::{Table, TableMeta};
 use crate::wal::{self, LogWriter};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -33,6 +34,30 @@ pub(crate) struct TableRecord {
     pub max_seq: u64,
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
+}
+
+impl TableRecord {
+    /// The record of table `id` as its builder described it (flush, compaction, bulk load).
+    pub(crate) fn built(id: u64, meta: &TableMeta) -> TableRecord {
+        TableRecord {
+            id,
+            size: meta.size,
+            max_seq: meta.max_seq,
+            smallest: meta.smallest.clone(),
+            largest: meta.largest.clone(),
+        }
+    }
+
+    /// The record of an open table (a trivial move keeps the file as it is).
+    pub(crate) fn of(t: &Table) -> TableRecord {
+        TableRecord {
+            id: t.id(),
+            size: t.size(),
+            max_seq: t.max_seq(),
+            smallest: t.smallest().to_vec(),
+            largest: t.largest().to_vec(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

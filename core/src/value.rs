@@ -32,6 +32,14 @@ pub(crate) struct ValueRecord<'a> {
     pub expires_at: u64,
 }
 
+impl ValueRecord<'_> {
+    /// Whether the record's time to live has run out at `now` (seconds since
+    /// the epoch); 0 is "never expires".
+    pub(crate) fn expired(&self, now: u64) -> bool {
+        self.expires_at != 0 && self.expires_at <= now
+    }
+}
+
 /// Encodes a value record into `buf`.
 pub(crate) fn encode(buf: &mut Vec<u8>, stored: &Stored<'_>, user_meta: u8, expires_at: u64) {
     let kind = match stored {
@@ -79,6 +87,19 @@ pub(crate) fn decode(src: &[u8]) -> Option<ValueRecord<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_expires_at_its_second_and_zero_never_expires() {
+        let rec = |expires_at| ValueRecord {
+            stored: Stored::Delete,
+            user_meta: 0,
+            expires_at,
+        };
+        assert!(!rec(0).expired(u64::MAX));
+        assert!(!rec(100).expired(99));
+        assert!(rec(100).expired(100));
+        assert!(rec(100).expired(101));
+    }
 
     #[test]
     fn each_kind_round_trips() {

@@ -103,13 +103,7 @@ impl DbInner {
             let t = Arc::new(Table::open(&path, id)?);
             edits.push(Edit::AddTable {
                 level: 0,
-                table: TableRecord {
-                    id,
-                    size: meta.size,
-                    max_seq: meta.max_seq,
-                    smallest: meta.smallest,
-                    largest: meta.largest,
-                },
+                table: TableRecord::built(id, &meta),
             });
             added.push((0, t));
         }
@@ -206,13 +200,7 @@ impl DbInner {
             let t = &c.inputs[0];
             edits.push(Edit::AddTable {
                 level: out as u8,
-                table: TableRecord {
-                    id: t.id(),
-                    size: t.size(),
-                    max_seq: t.max_seq(),
-                    smallest: t.smallest().to_vec(),
-                    largest: t.largest().to_vec(),
-                },
+                table: TableRecord::of(t),
             });
             added.push((out, t.clone()));
         } else {
@@ -231,13 +219,7 @@ impl DbInner {
                 let t = Table::open(&filename::table(&self.dir, id), id)?;
                 edits.push(Edit::AddTable {
                     level: out as u8,
-                    table: TableRecord {
-                        id,
-                        size: meta.size,
-                        max_seq: meta.max_seq,
-                        smallest: meta.smallest,
-                        largest: meta.largest,
-                    },
+                    table: TableRecord::built(id, &meta),
                 });
                 added.push((out, Arc::new(t)));
             }

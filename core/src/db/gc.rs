@@ -215,7 +215,7 @@ impl DbInner {
             let Some(rec) = value::decode(&raw) else {
                 return Ok(());
             };
-            let expired = rec.expires_at != 0 && rec.expires_at <= self.now();
+            let expired = rec.expired(self.now());
             if rec.stored != Stored::Pointer(ptr) || expired {
                 return Ok(());
             }

@@ -434,7 +434,7 @@ impl Db {
             // older version may point into a file that is already gone.
             // Garbage collection also skips expired values.
             let shadowed = r.entries > 0 && user_key == prev_user_key.as_slice();
-            let expired = rec.expires_at != 0 && rec.expires_at <= self.inner.now();
+            let expired = rec.expired(self.inner.now());
             if let Stored::Pointer(p) = rec.stored {
                 if !(shadowed || expired) || vlogs.get(p.file).is_some() {
                     vlogs.read(p, &self.inner.dir)?;
@@ -549,7 +549,7 @@ impl DbInner {
                 format!("undecodable value record for key {key:?}"),
             )
         })?;
-        if rec.expires_at != 0 && rec.expires_at <= self.now() {
+        if rec.expired(self.now()) {
             return Ok(None);
         }
         let value = match rec.stored {

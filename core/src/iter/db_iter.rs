@@ -274,7 +274,7 @@ impl DbIterator {
                 "undecodable value record met while iterating",
             )
         })?;
-        if rec.expires_at != 0 && rec.expires_at <= self.now {
+        if rec.expired(self.now) {
             return Ok(None);
         }
         let start = self.bytes.len() as u32;

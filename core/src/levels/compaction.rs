@@ -201,7 +201,7 @@ pub(crate) fn run(
             let mut drop = shadowed || dropped_by_prefix;
             if !drop && seq <= smallest_snapshot {
                 shadowed = true;
-                let expired = rec.expires_at != 0 && rec.expires_at <= now;
+                let expired = rec.expired(now);
                 drop = c.bottom && (rec.stored == Stored::Delete || expired);
             }
             if drop {

@@ -437,41 +437,40 @@ impl DbInner {
         let mut delayed = false;
         loop {
             let st = self.read_state();
-            let l0 = st.version.levels[0].len();
-            let full = st.mem.size() >= self.opts.memtable_size;
-            if l0 < self.opts.l0_slowdown_trigger && !full {
+            let pressure = |st: &ReadState, manual| Pressure {
+                l0: st.version.levels[0].len(),
+                mem_size: st.mem.size(),
+                imm: st.imm.len(),
+                manual,
+                delayed,
+            };
+            // Without the lock a manual operation is not known: only "go" is final.
+            if room(&self.opts, &pressure(&st, false)) == Room::Go {
                 return Ok(());
             }
-            let mut bg = lock(&self.bg);
+            let bg = lock(&self.bg);
             if let Some(e) = self.poisoned() {
                 return Err(Error::Poisoned(e.to_string()));
             }
             let st = self.read_state();
-            let l0 = st.version.levels[0].len();
-            if l0 >= self.opts.l0_stop_trigger && !bg.manual {
-                self.bg_cv.notify_all();
-                bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-                drop(bg);
-                continue;
+            match room(&self.opts, &pressure(&st, bg.manual)) {
+                Room::Go => return Ok(()),
+                Room::Stop => {
+                    self.bg_cv.notify_all();
+                    drop(self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner()));
+                }
+                Room::Delay(delay) => {
+                    delayed = true;
+                    let _ = self.room_cv.wait_timeout(bg, delay);
+                }
+                Room::WaitFlush => {
+                    drop(self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner()));
+                }
+                Room::Switch => {
+                    drop(bg);
+                    return self.switch_memtable(log);
+                }
             }
-            if l0 >= self.opts.l0_slowdown_trigger && !delayed && !bg.manual {
-                delayed = true;
-                let over = (l0 + 1 - self.opts.l0_slowdown_trigger) as u64;
-                let span = (self.opts.l0_stop_trigger - self.opts.l0_slowdown_trigger) as u64;
-                let delay = Duration::from_micros(1000 * over * over / span.max(1));
-                let _ = self.room_cv.wait_timeout(bg, delay);
-                continue;
-            }
-            if st.mem.size() < self.opts.memtable_size {
-                return Ok(());
-            }
-            if st.imm.len() + 1 >= self.opts.max_memtables {
-                bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-                drop(bg);
-                continue;
-            }
-            drop(bg);
-            return self.switch_memtable(log);
         }
     }
 
@@ -587,4 +586,146 @@ impl DbInner {
 /// Reads at this sequence see every applied write.
 fn key_max() -> u64 {
     crate::key::MAX_SEQ
+}
+
+/// What a write group sees of the tree when it asks for room.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pressure {
+    /// Tables in level 0.
+    pub l0: usize,
+    /// Bytes in the active memtable.
+    pub mem_size: usize,
+    /// Immutable memtables waiting for their flush.
+    pub imm: usize,
+    /// A manual operation (flatten, drop) holds compactions: stalling on L0
+    /// would wait for it forever.
+    pub manual: bool,
+    /// This group was already delayed once.
+    pub delayed: bool,
+}
+
+/// What a write group must do before it appends: the write-stall policy
+/// (LevelDB's MakeRoomForWrite), as a pure function so it is tested alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// Append now.
+    Go,
+    /// L0 reached the stop trigger: wait for a compaction.
+    Stop,
+    /// L0 is past the slowdown trigger: sleep once, longer the closer L0 is
+    /// to the stop trigger (quadratic), so writers slow down before they stop.
+    Delay(Duration),
+    /// The memtable is full and every slot for immutable ones is taken: wait
+    /// for a flush.
+    WaitFlush,
+    /// The memtable is full: switch to a new one.
+    Switch,
+}
+
+pub(crate) fn room(opts: &Options, p: &Pressure) -> Room {
+    if p.l0 >= opts.l0_stop_trigger && !p.manual {
+        return Room::Stop;
+    }
+    if p.l0 >= opts.l0_slowdown_trigger && !p.delayed && !p.manual {
+        let over = (p.l0 + 1 - opts.l0_slowdown_trigger) as u64;
+        let span = (opts.l0_stop_trigger - opts.l0_slowdown_trigger) as u64;
+        return Room::Delay(Duration::from_micros(1000 * over * over / span.max(1)));
+    }
+    if p.mem_size < opts.memtable_size {
+        return Room::Go;
+    }
+    if p.imm + 1 >= opts.max_memtables {
+        return Room::WaitFlush;
+    }
+    Room::Switch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calm() -> Pressure {
+        Pressure {
+            l0: 0,
+            mem_size: 0,
+            imm: 0,
+            manual: false,
+            delayed: false,
+        }
+    }
+
+    #[test]
+    fn below_every_trigger_a_write_goes_and_a_full_memtable_switches() {
+        let o = Options::new("unused");
+        assert_eq!(room(&o, &calm()), Room::Go);
+        let l0 = o.l0_slowdown_trigger - 1;
+        assert_eq!(room(&o, &Pressure { l0, ..calm() }), Room::Go);
+        let full = Pressure {
+            mem_size: o.memtable_size,
+            ..calm()
+        };
+        assert_eq!(room(&o, &full), Room::Switch);
+    }
+
+    #[test]
+    fn past_the_slowdown_trigger_a_group_is_delayed_once_and_longer_near_the_stop() {
+        let o = Options::new("unused");
+        let at = |l0| room(&o, &Pressure { l0, ..calm() });
+        let (Room::Delay(first), Room::Delay(last)) =
+            (at(o.l0_slowdown_trigger), at(o.l0_stop_trigger - 1))
+        else {
+            panic!("expected delays past the slowdown trigger");
+        };
+        assert!(first < last, "{first:?} !< {last:?}");
+        assert!(last <= Duration::from_millis(1000));
+        let again = Pressure {
+            l0: o.l0_slowdown_trigger,
+            delayed: true,
+            ..calm()
+        };
+        assert_eq!(room(&o, &again), Room::Go);
+    }
+
+    #[test]
+    fn at_the_stop_trigger_writers_wait_unless_a_manual_operation_holds_compactions() {
+        let o = Options::new("unused");
+        let stop = Pressure {
+            l0: o.l0_stop_trigger,
+            ..calm()
+        };
+        assert_eq!(room(&o, &stop), Room::Stop);
+        // Already delayed once does not let a writer past the stop.
+        assert_eq!(
+            room(
+                &o,
+                &Pressure {
+                    delayed: true,
+                    ..stop
+                }
+            ),
+            Room::Stop
+        );
+        assert_eq!(
+            room(
+                &o,
+                &Pressure {
+                    manual: true,
+                    ..stop
+                }
+            ),
+            Room::Go
+        );
+    }
+
+    #[test]
+    fn a_full_memtable_waits_for_a_flush_when_every_slot_is_taken() {
+        let o = Options::new("unused");
+        let full = |imm| Pressure {
+            mem_size: o.memtable_size,
+            imm,
+            ..calm()
+        };
+        assert_eq!(room(&o, &full(o.max_memtables - 2)), Room::Switch);
+        assert_eq!(room(&o, &full(o.max_memtables - 1)), Room::WaitFlush);
+    }
 }

@@ -289,4 +289,78 @@ mod tests {
         let picked = pick(&v, &opts, &none, &mut vec![Vec::new(); 3]).unwrap();
         assert_eq!(picked.level, 1, "pick follows the same order");
     }
+
+    #[test]
+    fn level_targets_grow_by_the_multiplier_and_saturate() {
+        let mut opts = Options::new("unused");
+        opts.level_base_size = 10;
+        opts.level_multiplier = 10;
+        assert_eq!(target_bytes(&opts, 1), 10);
+        assert_eq!(target_bytes(&opts, 3), 1000);
+        opts.level_base_size = u64::MAX / 2;
+        assert_eq!(target_bytes(&opts, 5), u64::MAX);
+    }
+
+    /// L1 over its target with three tables (`a`, `b`, `c`), L2 holding `b`.
+    fn crowded_l1(dir: &Path) -> (Version, Options) {
+        let mut opts = Options::new(dir);
+        opts.level_base_size = 1;
+        let none = HashSet::new();
+        let v = Version::new(4).apply(
+            &none,
+            &[
+                (1, table(dir, 1, "a", 10)),
+                (1, table(dir, 2, "b", 10)),
+                (1, table(dir, 3, "c", 10)),
+                (2, table(dir, 4, "b", 20)),
+            ],
+        );
+        (v, opts)
+    }
+
+    fn ids(tables: &[Arc<Table>]) -> Vec<u64> {
+        tables.iter().map(|t| t.id()).collect()
+    }
+
+    #[test]
+    fn a_level_is_compacted_round_robin_through_its_key_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v, opts) = crowded_l1(dir.path());
+        let mut cursors = vec![Vec::new(); 4];
+        let none = HashSet::new();
+        let order: Vec<u64> = (0..4)
+            .map(|_| pick(&v, &opts, &none, &mut cursors).unwrap().inputs[0].id())
+            .collect();
+        assert_eq!(order, vec![1, 2, 3, 1]);
+    }
+
+    #[test]
+    fn a_table_with_no_overlap_below_moves_down_without_a_rewrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v, opts) = crowded_l1(dir.path());
+        let c = pick(&v, &opts, &HashSet::new(), &mut vec![Vec::new(); 4]).unwrap();
+        assert_eq!((ids(&c.inputs), ids(&c.next)), (vec![1], vec![]));
+        assert!(c.is_trivial_move() && c.bottom);
+    }
+
+    #[test]
+    fn busy_inputs_and_busy_overlaps_are_skipped_for_the_next_free_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v, opts) = crowded_l1(dir.path());
+        let mut cursors = vec![Vec::new(); 4];
+        // Table 1 is busy itself; table 2's overlap in L2 (table 4) is busy.
+        let busy: HashSet<u64> = [1, 4].into();
+        let c = pick(&v, &opts, &busy, &mut cursors).unwrap();
+        assert_eq!(ids(&c.inputs), vec![3]);
+        let busy: HashSet<u64> = [1, 3].into();
+        let c = pick(&v, &opts, &busy, &mut cursors).unwrap();
+        assert_eq!((ids(&c.inputs), ids(&c.next)), (vec![2], vec![4]));
+        assert!(!c.is_trivial_move());
+        // L2 is over its target too: with L1 all busy, its table goes.
+        let l1: HashSet<u64> = [1, 2, 3].into();
+        let c = pick(&v, &opts, &l1, &mut cursors).unwrap();
+        assert_eq!((c.level, ids(&c.inputs)), (2, vec![4]));
+        let all: HashSet<u64> = [1, 2, 3, 4].into();
+        assert!(pick(&v, &opts, &all, &mut cursors).is_none());
+    }
 }

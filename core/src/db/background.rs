@@ -3,7 +3,7 @@
 use super::recovery::remove;
 use super::*;
 use crate::fs::sync_dir;
-use crate::levels::compaction::{self, range_of, Compaction};
+use crate::levels::compaction::{self, Compaction};
 use crate::manifest::{Edit, TableRecord};
 use crate::table::{Table, TableBuilder};
 
@@ -263,22 +263,10 @@ impl DbInner {
         for level in 0..last {
             self.check_writable()?;
             let v = self.read_state().version.clone();
-            if v.levels[level].is_empty() {
-                continue;
+            if let Some(c) = compaction::whole_level(&v, level) {
+                self.run_compaction(&c)
+                    .inspect_err(|e| self.poison_with(e))?;
             }
-            let inputs = v.levels[level].clone();
-            let (lo, hi) = range_of(&inputs);
-            let next = v.overlapping(level + 1, &lo, &hi);
-            let bottom = (level + 2..=last).all(|l| v.overlapping(l, &lo, &hi).is_empty());
-            self.run_compaction(&Compaction {
-                level,
-                inputs,
-                next,
-                out_level: level + 1,
-                bottom,
-                drop_prefix: None,
-            })
-            .inspect_err(|e| self.poison_with(e))?;
         }
         Ok(())
     }
@@ -351,47 +339,13 @@ impl DbInner {
         }
         self.wait_flushed()?;
         let _manual = self.pause_compactions();
-        let end = crate::key::prefix_successor(prefix);
-        let touches = |t: &Table| {
-            let (lo, hi) = (
-                crate::key::user_key(t.smallest()),
-                crate::key::user_key(t.largest()),
-            );
-            hi >= prefix && end.as_ref().is_none_or(|e| lo < e.as_slice())
-        };
-        // The deepest level first, L0 last: a key's newer versions (and
-        // tombstones) sit above its older ones, so while the drop runs, and
-        // after a crash in its middle, each key reads as its value before the
-        // drop or as absent, never as an older version that a dropped newer
-        // one had shadowed.
-        for level in (1..self.opts.num_levels).rev() {
+        // compaction::drop_prefix says why the deepest level goes first.
+        for level in (0..self.opts.num_levels).rev() {
             let v = self.read_state().version.clone();
-            for t in v.levels[level].iter().filter(|t| touches(t)) {
-                self.run_compaction(&Compaction {
-                    level,
-                    inputs: vec![t.clone()],
-                    next: Vec::new(),
-                    out_level: level,
-                    bottom: false,
-                    drop_prefix: Some(prefix.to_vec()),
-                })
-                .inspect_err(|e| self.poison_with(e))?;
+            for c in compaction::drop_prefix(&v, level, prefix) {
+                self.run_compaction(&c)
+                    .inspect_err(|e| self.poison_with(e))?;
             }
-        }
-        // L0 goes down whole (rewriting one L0 table would change its age order).
-        let v = self.read_state().version.clone();
-        if v.levels[0].iter().any(|t| touches(t)) {
-            let inputs = v.levels[0].clone();
-            let (lo, hi) = range_of(&inputs);
-            self.run_compaction(&Compaction {
-                level: 0,
-                next: v.overlapping(1, &lo, &hi),
-                inputs,
-                out_level: 1,
-                bottom: false,
-                drop_prefix: Some(prefix.to_vec()),
-            })
-            .inspect_err(|e| self.poison_with(e))?;
         }
         Ok(())
     }

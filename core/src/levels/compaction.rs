@@ -41,6 +41,27 @@ pub(crate) struct Output {
 }
 
 impl Compaction {
+    /// `inputs` of `level` merged with what overlaps them one level down.
+    fn down(
+        v: &Version,
+        level: usize,
+        inputs: Vec<Arc<Table>>,
+        drop_prefix: Option<Vec<u8>>,
+    ) -> Compaction {
+        let (lo, hi) = range_of(&inputs);
+        let next = v.overlapping(level + 1, &lo, &hi);
+        let (lo, hi) = range_of(&[inputs.as_slice(), next.as_slice()].concat());
+        let bottom = (level + 2..v.levels.len()).all(|l| v.overlapping(l, &lo, &hi).is_empty());
+        Compaction {
+            level,
+            inputs,
+            next,
+            out_level: level + 1,
+            bottom,
+            drop_prefix,
+        }
+    }
+
     pub(crate) fn out_level(&self) -> usize {
         self.out_level
     }
@@ -126,28 +147,65 @@ pub(crate) fn pick(
             if inputs.iter().any(|t| busy.contains(&t.id())) {
                 continue;
             }
-            let (lo, hi) = range_of(&inputs);
-            let next = v.overlapping(level + 1, &lo, &hi);
-            if next.iter().any(|t| busy.contains(&t.id())) {
+            let hi = range_of(&inputs).1;
+            let c = Compaction::down(v, level, inputs, None);
+            if c.next.iter().any(|t| busy.contains(&t.id())) {
                 continue;
             }
-            let (lo2, hi2) = range_of(&[inputs.clone(), next.clone()].concat());
-            let bottom =
-                (level + 2..v.levels.len()).all(|l| v.overlapping(l, &lo2, &hi2).is_empty());
             if level > 0 {
-                cursors[level] = hi.clone();
+                cursors[level] = hi;
             }
-            return Some(Compaction {
-                level,
-                inputs,
-                next,
-                out_level: level + 1,
-                bottom,
-                drop_prefix: None,
-            });
+            return Some(c);
         }
     }
     None
+}
+
+/// Flatten's step: all of `level` merged into the next level, if it holds any
+/// table (LevelDB's CompactRange beside PickCompaction).
+pub(crate) fn whole_level(v: &Version, level: usize) -> Option<Compaction> {
+    let inputs = v.levels.get(level)?.clone();
+    (!inputs.is_empty()).then(|| Compaction::down(v, level, inputs, None))
+}
+
+/// DropPrefix's compactions of `level`: below L0, each table that may hold a
+/// key with `prefix` is rewritten in place without those keys; L0 goes down
+/// whole into L1 (rewriting one L0 table would change its age order). Run the
+/// deepest level first, L0 last: a key's newer versions and tombstones sit
+/// above its older ones, so while the drop runs, and after a crash in its
+/// middle, each key reads as its value before the drop or as absent, never as
+/// an older version a dropped newer one had shadowed.
+pub(crate) fn drop_prefix(v: &Version, level: usize, prefix: &[u8]) -> Vec<Compaction> {
+    let end = key::prefix_successor(prefix);
+    let touches = |t: &Arc<Table>| {
+        let (lo, hi) = (key::user_key(t.smallest()), key::user_key(t.largest()));
+        hi >= prefix && end.as_ref().is_none_or(|e| lo < e.as_slice())
+    };
+    let Some(tables) = v.levels.get(level) else {
+        return Vec::new();
+    };
+    if level == 0 {
+        if !tables.iter().any(touches) {
+            return Vec::new();
+        }
+        let mut c = Compaction::down(v, 0, tables.clone(), Some(prefix.to_vec()));
+        // Tombstones stay: the keys they shadow below are dropped by the
+        // deeper levels' rewrites, not here.
+        c.bottom = false;
+        return vec![c];
+    }
+    tables
+        .iter()
+        .filter(|t| touches(t))
+        .map(|t| Compaction {
+            level,
+            inputs: vec![t.clone()],
+            next: Vec::new(),
+            out_level: level,
+            bottom: false,
+            drop_prefix: Some(prefix.to_vec()),
+        })
+        .collect()
 }
 
 /// Merges the compaction's tables into new tables of the output level.
@@ -362,5 +420,34 @@ mod tests {
         assert_eq!((c.level, ids(&c.inputs)), (2, vec![4]));
         let all: HashSet<u64> = [1, 2, 3, 4].into();
         assert!(pick(&v, &opts, &all, &mut cursors).is_none());
+    }
+
+    #[test]
+    fn flatten_takes_a_whole_level_with_its_overlaps_and_skips_empty_levels() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v, _) = crowded_l1(dir.path());
+        assert!(whole_level(&v, 0).is_none());
+        let c = whole_level(&v, 1).unwrap();
+        assert_eq!((ids(&c.inputs), ids(&c.next)), (vec![1, 2, 3], vec![4]));
+        assert_eq!(c.out_level, 2);
+    }
+
+    #[test]
+    fn drop_prefix_rewrites_in_place_only_the_tables_that_may_hold_the_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v, _) = crowded_l1(dir.path());
+        let cs = drop_prefix(&v, 1, b"b");
+        assert_eq!(cs.len(), 1);
+        assert_eq!((ids(&cs[0].inputs), cs[0].out_level), (vec![2], 1));
+        assert!(cs[0].next.is_empty() && !cs[0].bottom);
+        assert!(drop_prefix(&v, 1, b"z").is_empty());
+        assert!(drop_prefix(&v, 0, b"b").is_empty(), "L0 is empty");
+
+        let none = HashSet::new();
+        let v = v.apply(&none, &[(0, table(dir.path(), 5, "b00", 3))]);
+        let cs = drop_prefix(&v, 0, b"b");
+        assert_eq!(cs.len(), 1);
+        assert_eq!((ids(&cs[0].inputs), ids(&cs[0].next)), (vec![5], vec![2]));
+        assert_eq!(cs[0].out_level, 1);
     }
 }

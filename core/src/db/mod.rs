@@ -11,6 +11,7 @@
 mod background;
 mod gc;
 mod recovery;
+mod verify;
 mod write;
 
 pub use gc::GcOutcome;
@@ -38,6 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 
+pub use verify::VerifyReport;
 pub(crate) use write::{Move, TxnCheck, WriterKind};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -159,19 +161,6 @@ pub(crate) struct Counters {
     pub(crate) gc_files_deleted: AtomicU64,
     pub(crate) gc_bytes_reclaimed: AtomicU64,
     pub(crate) gc_micros: AtomicU64,
-}
-
-/// What [`Db::verify`] checked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VerifyReport {
-    /// Tables whose every block checksum and format were checked.
-    pub tables: usize,
-    /// Blocks checked.
-    pub blocks: usize,
-    /// Entries (all versions) walked in memtables and tables.
-    pub entries: u64,
-    /// Value-log entries read back and checked through their pointers.
-    pub values: u64,
 }
 
 /// A value with what was stored beside it.
@@ -327,17 +316,8 @@ impl Db {
     /// Runs `f` in a read-write transaction and commits it, running `f` again
     /// (up to [`UPDATE_RETRIES`](crate::txn::UPDATE_RETRIES) times) when the commit
     /// conflicts. An error from `f` discards the transaction and is returned.
-    pub fn update<T>(&self, mut f: impl FnMut(&mut Txn) -> Result<T>) -> Result<T> {
-        for _ in 0..crate::txn::UPDATE_RETRIES {
-            let mut txn = self.begin(true)?;
-            let out = f(&mut txn)?;
-            match txn.commit() {
-                Ok(()) => return Ok(out),
-                Err(Error::Conflict) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::Conflict)
+    pub fn update<T>(&self, f: impl FnMut(&mut Txn) -> Result<T>) -> Result<T> {
+        crate::txn::update(|| self.begin(true), f)
     }
 
     /// Runs `f` in a read-only transaction: a stable snapshot while writes go on.
@@ -413,42 +393,7 @@ impl Db {
     /// entry that a live version points to. The first damage found is returned
     /// as [`Error::Corruption`] naming the file and offset.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.inner.check_open()?;
-        let st = self.inner.read_state();
-        // Files started since (a GC move visible to this state may point into one).
-        let vlogs = self.inner.vlogs_for(&st.vlogs);
-        let mut r = VerifyReport::default();
-        for t in st.version.levels.iter().flatten() {
-            r.blocks += t.verify()?;
-            r.tables += 1;
-        }
-        let mut merge = MergeIter::new(st.sources(false), false);
-        merge.rewind()?;
-        let mut prev_user_key: Vec<u8> = Vec::new();
-        while merge.valid() {
-            let rec = value::decode(merge.value()).ok_or_else(|| {
-                Error::corruption(&self.inner.dir, 0, "undecodable value record met by verify")
-            })?;
-            let user_key = key::split(merge.key()).0;
-            // Garbage collection moves only the newest version of a key, so an
-            // older version may point into a file that is already gone.
-            // Garbage collection also skips expired values.
-            let shadowed = r.entries > 0 && user_key == prev_user_key.as_slice();
-            let expired = rec.expired(self.inner.now());
-            if let Stored::Pointer(p) = rec.stored {
-                if !(shadowed || expired) || vlogs.get(p.file).is_some() {
-                    vlogs.read(p, &self.inner.dir)?;
-                    r.values += 1;
-                }
-            }
-            if !shadowed {
-                prev_user_key.clear();
-                prev_user_key.extend_from_slice(user_key);
-            }
-            r.entries += 1;
-            merge.next()?;
-        }
-        Ok(r)
+        self.inner.verify()
     }
 
     /// The directory of this Db.

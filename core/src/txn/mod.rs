@@ -24,6 +24,26 @@ use std::sync::{Arc, Mutex};
 /// How many times [`crate::Db::update`] runs its closure before giving up on conflicts.
 pub const UPDATE_RETRIES: usize = 64;
 
+/// Begins a read-write transaction with `begin`, runs `f` in it and commits,
+/// again from the start (up to [`UPDATE_RETRIES`] times) when the commit
+/// conflicts; an error from `f` discards the transaction and is returned
+/// (Badger's `DB.Update` loop, with the retries RocksDB leaves to the caller).
+pub(crate) fn update<T>(
+    mut begin: impl FnMut() -> Result<Txn>,
+    mut f: impl FnMut(&mut Txn) -> Result<T>,
+) -> Result<T> {
+    for _ in 0..UPDATE_RETRIES {
+        let mut txn = begin()?;
+        let out = f(&mut txn)?;
+        match txn.commit() {
+            Ok(()) => return Ok(out),
+            Err(Error::Conflict) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Conflict)
+}
+
 struct PendingWrite {
     value: Option<Vec<u8>>,
     opts: PutOptions,

@@ -43,13 +43,20 @@ fn fill(db: &Db) {
     }
 }
 
-#[test]
-fn full_backup_round_trips_values_meta_ttl_and_deletes() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let src = Db::open(opts(a.path())).unwrap();
+/// A filled Db and a full backup of it.
+fn filled_source() -> (tempfile::TempDir, Db, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Db::open(opts(dir.path())).unwrap();
     fill(&src);
     let mut stream = Vec::new();
     src.backup(&mut stream, 0).unwrap();
+    (dir, src, stream)
+}
+
+#[test]
+fn full_backup_round_trips_values_meta_ttl_and_deletes() {
+    let (_a, src, stream) = filled_source();
+    let b = tempfile::tempdir().unwrap();
     let dst = Db::open(opts(b.path())).unwrap();
     let n = dst.load(&mut stream.as_slice()).unwrap();
     let want = dump(&src);
@@ -91,11 +98,7 @@ fn incremental_backups_layer_on_a_full_one() {
 
 #[test]
 fn damaged_or_cut_backups_are_rejected_with_a_clear_error() {
-    let a = tempfile::tempdir().unwrap();
-    let src = Db::open(opts(a.path())).unwrap();
-    fill(&src);
-    let mut stream = Vec::new();
-    src.backup(&mut stream, 0).unwrap();
+    let (_a, _src, stream) = filled_source();
     for (what, bad) in [
         ("flipped byte", {
             let mut s = stream.clone();
@@ -123,11 +126,8 @@ fn damaged_or_cut_backups_are_rejected_with_a_clear_error() {
 
 #[test]
 fn a_full_restore_into_a_non_empty_db_is_refused_and_keeps_its_data() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let src = Db::open(opts(a.path())).unwrap();
-    fill(&src);
-    let mut stream = Vec::new();
-    src.backup(&mut stream, 0).unwrap();
+    let (_a, _src, stream) = filled_source();
+    let b = tempfile::tempdir().unwrap();
     let dst = Db::open(opts(b.path())).unwrap();
     dst.put(b"mine", b"keep me").unwrap();
     assert!(matches!(

@@ -39,14 +39,6 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// The prefix DropPrefix removes; writers write under it too.
 const PREFIX: &[u8] = b"p/";
 
-fn scale() -> u64 {
-    std::env::var("POWER_LOSS_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-        .max(1)
-}
-
 fn show(k: &[u8]) -> String {
     String::from_utf8_lossy(k).into_owned()
 }
@@ -306,7 +298,7 @@ struct MaintenanceCounts {
 #[test]
 fn gc_backup_flatten_and_drop_prefix_beside_writers_keep_every_acknowledged_write() {
     const WRITERS: usize = 3;
-    let steps = 400 * scale();
+    let steps = 400 * common::power_loss_scale();
     let tmp = tempfile::tempdir().expect("tempdir");
     let opts = tiny_options(tmp.path());
     let db = Db::open(opts.clone()).expect("open");
@@ -489,7 +481,7 @@ fn check_bulk_race(
 
 #[test]
 fn a_bulk_load_racing_writers_is_all_or_nothing_and_refused_writes_leave_no_trace() {
-    let rounds = 6 * scale();
+    let rounds = 6 * common::power_loss_scale();
     let bulk = bulk_entries(300);
     let (mut loaded_rounds, mut refused_loads, mut acked_total, mut refused_total) = (0, 0, 0, 0);
     for round in 0..rounds {
@@ -819,16 +811,7 @@ fn cut_run(
         }
         ops
     };
-    let write = |db: &Db, ops: &[(Vec<u8>, Option<Vec<u8>>)]| {
-        let mut b = WriteBatch::new();
-        for (k, v) in ops {
-            match v {
-                Some(v) => b.put(k.clone(), v.clone()),
-                None => b.delete(k.clone()),
-            };
-        }
-        db.write(b)
-    };
+    let write = |db: &Db, ops: &[(Vec<u8>, Option<Vec<u8>>)]| db.write(common::batch_of(ops));
     let apply = |model: &mut CutModel,
                  history: &mut HashMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
                  ops: &[(Vec<u8>, Option<Vec<u8>>)],
@@ -1132,10 +1115,10 @@ fn sweep(template_dir: &Path, base: &Model, op: Maintenance, beside: bool) -> Sw
     let total = count.ops.max(1);
     let mut t = SweepTotals::default();
     // Every operation of short runs, about 40 points (times the scale) of long ones.
-    let stride = (total / (40 * scale())).max(1);
+    let stride = (total / (40 * common::power_loss_scale())).max(1);
     let mut cuts: Vec<u64> = (1..=total).step_by(stride as usize).collect();
     let mut rng = Rng::new(seed);
-    cuts.extend((0..2 * scale()).map(|_| 1 + rng.below(total)));
+    cuts.extend((0..2 * common::power_loss_scale()).map(|_| 1 + rng.below(total)));
     for (i, &n) in cuts.iter().enumerate() {
         let mode = modes[i % modes.len()];
         let w = format!("{what}, cut at operation {n} of about {total}, {mode:?}");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{copy_dir, files_with_ext, flip_byte, tiny_options, value_for};
+use common::{batch_state, copy_dir, files_with_ext, flip_byte, tiny_options, value_for};
 use sett::{Db, Error, IterOptions, Options, WriteBatch};
 use std::path::Path;
 use std::process::Command;
@@ -83,20 +83,8 @@ fn count_prefix(db: &Db) -> u64 {
     let mut present = 0;
     let mut gap = false;
     for i in 0..BATCHES {
-        let found: Vec<bool> = batch(i)
-            .iter()
-            .map(|(k, v)| {
-                db.get(k)
-                    .unwrap()
-                    .inspect(|got| assert_eq!(got, v))
-                    .is_some()
-            })
-            .collect();
-        assert!(
-            found.iter().all(|&f| f) || found.iter().all(|&f| !f),
-            "batch {i} torn"
-        );
-        if found[0] {
+        let found = batch_state(db, &batch(i)).unwrap_or_else(|| panic!("batch {i} torn"));
+        if found {
             assert!(!gap, "batch {i} present after a missing one");
             present = i + 1;
         } else {

@@ -8,11 +8,10 @@
 
 mod common;
 
-use common::{kill_running_child, read_stderr, tiny_options, value_for, Rng};
+use common::{kill_running_child, tiny_options, value_for, Rng};
 use sett::{Db, WriteBatch};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -124,27 +123,18 @@ fn verify(dir: &Path, acked: &[u64], cycle: usize) -> u64 {
 
 fn crash_loop(sync: bool, cycles: usize, seed: u64) {
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut rng = Rng::new(seed);
     let mut start = 0u64;
     let mut total_acked = 0usize;
     for cycle in 0..cycles {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "crash_child_writer",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, dir.path())
-            .env("SETT_CRASH_SYNC", if sync { "1" } else { "0" })
-            .env("SETT_CRASH_START", start.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = read_stderr(&mut child);
-        let stdout = child.stdout.take().unwrap();
+        let (mut child, stdout, stderr) = common::spawn_child_test(
+            "crash_child_writer",
+            &[
+                (CHILD_ENV, dir.path().display().to_string()),
+                ("SETT_CRASH_SYNC", if sync { "1" } else { "0" }.to_string()),
+                ("SETT_CRASH_START", start.to_string()),
+            ],
+        );
         let (tx, rx) = mpsc::channel();
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{tiny_options, value_for};
+use common::{batch_state, tiny_options, value_for};
 use sett::{fault, Db, Options, WriteBatch};
 use std::path::Path;
 
@@ -98,22 +98,11 @@ fn a_failed_write_or_fsync_poisons_the_db_and_loses_no_acknowledged_write() {
             let db = Db::open(opts(dir.path()))
                 .unwrap_or_else(|e| panic!("fault at call {at}: reopen: {e}"));
             for i in 0..BATCHES {
-                let found: Vec<bool> = batch(i)
-                    .iter()
-                    .map(|(k, v)| {
-                        db.get(k)
-                            .unwrap()
-                            .inspect(|got| assert_eq!(got, v))
-                            .is_some()
-                    })
-                    .collect();
-                assert!(
-                    found.iter().all(|&f| f) || found.iter().all(|&f| !f),
-                    "fault at call {at}: batch {i} torn"
-                );
+                let found = batch_state(&db, &batch(i))
+                    .unwrap_or_else(|| panic!("fault at call {at}: batch {i} torn"));
                 if i < acked {
                     assert!(
-                        found[0],
+                        found,
                         "fault at call {at} (errno {errno}): acknowledged batch {i} lost"
                     );
                 }

@@ -3,11 +3,10 @@
 
 mod common;
 
-use common::{kill_running_child, read_stderr, tiny_options, value_for, Rng};
+use common::{kill_running_child, tiny_options, value_for, Rng};
 use sett::{Db, GcOutcome, IterOptions, Options};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const KEYS: u64 = 100;
@@ -165,21 +164,13 @@ fn a_crash_at_any_point_of_gc_loses_no_value() {
     let mut gc_files_seen = 0;
     let mut gc_runs = 0;
     for cycle in 0..12 {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "gc_crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, dir.path())
-            .env("SETT_GC_START", start.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = read_stderr(&mut child);
-        let stdout = child.stdout.take().unwrap();
+        let (mut child, stdout, stderr) = common::spawn_child_test(
+            "gc_crash_child",
+            &[
+                (CHILD_ENV, dir.path().display().to_string()),
+                ("SETT_GC_START", start.to_string()),
+            ],
+        );
         let reader = std::thread::spawn(move || {
             let lines: Vec<String> = BufReader::new(stdout)
                 .lines()

@@ -23,7 +23,7 @@ mod common;
 
 use common::{tiny_options, value_for, Rng};
 use sett::fs::{CutMode, CutReport, Fault, Fs, OpKind, SimFs};
-use sett::{Db, IterOptions, WriteBatch};
+use sett::{Db, IterOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -173,16 +173,7 @@ fn run(db: &Db, steps: &[Step]) -> Outcome {
             o.attempted += 1;
         }
         let res = match step {
-            Step::Batch(ops) => {
-                let mut b = WriteBatch::new();
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => b.put(k.clone(), v.clone()),
-                        None => b.delete(k.clone()),
-                    };
-                }
-                db.write(b)
-            }
+            Step::Batch(ops) => db.write(common::batch_of(ops)),
             Step::Txn(ops) => db.update(|t| {
                 for (k, v) in ops {
                     match v {
@@ -373,14 +364,6 @@ fn check(dir: &Path, steps: &[Step], o: &Outcome, sync: bool, what: &str) {
         .unwrap_or_else(|e| panic!("{what}: close after the check: {e}"));
 }
 
-fn scale() -> u64 {
-    std::env::var("POWER_LOSS_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-        .max(1)
-}
-
 #[derive(Default)]
 struct Totals {
     cuts: u64,
@@ -441,7 +424,7 @@ fn one_cut(steps: &[Step], sync: bool, plan: &Plan, what: &str) -> (Outcome, Cut
 /// Cuts the power through the workloads of `seeds` (and as many more as
 /// POWER_LOSS_SCALE asks for).
 fn sweep(sync: bool, first_seed: u64) -> Totals {
-    let seeds: Vec<u64> = (first_seed..first_seed + 3 * scale()).collect();
+    let seeds: Vec<u64> = (first_seed..first_seed + 3 * common::power_loss_scale()).collect();
     let modes = [
         CutMode::DropUnsynced,
         CutMode::KeepRandomPrefix,
@@ -465,9 +448,9 @@ fn sweep(sync: bool, first_seed: u64) -> Totals {
 
         let mut rng = Rng::new(seed ^ 0x5eed);
         // make test: every 6th operation; POWER_LOSS_SCALE 6 or more: every one.
-        let stride = (6 / scale()).max(1);
+        let stride = (6 / common::power_loss_scale()).max(1);
         let mut cuts: Vec<u64> = (1..=total).step_by(stride as usize).collect();
-        cuts.extend((0..4 * scale()).map(|_| 1 + rng.below(total)));
+        cuts.extend((0..4 * common::power_loss_scale()).map(|_| 1 + rng.below(total)));
         for (i, &cut) in cuts.iter().enumerate() {
             let mode = modes[i % modes.len()];
             let what =

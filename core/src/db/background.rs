@@ -271,18 +271,25 @@ impl DbInner {
         Ok(())
     }
 
+    /// For an operation that rewrites the tree while writes wait on `log`
+    /// (held by the caller): switches out the memtable, waits for every flush
+    /// and holds automatic compactions until the guard drops.
+    fn settle(&self, log: &mut LogState) -> Result<ManualGuard<'_>> {
+        self.check_no_bulk_load()?;
+        if !self.read_state().mem.is_empty() {
+            self.switch_memtable(log)?;
+        }
+        self.wait_flushed()?;
+        Ok(self.pause_compactions())
+    }
+
     /// Removes every key: tables and value-log files are deleted, not rewritten.
     /// Writes wait while it runs.
     pub(crate) fn drop_all(&self) -> Result<()> {
         self.check_writable()?;
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
-        self.check_no_bulk_load()?;
-        if !self.read_state().mem.is_empty() {
-            self.switch_memtable(log)?;
-        }
-        self.wait_flushed()?;
-        let _manual = self.pause_compactions();
+        let _manual = self.settle(log)?;
         self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
         let head = log.vlog.id();
         let st = self.read_state();
@@ -333,12 +340,7 @@ impl DbInner {
         self.check_writable()?;
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
-        self.check_no_bulk_load()?;
-        if !self.read_state().mem.is_empty() {
-            self.switch_memtable(log)?;
-        }
-        self.wait_flushed()?;
-        let _manual = self.pause_compactions();
+        let _manual = self.settle(log)?;
         // compaction::drop_prefix says why the deepest level goes first.
         for level in (0..self.opts.num_levels).rev() {
             let v = self.read_state().version.clone();
@@ -402,23 +404,25 @@ mod tests {
     use std::time::{Duration, Instant};
 
     /// Writes one key and flushes it to its own L0 table.
-    fn flush_one(db: &Db, i: u32) {
-        db.put(format!("k{i:04}").as_bytes(), &[i as u8; 100])
-            .unwrap();
-        db.flush().unwrap();
-    }
-
-    #[test]
-    fn stats_report_a_held_back_l0_compaction_then_zero_once_it_ran() {
+    /// A Db with `tables` L0 tables of one key each (trigger 2) and automatic
+    /// compactions held back, as a manual operation holds them.
+    fn held_back_l0(tables: u32) -> (tempfile::TempDir, Db) {
         let dir = tempfile::tempdir().unwrap();
         let mut opts = Options::new(dir.path());
         opts.l0_compaction_trigger = 2;
         let db = Db::open(opts).unwrap();
-        // As a manual operation does: no automatic compaction may start.
         lock(&db.inner.bg).manual = true;
-        for i in 0..3 {
-            flush_one(&db, i);
+        for i in 0..tables {
+            db.put(format!("k{i:04}").as_bytes(), &[i as u8; 100])
+                .unwrap();
+            db.flush().unwrap();
         }
+        (dir, db)
+    }
+
+    #[test]
+    fn stats_report_a_held_back_l0_compaction_then_zero_once_it_ran() {
+        let (_dir, db) = held_back_l0(3);
         let s = db.stats();
         assert_eq!(s.levels[0].0, 3);
         assert_eq!(s.compactions_pending, 1, "{s:?}");
@@ -447,14 +451,7 @@ mod tests {
 
     #[test]
     fn stats_report_no_compaction_after_flatten() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = Options::new(dir.path());
-        opts.l0_compaction_trigger = 2;
-        let db = Db::open(opts).unwrap();
-        lock(&db.inner.bg).manual = true;
-        for i in 0..4 {
-            flush_one(&db, i);
-        }
+        let (_dir, db) = held_back_l0(4);
         assert_eq!(db.stats().compactions_pending, 1);
         lock(&db.inner.bg).manual = false;
         db.flatten().unwrap();

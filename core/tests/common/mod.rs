@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use sett::Options;
+use sett::{Db, Options, WriteBatch};
 use std::path::Path;
 
 /// A small deterministic generator (SplitMix64), so that failures replay from a seed.
@@ -91,6 +91,32 @@ pub fn copy_dir(from: &Path) -> tempfile::TempDir {
     to
 }
 
+/// Runs the test `name` of this test binary as a child process with `env`
+/// set: its stdout to read from, its stderr read in the background.
+pub fn spawn_child_test(
+    name: &str,
+    env: &[(&str, String)],
+) -> (
+    std::process::Child,
+    std::process::ChildStdout,
+    std::thread::JoinHandle<String>,
+) {
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = read_stderr(&mut child);
+    let stdout = child.stdout.take().unwrap();
+    (child, stdout, stderr)
+}
+
 /// Starts reading a child's piped stderr in the background.
 pub fn read_stderr(child: &mut std::process::Child) -> std::thread::JoinHandle<String> {
     let mut stderr = child
@@ -121,4 +147,42 @@ pub fn kill_running_child(
         Some(9),
         "{what}: the child ended on its own ({status}) before it was killed; its stderr:\n{err}"
     );
+}
+
+/// Whether a batch written whole is all in `db` (true) or all absent (false);
+/// `None` when it is torn. A key that reads with another value panics.
+pub fn batch_state(db: &Db, batch: &[(Vec<u8>, Vec<u8>)]) -> Option<bool> {
+    let found: Vec<bool> = batch
+        .iter()
+        .map(|(k, v)| {
+            db.get(k)
+                .unwrap()
+                .inspect(|got| assert_eq!(got, v, "key {}", String::from_utf8_lossy(k)))
+                .is_some()
+        })
+        .collect();
+    let all = found.iter().all(|&f| f);
+    (all || found.iter().all(|&f| !f)).then_some(all)
+}
+
+/// A batch of puts (`Some`) and deletes (`None`).
+pub fn batch_of(ops: &[(Vec<u8>, Option<Vec<u8>>)]) -> WriteBatch {
+    let mut b = WriteBatch::new();
+    for (k, v) in ops {
+        match v {
+            Some(v) => b.put(k.clone(), v.clone()),
+            None => b.delete(k.clone()),
+        };
+    }
+    b
+}
+
+/// How many times larger the power-loss sweeps run (`POWER_LOSS_SCALE`,
+/// default 1: `make test`; `make stress` sets more).
+pub fn power_loss_scale() -> u64 {
+    std::env::var("POWER_LOSS_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1)
 }

@@ -160,6 +160,11 @@ type Stats struct {
 	GCFilesDeleted   uint64
 	GCBytesReclaimed uint64
 	GCTime           time.Duration
+	// The background GC's backlog: value-log files whose garbage share reached
+	// the GC ratio, and their bytes (0 when background GC is off). A benchmark
+	// waits for it as for CompactionsPending before it measures reads.
+	GCPendingFiles uint64
+	GCPendingBytes uint64
 }
 
 // Stats returns the database's counts and sizes.
@@ -190,6 +195,8 @@ func (d *DB) Stats() (Stats, error) {
 		GCFilesDeleted:     uint64(cs.gc_files_deleted),
 		GCBytesReclaimed:   uint64(cs.gc_bytes_reclaimed),
 		GCTime:             time.Duration(cs.gc_micros) * time.Microsecond,
+		GCPendingFiles:     uint64(cs.gc_pending_files),
+		GCPendingBytes:     uint64(cs.gc_pending_bytes),
 	}
 	for i := 0; i < n; i++ {
 		st.LevelTables[i] = uint64(cs.level_tables[i])

@@ -436,3 +436,52 @@ func TestStatsCountValueLogGC(t *testing.T) {
 		t.Fatalf("after %d GC rounds: %+v", rounds, st)
 	}
 }
+
+func TestStatsReportTheBackgroundGCBacklogUntilItIsWorkedOff(t *testing.T) {
+	dir := t.TempDir()
+	small := Options{ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10}
+	off := small
+	off.ValueLogGCRatio = -1
+	db, err := Open(dir, &off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 300; i++ {
+			mustSet(t, db, fmt.Sprintf("gc%04d", i), strings.Repeat(string(rune('a'+round)), 200))
+		}
+	}
+	if err := db.Flatten(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := db.Stats(); err != nil || st.GCPendingFiles != 0 {
+		t.Fatalf("background GC off: pending %+v, %v", st, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	on := small
+	on.ValueLogGCRate = 64 << 10 // slow: the first look comes before it is through
+	db, err = Open(dir, &on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := db.Stats()
+	if err != nil || st.GCPendingFiles == 0 || st.GCPendingBytes == 0 {
+		t.Fatalf("after reopening with garbage: %+v, %v", st, err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for st.GCPendingFiles > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog never worked off: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if st, err = db.Stats(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.GCFilesRewritten+st.GCFilesDeleted == 0 {
+		t.Fatalf("backlog gone without GC: %+v", st)
+	}
+}

@@ -341,6 +341,13 @@ typedef struct sett_stats_ex_t {
    * Time spent in value-log GC, in microseconds (waits for its rate included).
    */
   uint64_t gc_micros;
+  /**
+   * Value-log files the background GC will collect (their garbage share
+   * reached vlog_gc_ratio) and their bytes: its backlog, 0 when background
+   * GC is off. A benchmark waits for it as for compactions_pending.
+   */
+  uint64_t gc_pending_files;
+  uint64_t gc_pending_bytes;
 } sett_stats_ex_t;
 
 /**

@@ -15,7 +15,8 @@ type settStore struct {
 func settSettings(Options) string {
 	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; no cache of its own (tables and sealed value-log files are read "+
 		"through mappings, so the page cache is its cache, as Badger's; indexes and bloom filters, 10 bits/key, in memory); 4 KiB blocks; no compression; "+
-		"16 MiB memtables (default); close flushes the memtables and syncs", settLibVersion(), ValueThreshold)
+		"16 MiB memtables (default); background value-log GC at its defaults (files with half their bytes garbage, up to 64 MiB/s), "+
+		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), ValueThreshold)
 }
 
 func settLibVersion() string {
@@ -74,15 +75,18 @@ func (s *settStore) scan(opts sett.IteratorOptions, limit int, fn func(k, v []by
 }
 
 // Backlog reads sett's stats: memtables waiting for a flush, levels due for
-// compaction, compactions running.
+// compaction, compactions running, and value-log files due for the background
+// GC (sett's compaction of values: left running, it would read and rewrite
+// through the read phase, as RocksDB's compactions would if not waited for).
 func (s *settStore) Backlog() (bool, string, error) {
 	st, err := s.db.Stats()
 	if err != nil {
 		return false, "", err
 	}
-	idle := st.ImmutableMemtables == 0 && st.CompactionsPending == 0 && st.CompactionsRunning == 0
-	desc := fmt.Sprintf("immutable memtables=%d compactions pending=%d running=%d tables per level=%v",
-		st.ImmutableMemtables, st.CompactionsPending, st.CompactionsRunning, st.LevelTables)
+	idle := st.ImmutableMemtables == 0 && st.CompactionsPending == 0 && st.CompactionsRunning == 0 &&
+		st.GCPendingFiles == 0
+	desc := fmt.Sprintf("immutable memtables=%d compactions pending=%d running=%d tables per level=%v gc pending=%d files (%d bytes)",
+		st.ImmutableMemtables, st.CompactionsPending, st.CompactionsRunning, st.LevelTables, st.GCPendingFiles, st.GCPendingBytes)
 	return idle, desc, nil
 }
 

@@ -459,6 +459,8 @@ impl Db {
         d.set_item("gc_files_deleted", s.gc_files_deleted)?;
         d.set_item("gc_bytes_reclaimed", s.gc_bytes_reclaimed)?;
         d.set_item("gc_seconds", s.gc_micros as f64 / 1e6)?;
+        d.set_item("gc_pending_files", s.gc_pending_files)?;
+        d.set_item("gc_pending_bytes", s.gc_pending_bytes)?;
         Ok(d.into_any().unbind())
     }
 

@@ -177,4 +177,6 @@ def test_stats_count_value_log_gc(db_path):
         s = d.stats()
         assert s["gc_files_rewritten"] + s["gc_files_deleted"] >= rounds
         assert s["gc_bytes_reclaimed"] > 0 and s["gc_seconds"] > 0
+        # Background GC is off (ratio 0): nothing is its backlog.
+        assert (s["gc_pending_files"], s["gc_pending_bytes"]) == (0, 0)
         assert s["batches_written"] >= 1200 and s["compactions_running"] == 0

@@ -102,6 +102,12 @@ pub fn stats_json(s: &Stats) -> Value {
         })).collect::<Vec<_>>(),
         "compactions_pending": s.compactions_pending,
         "compactions_running": s.compactions_running,
+        "gc_files_rewritten": s.gc_files_rewritten,
+        "gc_files_deleted": s.gc_files_deleted,
+        "gc_bytes_reclaimed": s.gc_bytes_reclaimed,
+        "gc_seconds": s.gc_micros as f64 / 1e6,
+        "gc_pending_files": s.gc_pending_files,
+        "gc_pending_bytes": s.gc_pending_bytes,
     })
 }
 

@@ -168,6 +168,11 @@ pub struct sett_stats_ex_t {
     pub gc_bytes_reclaimed: u64,
     /// Time spent in value-log GC, in microseconds (waits for its rate included).
     pub gc_micros: u64,
+    /// Value-log files the background GC will collect (their garbage share
+    /// reached vlog_gc_ratio) and their bytes: its backlog, 0 when background
+    /// GC is off. A benchmark waits for it as for compactions_pending.
+    pub gc_pending_files: u64,
+    pub gc_pending_bytes: u64,
 }
 
 // SAFETY: #[repr(C)], first field usize, the rest u64 and arrays of u64.
@@ -213,6 +218,8 @@ pub unsafe extern "C" fn sett_stats_ex(
             gc_files_deleted: s.gc_files_deleted,
             gc_bytes_reclaimed: s.gc_bytes_reclaimed,
             gc_micros: s.gc_micros,
+            gc_pending_files: s.gc_pending_files,
+            gc_pending_bytes: s.gc_pending_bytes,
         };
         for (i, (n, b)) in s.levels.iter().take(SETT_MAX_LEVELS).enumerate() {
             st.level_tables[i] = *n as u64;

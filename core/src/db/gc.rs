@@ -20,6 +20,7 @@ use super::recovery::remove;
 use super::*;
 use crate::manifest::Edit;
 use crate::vlog::ENTRY_HEADER_LEN;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long the background GC waits after a failed round before it tries again.
@@ -57,6 +58,16 @@ pub enum GcOutcome {
     },
 }
 
+/// The share of a value-log file's entry bytes that compactions and flushes
+/// found to be garbage (`discard`: bytes per file, from the manifest).
+fn garbage_share(discard: &BTreeMap<u32, u64>, f: &crate::vlog::VlogFile) -> Result<f64> {
+    let size = f
+        .len()?
+        .saturating_sub(crate::wal::HEADER_LEN as u64)
+        .max(1);
+    Ok(discard.get(&f.id()).copied().unwrap_or(0) as f64 / size as f64)
+}
+
 impl DbInner {
     /// The background GC: see the module's documentation.
     pub(crate) fn gc_loop(self: Arc<Self>) {
@@ -91,6 +102,40 @@ impl DbInner {
                 }
             }
         }
+    }
+
+    /// A head file this large with enough garbage is sealed for collection.
+    fn seal_head_at(&self) -> u64 {
+        (self.opts.vlog_file_size / 2).min(SEAL_HEAD_AT)
+    }
+
+    /// Value-log files the background GC will collect (garbage share at
+    /// `vlog_gc_ratio` or more; a head file only once it is large enough to be
+    /// sealed) and their bytes: its backlog, as `compaction::due` is the
+    /// tree's. None when background GC is off or the Db is read-only.
+    pub(crate) fn gc_due(&self) -> (u64, u64) {
+        let ratio = self.opts.vlog_gc_ratio;
+        if ratio <= 0.0 || self.opts.read_only {
+            return (0, 0);
+        }
+        let head = self.head_vlog_id();
+        let discard = lock(&self.manifest)
+            .as_ref()
+            .map(|m| m.state().discard.clone())
+            .unwrap_or_default();
+        let st = self.read_state();
+        let mut due = (0, 0);
+        for f in st.vlogs.all() {
+            let (Ok(share), Ok(len)) = (garbage_share(&discard, f), f.len()) else {
+                continue;
+            };
+            let sealed = Some(f.id()) != head || len >= self.seal_head_at();
+            if sealed && share >= ratio {
+                due.0 += 1;
+                due.1 += len;
+            }
+        }
+        due
     }
 
     pub(crate) fn run_value_log_gc(self: &Arc<Self>, ratio: f64) -> Result<GcOutcome> {
@@ -146,20 +191,13 @@ impl DbInner {
             .as_ref()
             .map(|m| (m.state().discard.clone(), m.state().log_number))
             .unwrap_or_default();
-        let share = |f: &crate::vlog::VlogFile| -> Result<f64> {
-            let size = f
-                .len()?
-                .saturating_sub(crate::wal::HEADER_LEN as u64)
-                .max(1);
-            Ok(discard.get(&f.id()).copied().unwrap_or(0) as f64 / size as f64)
-        };
+        let share = |f: &crate::vlog::VlogFile| garbage_share(&discard, f);
         // The head is only ever appended to, so it cannot be collected; but a
         // head that compactions found mostly garbage is sealed (a new head is
         // started) once it is large enough, so that it can be: otherwise a
         // database smaller than one value-log file never gets space back.
         if let Some(h) = self.read_state().vlogs.get(head) {
-            let seal_at = (self.opts.vlog_file_size / 2).min(SEAL_HEAD_AT);
-            if h.len()? >= seal_at && share(&h)? >= ratio {
+            if h.len()? >= self.seal_head_at() && share(&h)? >= ratio {
                 let mut log = lock(&self.log);
                 let log = log.as_mut().ok_or(Error::Closed)?;
                 if log.vlog.id() == head {

@@ -149,6 +149,12 @@ pub struct Stats {
     pub gc_bytes_reclaimed: u64,
     /// Time spent in value-log GC, in microseconds (waits for its rate included).
     pub gc_micros: u64,
+    /// Value-log files the background GC will collect (their garbage share
+    /// reached `vlog_gc_ratio`) and their bytes: its backlog. 0 when
+    /// background GC is off or the Db is read-only.
+    pub gc_pending_files: u64,
+    /// Bytes of those files.
+    pub gc_pending_bytes: u64,
 }
 
 #[derive(Default)]
@@ -567,6 +573,7 @@ impl DbInner {
     }
 
     fn stats(&self) -> Stats {
+        let (gc_pending_files, gc_pending_bytes) = self.gc_due();
         let st = self.read_state();
         let discard = lock(&self.manifest)
             .as_ref()
@@ -603,6 +610,8 @@ impl DbInner {
             gc_files_deleted: self.counters.gc_files_deleted.load(Ordering::Relaxed),
             gc_bytes_reclaimed: self.counters.gc_bytes_reclaimed.load(Ordering::Relaxed),
             gc_micros: self.counters.gc_micros.load(Ordering::Relaxed),
+            gc_pending_files,
+            gc_pending_bytes,
         }
     }
 

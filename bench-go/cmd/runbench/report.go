@@ -188,7 +188,7 @@ func report(r *runner) string {
 	if c.batch16k != 1000 {
 		fmt.Fprintf(&b, " (%d-entry batches at 16 KiB)", c.batch16k)
 	}
-	b.WriteString("; values are a function of their key, random and incompressible; no compression anywhere. Populate's clock stops after close: every engine has flushed its memtables into tables and synced its logs. Each read phase is a fresh process that first waits for the engine's pending flushes and compactions (up to " + c.settle.String() + "; the wait is in the CSV). Every value read is checked against the value its key must hold; every engine hands the benchmark loop borrowed slices that the loop copies, and pays one cgo call per read and one per batch of scanned items (RocksDB through a small C helper, as sett's C ABI does).")
+	b.WriteString("; values are a function of their key, random and incompressible; no compression anywhere. Populate's clock stops after close: every engine has flushed its memtables into tables and synced its logs. Each read phase is a fresh process that first waits for the engine's pending flushes and compactions, sett's value-log GC backlog included (up to " + c.settle.String() + "; the wait is in the CSV). Every value read is checked against the value its key must hold; every engine hands the benchmark loop borrowed slices that the loop copies, and pays one cgo call per read and one per batch of scanned items (RocksDB through a small C helper, as sett's C ABI does).")
 	if c.phaseTimeout > 0 {
 		b.WriteString(" A phase still running after " + c.phaseTimeout.String() + " is stopped (by its pid) and its engine's row says so, so that one slow engine cannot push the run past its budget.")
 	}

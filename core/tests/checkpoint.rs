@@ -409,3 +409,33 @@ fn a_power_cut_at_every_operation_of_a_checkpoint_leaves_the_source_intact_and_t
         "{whole} whole, {refused} refused, {absent} absent"
     );
 }
+
+#[test]
+fn a_checkpoint_onto_another_file_system_copies_what_it_cannot_link() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let other = Path::new("/dev/shm");
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    if dev(other).is_none() || dev(other) == dev(tmp.path()) {
+        println!(
+            "SKIPPED: /dev/shm is missing or on the same file system as {}",
+            tmp.path().display()
+        );
+        return;
+    }
+    let db = Db::open(tiny_options(&tmp.path().join("db"))).unwrap();
+    let mut model = Model::new();
+    for i in 0..200 {
+        let (k, v) = entry(0, i);
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    let shm = tempfile::tempdir_in(other).unwrap();
+    let target = shm.path().join("ckpt");
+    let r = db.checkpoint(&target).unwrap();
+    assert_eq!(r.files_linked, 0, "{r:?}");
+    assert!(r.files_copied >= 2 && r.bytes_copied > 0, "{r:?}");
+    let ck = Db::open(tiny_options(&target)).unwrap();
+    ck.verify().unwrap();
+    assert_eq!(scan(&ck), model);
+}

@@ -2,11 +2,13 @@
 //!
 //! The rest of the Db lives in submodules by concern: `recovery` (open),
 //! `write` (the group-commit pipeline and close), `background` (flush and
-//! compaction threads, flatten, drops), `gc` (value-log garbage collection).
+//! compaction threads, flatten, drops), `gc` (value-log garbage collection),
+//! `checkpoint` (hard-linked copies).
 //!
 //! Lock order, outermost first: `gc_lock` → `queue` → `log` → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
-//! guards are never held while taking another lock.
+//! guards are never held while taking another lock. `holds` (checkpoint's
+//! value-log file holds) is innermost: nothing is taken while it is held.
 
 mod background;
 mod checkpoint;

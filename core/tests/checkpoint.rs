@@ -42,6 +42,22 @@ fn listing(dir: &Path) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// Fails with the first difference, not two whole maps.
+fn same(got: &Model, want: &Model, what: &str) {
+    if got == want {
+        return;
+    }
+    let missing = want.keys().find(|k| got.get(*k) != want.get(*k));
+    let extra = got.keys().find(|k| !want.contains_key(*k));
+    panic!(
+        "{what}: {} keys, want {}; first missing or wrong: {:?}; first extra: {:?}",
+        got.len(),
+        want.len(),
+        missing.map(|k| String::from_utf8_lossy(k).into_owned()),
+        extra.map(|k| String::from_utf8_lossy(k).into_owned())
+    );
+}
+
 fn is_marker_refusal(e: &Error) -> bool {
     matches!(e, Error::Corruption { file, .. } if file.ends_with(CHECKPOINT_MARKER))
 }
@@ -166,7 +182,7 @@ fn a_checkpoint_of_a_read_only_db_holds_what_it_sees_its_unflushed_writes_includ
     let mut ro = tiny_options(&image);
     ro.read_only = true;
     let db = Db::open(ro).unwrap();
-    assert_eq!(scan(&db), model);
+    same(&scan(&db), &model, "the read-only source");
     let target = tmp.path().join("ckpt");
     let report = db
         .checkpoint(&target)
@@ -177,7 +193,7 @@ fn a_checkpoint_of_a_read_only_db_holds_what_it_sees_its_unflushed_writes_includ
     assert_eq!(listing(&image), before, "the read-only source changed");
     let ck = Db::open(tiny_options(&target)).unwrap();
     ck.verify().unwrap();
-    assert_eq!(scan(&ck), model);
+    same(&scan(&ck), &model, "the checkpoint of a read-only Db");
 }
 
 #[test]
@@ -259,17 +275,17 @@ fn a_checkpoint_and_its_source_are_independent_both_ways() {
     }
     assert!(collected > 0, "the source's GC collected nothing");
     assert_eq!(ck.get(b"source-only").unwrap(), None);
-    assert_eq!(
-        scan(&ck),
-        model,
-        "the source's writes and GC reached the checkpoint"
+    same(
+        &scan(&ck),
+        &model,
+        "the source's writes and GC reached the checkpoint",
     );
     ck.verify().unwrap();
     db.drop_all().unwrap();
-    assert_eq!(
-        scan(&ck),
-        model,
-        "the source's drop_all reached the checkpoint"
+    same(
+        &scan(&ck),
+        &model,
+        "the source's drop_all reached the checkpoint",
     );
 
     // The other way: the checkpoint writes, collects and flattens.
@@ -283,7 +299,11 @@ fn a_checkpoint_and_its_source_are_independent_both_ways() {
     ck.flatten().unwrap();
     while ck.run_value_log_gc(0.01).unwrap() != sett::GcOutcome::NothingToCollect {}
     assert_eq!(db.get(b"checkpoint-only").unwrap(), None);
-    assert_eq!(scan(&db), source_now);
+    same(
+        &scan(&db),
+        &source_now,
+        "the checkpoint's writes reached the source",
+    );
     db.verify().unwrap();
     ck.verify().unwrap();
     drop(ck);
@@ -373,7 +393,7 @@ fn a_power_cut_at_every_operation_of_a_checkpoint_leaves_the_source_intact_and_t
 
         let db = Db::open(tiny_options(&src))
             .unwrap_or_else(|e| panic!("{what}: the source does not open: {e}"));
-        assert_eq!(scan(&db), model, "{what}: the source lost writes");
+        same(&scan(&db), &model, &format!("{what}: the source"));
         db.verify()
             .unwrap_or_else(|e| panic!("{what}: source verify: {e}"));
         drop(db);
@@ -385,11 +405,7 @@ fn a_power_cut_at_every_operation_of_a_checkpoint_leaves_the_source_intact_and_t
         match Db::open(tiny_options(&target)) {
             Ok(ck) => {
                 whole += 1;
-                assert_eq!(
-                    scan(&ck),
-                    model,
-                    "{what}: the checkpoint opens but is not whole"
-                );
+                same(&scan(&ck), &model, &format!("{what}: an open checkpoint"));
                 ck.verify()
                     .unwrap_or_else(|e| panic!("{what}: checkpoint verify: {e}"));
             }
@@ -437,5 +453,5 @@ fn a_checkpoint_onto_another_file_system_copies_what_it_cannot_link() {
     assert!(r.files_copied >= 2 && r.bytes_copied > 0, "{r:?}");
     let ck = Db::open(tiny_options(&target)).unwrap();
     ck.verify().unwrap();
-    assert_eq!(scan(&ck), model);
+    same(&scan(&ck), &model, "a copied checkpoint");
 }

@@ -254,16 +254,21 @@ impl DbInner {
         let mut max_id = 0u64;
         for (level, tables) in st.version.levels.iter().enumerate() {
             for t in tables {
-                m.levels[level].insert(
-                    t.id(),
-                    TableRecord {
+                // The source's own record (the manifest and the state change
+                // together under the manifest lock), else one from the table.
+                let rec = source
+                    .levels
+                    .get(level)
+                    .and_then(|l| l.get(&t.id()))
+                    .cloned()
+                    .unwrap_or_else(|| TableRecord {
                         id: t.id(),
                         size: t.size(),
                         max_seq: t.max_seq(),
                         smallest: t.smallest().to_vec(),
                         largest: t.largest().to_vec(),
-                    },
-                );
+                    });
+                m.levels[level].insert(t.id(), rec);
                 m.last_seq = m.last_seq.max(t.max_seq());
                 max_id = max_id.max(t.id());
                 link.push(self.dir.join(table::file_name(t.id())));

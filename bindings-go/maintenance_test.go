@@ -485,3 +485,72 @@ func TestStatsReportTheBackgroundGCBacklogUntilItIsWorkedOff(t *testing.T) {
 		t.Fatalf("backlog gone without GC: %+v", st)
 	}
 }
+
+func TestCheckpointOpensAsItsOwnDBAndLeavesTheSourceAlone(t *testing.T) {
+	db := openTempWith(t, &Options{ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10})
+	want := map[string]string{}
+	for i := 0; i < 300; i++ {
+		k, v := fmt.Sprintf("ck%04d", i), strings.Repeat(string(rune('a'+i%26)), 10+(i%2)*190)
+		mustSet(t, db, k, v)
+		want[k] = v
+	}
+	target := filepath.Join(t.TempDir(), "ckpt")
+	r, err := db.Checkpoint(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FilesLinked < 2 || r.BytesLinked == 0 || r.FilesCopied != 0 {
+		t.Fatalf("report %+v", r)
+	}
+	mustSet(t, db, "later", "x")
+	if _, err := db.Checkpoint(target); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("a second checkpoint onto %s: %v, want ErrInvalidArgument", target, err)
+	}
+
+	ck, err := Open(target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	it, err := ck.NewIterator(IteratorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; it.Valid(); it.Next() {
+		got[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	it.Close()
+	if len(got) != len(want) {
+		t.Fatalf("the checkpoint holds %d keys, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("key %s: %q, want %q", k, got[k], v)
+		}
+	}
+	if vr, err := ck.Verify(); err != nil || vr.Values < 150 {
+		t.Fatalf("verify of the checkpoint: %+v, %v", vr, err)
+	}
+	// Writes to the checkpoint do not reach the source, nor the other way.
+	mustSet(t, ck, "ck0000", "changed")
+	if v := mustGet(t, db, "ck0000"); v != want["ck0000"] {
+		t.Fatalf("the source reads %q after a write to the checkpoint", v)
+	}
+	if _, err := ck.Get([]byte("later")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the checkpoint sees a later source write: %v", err)
+	}
+	if err := ck.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A directory holding the marker of an interrupted checkpoint is refused.
+	if err := os.WriteFile(filepath.Join(target, "CHECKPOINT-INCOMPLETE"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(target, nil); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "CHECKPOINT-INCOMPLETE") {
+		t.Fatalf("open of a marked directory: %v, want ErrCorruption naming the marker", err)
+	}
+}

@@ -23,7 +23,8 @@
  *   sett_iter_options_t must be used by one thread at a time (it may move
  *   between threads, as goroutines do). sett_sequence_t is thread-safe.
  * - A panic inside sett is caught and returned as SETT_PANIC.
- * - Extensible structs (sett_stats_ex_t, sett_verify_report_t) are allocated by
+ * - Extensible structs (sett_stats_ex_t, sett_verify_report_t,
+ *   sett_checkpoint_report_t) are allocated by
  *   the caller and start with `size_t size`. Set it to sizeof(the struct) as
  *   your sett.h declares it before the call; a smaller value than the struct's
  *   first version is SETT_INVALID_ARGUMENT. sett fills the fields it knows that
@@ -235,6 +236,38 @@ typedef struct sett_buf_t {
   size_t len;
   size_t cap;
 } sett_buf_t;
+
+/**
+ * What sett_checkpoint() did. An extensible struct: set `size` to
+ * sizeof(sett_checkpoint_report_t) before the call.
+ */
+typedef struct sett_checkpoint_report_t {
+  /**
+   * In: sizeof(sett_checkpoint_report_t). Out: the bytes sett filled.
+   */
+  size_t size;
+  /**
+   * Files hard-linked (tables and sealed value-log files).
+   */
+  uint64_t files_linked;
+  /**
+   * Files copied: WAL files of a read-only database, and files that could
+   * not be linked (the target is on another file system).
+   */
+  uint64_t files_copied;
+  /**
+   * Bytes of the linked files (shared with the source, not written again).
+   */
+  uint64_t bytes_linked;
+  /**
+   * Bytes written by copies.
+   */
+  uint64_t bytes_copied;
+  /**
+   * Wall time of the call, in microseconds.
+   */
+  uint64_t elapsed_micros;
+} sett_checkpoint_report_t;
 
 /**
  * What sett_verify() checked. An extensible struct: set `size` to
@@ -559,6 +592,24 @@ size_t sett_batch_count(const struct sett_batch_t *batch);
  * already freed or empty buffer.
  */
 void sett_buf_free(struct sett_buf_t *buf);
+
+/**
+ * Makes an openable copy of the database in directory `path`, which must not
+ * exist (its parent must), while other threads keep writing: tables and sealed
+ * value-log files are hard-linked (copied where the file system cannot link).
+ * The copy holds every write acknowledged before the call; open it with
+ * sett_open() as a database of its own. A read-only database links what its
+ * MANIFEST lists and copies the WALs its open replayed.
+ * SETT_INVALID_ARGUMENT: `path` exists (nothing is changed) or its parent is
+ * not a directory. An interrupted checkpoint (a crash, an I/O error that could
+ * not be cleaned up) leaves a directory holding CHECKPOINT-INCOMPLETE, which
+ * sett_open() refuses with SETT_CORRUPTION. `report` may be NULL; otherwise
+ * its `size` must be set, and it is written only on SETT_OK.
+ */
+int sett_checkpoint(struct sett_db_t *db,
+                    const char *path,
+                    struct sett_checkpoint_report_t *report,
+                    struct sett_error_t **err);
 
 /**
  * Opens (or creates) the database in directory `path`. `opts` may be NULL for

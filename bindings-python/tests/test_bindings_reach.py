@@ -211,6 +211,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_backup_to": "Db.backup",  # a file object with write()
     "sett_restore_from": "Db.restore",  # a file object with read()
     "sett_verify": "Db.verify",
+    "sett_checkpoint": "Db.checkpoint",
     "sett_stats_ex": "Db.stats",  # the GC counts and the rest, in one dict
     "sett_txn_get_entry": "Txn.get_entry",
     "sett_bulk_loader_add_with": "BulkLoader.add",  # ttl=, meta=

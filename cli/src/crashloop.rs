@@ -11,6 +11,14 @@
 //! acknowledged one is there (a process kill keeps the page cache, so this
 //! holds with and without --sync). Cycles in which the child acknowledged
 //! nothing are counted and reported.
+//!
+//! Every 40 batches the child also takes a checkpoint into
+//! `DIR-checkpoints/cNNNNNNNNN` (N: the batches acknowledged before the call),
+//! so that kills land inside checkpoints too. After each kill the parent checks
+//! each one: a directory holding `CHECKPOINT-INCOMPLETE` must be refused by
+//! open, an empty one (killed between its creation and its marker's) counts as
+//! absent, and any other must open and hold a prefix of at least N batches
+//! and verify; then they are removed.
 
 use sett::{Db, Options, WriteBatch};
 use std::io::{BufRead, BufReader, Write};
@@ -110,6 +118,66 @@ pub fn child(a: &ChildArgs) -> Result<(), String> {
             db.flush().map_err(|e| e.to_string())?;
             let _ = db.run_value_log_gc(0.3).map_err(|e| e.to_string())?;
         }
+        if i % 40 == 19 {
+            let root = checkpoints_dir(&a.dir);
+            std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+            db.checkpoint(root.join(format!("c{:09}", i + 1)))
+                .map_err(|e| format!("checkpoint: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where the child puts its checkpoints.
+fn checkpoints_dir(dir: &Path) -> PathBuf {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    dir.with_file_name(format!("{}-checkpoints", name.unwrap_or_default()))
+}
+
+/// Checkpoints found after a kill, by outcome.
+#[derive(Default)]
+struct CheckpointCounts {
+    whole: u64,
+    refused: u64,
+    absent: u64,
+}
+
+/// Checks and removes every checkpoint the child left (see the module docs).
+fn check_checkpoints(dir: &Path, counts: &mut CheckpointCounts) -> Result<(), String> {
+    let root = checkpoints_dir(dir);
+    let Ok(rd) = std::fs::read_dir(&root) else {
+        return Ok(());
+    };
+    for entry in rd {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let before = name
+            .as_deref()
+            .and_then(|n| n.strip_prefix('c'))
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| format!("unexpected entry {}", path.display()))?;
+        let empty = std::fs::read_dir(&path)
+            .map_err(|e| e.to_string())?
+            .next()
+            .is_none();
+        if empty {
+            counts.absent += 1;
+        } else if path.join(sett::CHECKPOINT_MARKER).exists() {
+            match Db::open(options(&path, false)) {
+                Err(sett::Error::Corruption { file, .. })
+                    if file.ends_with(sett::CHECKPOINT_MARKER) =>
+                {
+                    counts.refused += 1
+                }
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+                Ok(_) => return Err(format!("{}: opened despite its marker", path.display())),
+            }
+        } else {
+            verify(&path, before, None)
+                .map_err(|e| format!("checkpoint {}: {e}", path.display()))?;
+            counts.whole += 1;
+        }
+        std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -197,6 +265,8 @@ pub fn run(a: &CrashloopArgs) -> Result<bool, String> {
         ),
     };
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(checkpoints_dir(&dir));
+    let mut ckpts = CheckpointCounts::default();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ u64::from(std::process::id());
@@ -258,7 +328,9 @@ pub fn run(a: &CrashloopArgs) -> Result<bool, String> {
                 break;
             }
         }
-        match verify(&dir, start, acks.iter().copied().max()) {
+        match verify(&dir, start, acks.iter().copied().max())
+            .and_then(|present| check_checkpoints(&dir, &mut ckpts).map(|()| present))
+        {
             Ok(present) => start = present,
             Err(e) => {
                 failures += 1;
@@ -269,11 +341,15 @@ pub fn run(a: &CrashloopArgs) -> Result<bool, String> {
         cycle += 1;
     }
     println!(
-        "crashloop: {cycle} cycles in {:.0} s, sync={sync}, {acked_total} batches acknowledged, {zero_ack_cycles} cycles with no acknowledgement, {start} batches verified present at the end, {failures} failures",
-        started.elapsed().as_secs_f64()
+        "crashloop: {cycle} cycles in {:.0} s, sync={sync}, {acked_total} batches acknowledged, {zero_ack_cycles} cycles with no acknowledgement, {start} batches verified present at the end, {failures} failures; checkpoints: {} whole, {} refused by their marker, {} absent",
+        started.elapsed().as_secs_f64(),
+        ckpts.whole,
+        ckpts.refused,
+        ckpts.absent
     );
     if temp && failures == 0 {
         let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(checkpoints_dir(&dir));
     }
     Ok(failures == 0)
 }

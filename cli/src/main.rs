@@ -6,7 +6,8 @@
 //! - `sett bench-load` — bulk load against batched writes of the same sorted data.
 //! - `sett bench-ops` — the Rust row of `make bench-bindings`.
 //! - `sett bench-gc` — disk space under overwrites and deletes (`make bench-gc`).
-//! - `sett info|verify|backup|restore|flatten|gc` — operate on a database directory.
+//! - `sett bench-checkpoint` — checkpoint time, extra disk and writer throughput.
+//! - `sett info|verify|backup|restore|flatten|gc|checkpoint` — operate on a database directory.
 //! - `sett bank` — Badger's bank test; exits 1 on a violation.
 //! - `sett crashloop` — SIGKILL a writer at random moments and verify what survives.
 //!
@@ -15,6 +16,7 @@
 
 mod bank;
 mod bench;
+mod ckptbench;
 mod crashloop;
 mod gcbench;
 mod load;
@@ -50,6 +52,8 @@ enum Command {
     Flatten(tools::FlattenArgs),
     /// Run value-log GC until nothing is left to collect
     Gc(tools::GcArgs),
+    /// Make an openable copy of a database in a new directory, by hard links
+    Checkpoint(tools::CheckpointArgs),
     /// Badger's bank test: concurrent transfers must keep the total; exits 1 on a violation
     Bank(bank::BankArgs),
     /// Bulk load against 1000-entry batches of the same sorted keys
@@ -58,6 +62,8 @@ enum Command {
     BenchOps(opsbench::OpsArgs),
     /// Disk space under 10x overwrites and deletes with the background value-log GC (make bench-gc)
     BenchGc(gcbench::GcBenchArgs),
+    /// Checkpoint time, extra disk and a writer's throughput while a checkpoint is taken
+    BenchCheckpoint(ckptbench::CkptBenchArgs),
     /// SIGKILL a writer at random moments and verify what survives; exits 1 on a failure
     Crashloop(crashloop::CrashloopArgs),
     /// The writer that crashloop kills (not for use by hand)
@@ -90,10 +96,12 @@ fn main() -> ExitCode {
         Command::Restore(a) => finish("restore", ok(tools::restore(a))),
         Command::Flatten(a) => finish("flatten", ok(tools::flatten(a))),
         Command::Gc(a) => finish("gc", ok(tools::gc(a))),
+        Command::Checkpoint(a) => finish("checkpoint", ok(tools::checkpoint(a))),
         Command::Bank(a) => finish("bank", bank::run(a)),
         Command::BenchLoad(a) => finish("bench-load", ok(load::run(a))),
         Command::BenchOps(a) => finish("bench-ops", ok(opsbench::run(a))),
         Command::BenchGc(a) => finish("bench-gc", ok(gcbench::run(a))),
+        Command::BenchCheckpoint(a) => finish("bench-checkpoint", ok(ckptbench::run(a))),
         Command::Crashloop(a) => finish("crashloop", crashloop::run(a)),
         Command::CrashloopChild(a) => finish("crashloop-child", ok(crashloop::child(a))),
         Command::Bench(c) => {

@@ -56,6 +56,8 @@ fn commands() -> Vec<(&'static str, Vec<&'static str>)> {
         ("restore", with_progress(&[])),
         ("flatten", with_progress(&[])),
         ("gc", with_progress(&["--ratio"])),
+        ("checkpoint", vec!["--read-only", "--json"]),
+        ("bench-checkpoint", vec!["--size-mib", "--value-size"]),
         (
             "bank",
             vec!["--dir", "--accounts", "--threads", "--seconds", "--sync"],
@@ -296,4 +298,63 @@ fn maintenance_commands_with_progress() {
     expect_code(&o, 0, "sett info --json on the restored copy");
     let v: Value = serde_json::from_slice(&o.stdout).expect("info --json parses");
     assert_eq!(v["table_entries"], 2000, "{v}");
+}
+
+#[test]
+fn checkpoint_makes_an_openable_copy_and_refuses_an_existing_target() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path().join("db");
+    small_db(&dir, 300);
+    let (d, t) = (dir.to_str().expect("utf-8"), tmp.path().join("ckpt"));
+    let t = t.to_str().expect("utf-8");
+    for read_only in [true, false] {
+        let target = format!("{t}-{read_only}");
+        let mut args = vec!["checkpoint", d, &target, "--json"];
+        if read_only {
+            args.push("--read-only");
+        }
+        let o = sett(&args);
+        expect_code(&o, 0, "sett checkpoint");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+        assert!(v["files_linked"].as_u64().unwrap_or(0) >= 1, "{v}");
+        let db = sett::Db::open(sett::Options::new(&target)).expect("open the checkpoint");
+        assert_eq!(db.get(b"key000299").expect("get"), Some(vec![b'v'; 100]));
+        db.verify().expect("verify the checkpoint");
+        drop(db);
+        let o = sett(&["checkpoint", d, &target]);
+        expect_code(&o, 1, "a second checkpoint onto the same target");
+        assert!(
+            text(&o.stderr).contains("already exists"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn bench_checkpoint_reports_time_disk_and_writer_throughput() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let d = tmp.path().join("bench");
+    let o = sett(&[
+        "bench-checkpoint",
+        d.to_str().expect("utf-8"),
+        "--size-mib",
+        "2",
+        "--value-size",
+        "2048",
+    ]);
+    expect_code(&o, 0, "sett bench-checkpoint");
+    let out = text(&o.stdout);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .expect("a RESULT line");
+    let v: serde_json::Value = serde_json::from_str(line).expect("JSON");
+    assert!(v["files_linked"].as_u64().unwrap_or(0) >= 1, "{v}");
+    assert!(
+        v["checkpoint_seconds"].as_f64().is_some_and(|s| s > 0.0),
+        "{v}"
+    );
+    assert!(v["writer_puts_per_s_during"].as_f64().is_some(), "{v}");
+    assert!(d.join("checkpoint").join("MANIFEST").exists());
 }

@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 pub(crate) const MANIFEST: &str = "MANIFEST";
 /// A manifest snapshot being written; renamed over `MANIFEST` once synced.
 pub(crate) const MANIFEST_TMP: &str = "MANIFEST.tmp";
+/// Present while a checkpoint directory is being made: `Db::open` refuses a
+/// directory holding it (core/FORMAT.md, "Checkpoint directory").
+pub const CHECKPOINT_MARKER: &str = "CHECKPOINT-INCOMPLETE";
 /// The directory lock (flock: exclusive for a writer, shared for read-only).
 pub(crate) const LOCK: &str = "LOCK";
 
@@ -93,6 +96,7 @@ mod tests {
             MANIFEST,
             MANIFEST_TMP,
             LOCK,
+            CHECKPOINT_MARKER,
             "000001",
             ".sst",
             "00a001.sst",

@@ -1,6 +1,6 @@
 //! The file-system layer. Every operation that changes what is on disk goes
-//! through [`Fs`]: creating a file, appending to it, syncing it, renaming or
-//! removing it, syncing a directory, creating a directory. A test can put
+//! through [`Fs`]: creating a file, appending to it, syncing it, renaming,
+//! hard-linking or removing it, syncing a directory, creating a directory. A test can put
 //! [`SimFs`] in the place of the real file system ([`RealFs`], the default) and
 //! cut the power at any of those operations.
 //!
@@ -38,6 +38,10 @@ pub trait FileSystem: Send + Sync {
     fn sync(&self, file: &File, path: &Path) -> io::Result<()>;
     /// Renames `from` to `to`, replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes `to` (which must not exist) a second name of the file `from`.
+    /// Like a creation, the new name is durable only once its directory is
+    /// synced. Fails with EXDEV when the two are on different file systems.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the entries created, renamed and removed in `dir` durable.
@@ -74,6 +78,10 @@ impl FileSystem for RealFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -154,6 +162,10 @@ impl Fs {
         self.0.rename(from, to)
     }
 
+    pub(crate) fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.0.hard_link(from, to)
+    }
+
     pub(crate) fn remove(&self, path: &Path) -> io::Result<()> {
         self.0.remove(path)
     }
@@ -218,6 +230,8 @@ pub enum OpKind {
     Sync,
     /// [`FileSystem::rename`].
     Rename,
+    /// [`FileSystem::hard_link`].
+    Link,
     /// [`FileSystem::remove`].
     Remove,
     /// [`FileSystem::sync_dir`].
@@ -720,6 +734,27 @@ impl FileSystem for SimFs {
         if let Some(f) = st.files.get_mut(&id) {
             f.path = to.to_path_buf();
         }
+        Ok(())
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut st = self.state();
+        st.begin(OpKind::Link)?;
+        let source = st.id_of(from)?;
+        let synced = st.files.get(&source).map_or(0, |f| f.synced);
+        std::fs::hard_link(from, to)?;
+        st.note_change(to, Entry::Absent);
+        let id = st.next_id;
+        st.next_id += 1;
+        st.files.insert(
+            id,
+            SimFile {
+                path: to.to_path_buf(),
+                synced,
+                lost: Vec::new(),
+            },
+        );
+        st.ids.insert(to.to_path_buf(), id);
         Ok(())
     }
 

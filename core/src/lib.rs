@@ -97,7 +97,7 @@ pub mod internals {
 
 pub use batch::{PutOptions, WriteBatch};
 pub use bulk::BulkLoader;
-pub use db::{Db, GcOutcome, Item, Stats, VerifyReport};
+pub use db::{CheckpointReport, Db, GcOutcome, Item, Stats, VerifyReport, CHECKPOINT_MARKER};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, IterOptions};
 pub use options::{Clock, Options};

@@ -7,6 +7,7 @@
 mod admin;
 mod batch;
 mod buf;
+mod checkpoint;
 mod db;
 mod error;
 mod inspect;
@@ -19,6 +20,7 @@ mod util;
 pub use admin::*;
 pub use batch::*;
 pub use buf::*;
+pub use checkpoint::*;
 pub use db::*;
 pub use error::*;
 pub use inspect::*;

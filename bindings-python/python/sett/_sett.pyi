@@ -237,6 +237,9 @@ class Db:
     def restore(self, src: Union[str, os.PathLike[str], _Reader]) -> int: ...
     def verify(self) -> Dict[str, int]:
         """Checks every checksum; CorruptionError names the first damaged file."""
+    def checkpoint(self, path: Union[str, os.PathLike[str]]) -> Dict[str, Union[int, float]]:
+        """Hard-links an openable copy into the new directory `path`; a dict of
+        files_linked, files_copied, bytes_linked, bytes_copied, elapsed_seconds."""
     def stats(self) -> Dict[str, Any]: ...
     @property
     def path(self) -> str: ...

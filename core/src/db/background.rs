@@ -323,7 +323,7 @@ impl DbInner {
             t.mark_obsolete(&self.opts.fs);
         }
         for f in old_vlogs {
-            remove(&self.opts.fs, f.path())?;
+            self.remove_vlog_file(f.id(), f.path())?;
         }
         Ok(())
     }

@@ -16,7 +16,6 @@
 //! for it only as for any other write (its moves go through the write
 //! pipeline in chunks) and for the memtable switch of its flush.
 
-use super::recovery::remove;
 use super::*;
 use crate::manifest::Edit;
 use crate::vlog::ENTRY_HEADER_LEN;
@@ -287,7 +286,7 @@ impl DbInner {
             version: s.version.clone(),
             vlogs: Arc::new(s.vlogs.without(file.id())),
         });
-        remove(&self.opts.fs, file.path())?;
+        self.remove_vlog_file(file.id(), file.path())?;
         Ok(if moved_values == 0 {
             GcOutcome::Deleted {
                 file: file.id(),

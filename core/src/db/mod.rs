@@ -2,18 +2,22 @@
 //!
 //! The rest of the Db lives in submodules by concern: `recovery` (open),
 //! `write` (the group-commit pipeline and close), `background` (flush and
-//! compaction threads, flatten, drops), `gc` (value-log garbage collection).
+//! compaction threads, flatten, drops), `gc` (value-log garbage collection),
+//! `checkpoint` (hard-linked copies).
 //!
 //! Lock order, outermost first: `gc_lock` → `queue` → `log` → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
-//! guards are never held while taking another lock.
+//! guards are never held while taking another lock. `holds` (checkpoint's
+//! value-log file holds) is innermost: nothing is taken while it is held.
 
 mod background;
+mod checkpoint;
 mod gc;
 mod recovery;
 mod verify;
 mod write;
 
+pub use checkpoint::{CheckpointReport, CHECKPOINT_MARKER};
 pub use gc::GcOutcome;
 
 use crate::bulk::BulkLoader;
@@ -207,6 +211,11 @@ pub(crate) struct DbInner {
     pub(crate) gc_lock: Mutex<()>,
     /// A bulk load owns the Db: other writes are refused until it ends.
     pub(crate) bulk_active: AtomicBool,
+    /// Value-log files a checkpoint is linking, and removals deferred meanwhile.
+    pub(crate) holds: Mutex<checkpoint::FileHolds>,
+    /// A read-only Db: the manifest it loaded and the WAL ids it replayed
+    /// (what a checkpoint of it holds).
+    pub(crate) read_only_recovery: Option<(crate::manifest::ManifestState, Vec<u64>)>,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.
@@ -383,6 +392,19 @@ impl Db {
     /// and other writes fail until the loader finishes or is dropped.
     pub fn bulk_load(&self) -> Result<BulkLoader> {
         self.inner.bulk_load()
+    }
+
+    /// Makes an openable copy of the Db in `target`, a directory that must not
+    /// exist (its parent must), while writes go on: tables and sealed
+    /// value-log files are hard-linked (copied where the file system cannot
+    /// link), so it takes about as long as a flush. It holds every write
+    /// acknowledged before the call, and is a prefix of the write order.
+    /// A read-only Db links the files its MANIFEST lists and copies the WALs
+    /// its open replayed. An interrupted checkpoint leaves a directory that
+    /// [`Db::open`] refuses (it holds [`CHECKPOINT_MARKER`]); the format and
+    /// protocol are in core/FORMAT.md ("Checkpoint directory").
+    pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<CheckpointReport> {
+        self.inner.checkpoint(target.as_ref())
     }
 
     /// Counts and sizes of levels, value log, memtables and in-memory indexes.

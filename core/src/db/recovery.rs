@@ -77,6 +77,15 @@ fn missing_is_corruption(e: Error, what: &str) -> Error {
 pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let dir = opts.dir.clone();
+    let marker = dir.join(super::CHECKPOINT_MARKER);
+    if marker.exists() {
+        return Err(Error::corruption(
+            marker,
+            0,
+            "an incomplete checkpoint: the checkpoint that made this directory was \
+             interrupted; delete the directory and take the checkpoint again",
+        ));
+    }
     if opts.read_only {
         if !dir.join(filename::MANIFEST).exists() {
             return Err(Error::InvalidArgument(format!(
@@ -216,6 +225,8 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         counters: Counters::default(),
         gc_lock: Mutex::new(()),
         bulk_active: AtomicBool::new(false),
+        holds: Mutex::new(Default::default()),
+        read_only_recovery: opts.read_only.then(|| (mstate.clone(), replayed.clone())),
         opts,
     });
     if inner.opts.read_only {

@@ -1032,6 +1032,80 @@ static void test_stats_ex_reports_gc_and_checks_its_size(void) {
     sett_db_free(db);
 }
 
+/* --- checkpoints ---------------------------------------------------------- */
+
+static void test_checkpoint_opens_as_its_own_db(void) {
+    sett_options_t *o = sett_options_new();
+    sett_options_set_value_threshold(o, 64);
+    sett_options_set_memtable_size(o, 16 << 10);
+    sett_options_set_vlog_file_size(o, 16 << 10);
+    sett_db_t *db = open_db("ckpt-src", o);
+    char k[32], v[200];
+    for (int i = 0; i < 300; i++) {
+        snprintf(k, sizeof k, "ck%04d", i);
+        memset(v, 'a' + i % 26, sizeof v);
+        size_t vlen = i % 2 ? sizeof v : 10; /* both sides of the value threshold */
+        CHECK_RC(sett_put(db, B(k), strlen(k), (const uint8_t *)v, vlen, NULL), SETT_OK);
+    }
+    char target[512];
+    path_in(target, sizeof target, "ckpt-dst");
+    sett_checkpoint_report_t r;
+    memset(&r, 0, sizeof r);
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_checkpoint(db, target, &r, &err), SETT_INVALID_ARGUMENT); /* size not set */
+    CHECK(strstr(sett_error_message(err), "sett_checkpoint_report_t.size is 0") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    r.size = sizeof r;
+    CHECK_RC(sett_checkpoint(db, target, &r, &err), SETT_OK);
+    CHECK(err == NULL && r.size == sizeof r);
+    CHECK(r.files_linked >= 2 && r.bytes_linked > 0 && r.files_copied == 0);
+    /* Writes after the checkpoint stay in the source. */
+    CHECK_RC(sett_put(db, B("later"), 5, B("x"), 1, NULL), SETT_OK);
+    /* A second checkpoint onto the same directory is refused. */
+    CHECK_RC(sett_checkpoint(db, target, NULL, &err), SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "already exists") != NULL);
+    sett_error_free(err);
+    err = NULL;
+
+    sett_db_t *ck = NULL;
+    CHECK_RC(sett_open(target, NULL, &ck, &err), SETT_OK);
+    if (ck != NULL) {
+        for (int i = 0; i < 300; i++) {
+            snprintf(k, sizeof k, "ck%04d", i);
+            memset(v, 'a' + i % 26, sizeof v);
+            size_t vlen = i % 2 ? sizeof v : 10;
+            sett_buf_t got = {0};
+            CHECK_RC(sett_get(ck, B(k), strlen(k), &got, NULL), SETT_OK);
+            CHECK(got.len == vlen && memcmp(got.data, v, vlen) == 0);
+            sett_buf_free(&got);
+        }
+        sett_buf_t got = {0};
+        CHECK_RC(sett_get(ck, B("later"), 5, &got, NULL), SETT_NOT_FOUND);
+        sett_verify_report_t vr;
+        memset(&vr, 0, sizeof vr);
+        vr.size = sizeof vr;
+        CHECK_RC(sett_verify(ck, &vr, NULL), SETT_OK);
+        CHECK(vr.entries >= 300 && vr.values >= 150);
+        CHECK_RC(sett_close(ck, NULL), SETT_OK);
+        sett_db_free(ck);
+    }
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+
+    /* A directory holding the marker of an interrupted checkpoint is refused. */
+    char marker[600];
+    snprintf(marker, sizeof marker, "%s/CHECKPOINT-INCOMPLETE", target);
+    FILE *f = fopen(marker, "w");
+    CHECK(f != NULL);
+    if (f != NULL) fclose(f);
+    ck = NULL;
+    CHECK_RC(sett_open(target, NULL, &ck, &err), SETT_CORRUPTION);
+    CHECK(ck == NULL && strstr(sett_error_message(err), "CHECKPOINT-INCOMPLETE") != NULL);
+    sett_error_free(err);
+    sett_options_free(o);
+}
+
 static void test_vlog_gc_ratio_out_of_range_is_refused_by_name(void) {
     sett_db_t *db = open_db("ratio", NULL);
     CHECK_RC(sett_put(db, B("kept"), 4, B("value"), 5, NULL), SETT_OK);
@@ -1083,6 +1157,7 @@ static void test_null_handles_are_errors_naming_the_handle(void) {
     CHECK_NULL_HANDLE(sett_get(NULL, B("k"), 1, &v, &e_), "db is NULL");
     CHECK_NULL_HANDLE(sett_verify(NULL, NULL, &e_), "db is NULL");
     CHECK_NULL_HANDLE(sett_stats_ex(NULL, NULL, &e_), "db is NULL");
+    CHECK_NULL_HANDLE(sett_checkpoint(NULL, "/nonexistent", NULL, &e_), "db is NULL");
     CHECK_NULL_HANDLE(sett_backup_to(NULL, 0, sink_write, NULL, NULL, &e_), "db is NULL");
     CHECK_NULL_HANDLE(sett_txn_get_entry(NULL, B("k"), 1, &v, NULL, NULL, NULL, &e_), "txn is NULL");
     CHECK_NULL_HANDLE(sett_txn_commit(NULL, &e_), "txn is NULL");
@@ -1115,6 +1190,7 @@ int main(void) {
     test_bulk_loader_add_with_keeps_meta_and_ttl();
     test_stats_ex_reports_gc_and_checks_its_size();
     test_vlog_gc_ratio_out_of_range_is_refused_by_name();
+    test_checkpoint_opens_as_its_own_db();
     test_null_handles_are_errors_naming_the_handle();
     sett_options_t *o = sett_options_new();
     sett_options_set_memtable_size(o, 64 << 10);

@@ -512,26 +512,40 @@ impl DbInner {
         Ok(())
     }
 
+    /// Flushes every write acknowledged before the call into tables. It waits
+    /// for the memtables that held them, not for ones writers fill meanwhile:
+    /// under steady writers "until no memtable is left" may never come.
     pub(crate) fn flush(&self) -> Result<()> {
         self.check_writable()?;
-        {
+        let through = {
             let mut guard = lock(&self.log);
             let log = guard.as_mut().ok_or(Error::Closed)?;
             if !self.read_state().mem.is_empty() {
                 self.switch_memtable(log)?;
             }
+            self.read_state().imm.iter().map(|m| m.wal_id()).max()
+        };
+        match through {
+            Some(wal_id) => self.wait_flushed_through(wal_id),
+            None => Ok(()),
         }
-        self.wait_flushed()
     }
 
-    /// Waits until no immutable memtable is left (or the Db is poisoned).
+    /// Waits until no immutable memtable is left (or the Db is poisoned). For
+    /// callers that hold writers off (they wait on `log`).
     pub(crate) fn wait_flushed(&self) -> Result<()> {
+        self.wait_flushed_through(u64::MAX)
+    }
+
+    /// Waits until every immutable memtable whose WAL id is at most `wal_id`
+    /// is flushed (or the Db is poisoned).
+    fn wait_flushed_through(&self, wal_id: u64) -> Result<()> {
         let mut bg = lock(&self.bg);
         loop {
             if let Some(e) = self.poisoned() {
                 return Err(e);
             }
-            if self.read_state().imm.is_empty() {
+            if self.read_state().imm.iter().all(|m| m.wal_id() > wal_id) {
                 return Ok(());
             }
             self.bg_cv.notify_all();

@@ -220,6 +220,7 @@ pub(crate) fn run(
                         &path,
                         opts.block_size,
                         opts.bloom_bits_per_key,
+                        opts.codec(c.out_level),
                     )?,
                 ));
             }
@@ -257,7 +258,14 @@ mod tests {
     /// A table of keys `{prefix}000..{prefix}{n}` written as table `id` in `dir`.
     fn table(dir: &Path, id: u64, prefix: &str, n: u32) -> Arc<Table> {
         let path = dir.join(table::file_name(id));
-        let mut b = TableBuilder::create(&crate::fs::Fs::real(), &path, 4096, 10).unwrap();
+        let mut b = TableBuilder::create(
+            &crate::fs::Fs::real(),
+            &path,
+            4096,
+            10,
+            crate::table::Codec::NONE,
+        )
+        .unwrap();
         for i in 0..n {
             b.add(&key::encode(format!("{prefix}{i:03}").as_bytes(), 1), b"v")
                 .unwrap();

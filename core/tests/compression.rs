@@ -53,14 +53,23 @@ fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// Format version of every table in `dir` (the footer's u32 at offset 40).
+/// Format version of every finished table in `dir` (the footer's u32 at
+/// offset 40). A table a background compaction is still writing (no footer
+/// magic yet), or has just removed, is left out.
 fn table_versions(dir: &Path) -> Vec<u32> {
+    const MAGIC: u64 = 0x5345_5454_5353_5431;
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let path = e.unwrap().path();
         if path.extension().is_some_and(|x| x == "sst") {
-            let bytes = std::fs::read(&path).unwrap();
-            let at = bytes.len() - 56 + 40;
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let n = bytes.len();
+            if n < 56 || u64::from_le_bytes(bytes[n - 8..].try_into().unwrap()) != MAGIC {
+                continue;
+            }
+            let at = n - 56 + 40;
             out.push(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()));
         }
     }

@@ -94,10 +94,14 @@ impl TableBuilder {
         self.max_seq = self.max_seq.max(seq);
         self.entries += 1;
         // Blocks that fit a page end before an entry would take them (and
-        // their trailer) past the block size, so that they can sit in one page.
-        if self.block_size as u64 <= PAGE
+        // their crc) past the block size, so that they can sit in one page.
+        // Not when compressing: the stored block is smaller than a page anyway,
+        // and one more entry per block compresses better (RocksDB's rule: cut
+        // once the block reaches the block size).
+        if self.version < VERSION_COMPRESSED
+            && self.block_size as u64 <= PAGE
             && !self.block.is_empty()
-            && self.block.size_with(ikey.len(), value.len()) + self.trailer() > self.block_size
+            && self.block.size_with(ikey.len(), value.len()) + 4 > self.block_size
         {
             self.finish_block()?;
         }
@@ -115,15 +119,6 @@ impl TableBuilder {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.entries == 0
-    }
-
-    /// Bytes after a data block's entries: its crc, and in version 3 its type byte.
-    fn trailer(&self) -> usize {
-        if self.version >= VERSION_COMPRESSED {
-            5
-        } else {
-            4
-        }
     }
 
     fn write_with_crc(&mut self, data: &[u8]) -> Result<(u64, u32)> {

@@ -15,7 +15,9 @@ use crate::coding::{get_varint, put_varint};
 use std::cell::RefCell;
 
 /// How table data blocks are compressed. Index and filter blocks never are.
+/// More codecs may be added (hence `non_exhaustive`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Compression {
     /// Blocks stored as they are (tables keep format version 2). The default.
     #[default]

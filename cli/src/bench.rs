@@ -70,6 +70,11 @@ pub struct Config {
     /// zstd level where zstd is used (default: sett's, 3)
     #[arg(long, value_name = "LEVEL")]
     zstd_level: Option<i32>,
+    /// Before the read phases, flush the memtable and wait (up to 120 s) until
+    /// no flush or compaction is pending or running, so that reads and scans
+    /// measure tables, not background work beside them (the wait is reported)
+    #[arg(long)]
+    settle: bool,
     /// Keep the data directory
     #[arg(long)]
     keep: bool,
@@ -144,6 +149,7 @@ impl Config {
         for (on, flag) in [
             (self.sync, "--sync"),
             (self.keep, "--keep"),
+            (self.settle, "--settle"),
             (self.json, "--json"),
         ] {
             if on {
@@ -455,6 +461,26 @@ fn run_one(
         "  populate: {n} keys in {:.2}s = {keys_per_s:.0} keys/s ({mb_per_s:.1} MB/s)",
         populate.as_secs_f64()
     );
+    let mut settle_seconds = 0.0;
+    if c.settle {
+        p.phase(Phase::wait("settling"));
+        let start = Instant::now();
+        db.flush()?;
+        loop {
+            let s = db.stats();
+            let busy =
+                s.immutable_memtables + (s.compactions_pending + s.compactions_running) as usize;
+            if busy == 0 || start.elapsed().as_secs() >= 120 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        settle_seconds = start.elapsed().as_secs_f64();
+        say!(
+            c,
+            "  settle: flushed and waited {settle_seconds:.2}s for background work"
+        );
+    }
     let stats = db.stats();
     say!(c, "  stats after populate: {stats:?}");
 
@@ -555,6 +581,7 @@ fn run_one(
         "populate_seconds": populate.as_secs_f64(),
         "populate_keys_per_s": keys_per_s,
         "populate_mb_per_s": mb_per_s,
+        "settle_seconds": settle_seconds,
         "stats_after_populate": crate::tools::stats_json(&stats),
         "random_get_ns_per_op": ns_per_op,
         "random_get_hit_rate": hit,

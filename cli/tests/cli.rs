@@ -81,6 +81,7 @@ fn commands() -> Vec<(&'static str, Vec<&'static str>)> {
                 "--values",
                 "--compression",
                 "--zstd-level",
+                "--settle",
                 "--keep",
                 "--json",
             ]),
@@ -272,6 +273,7 @@ fn bench_with_json_values_and_each_codec_reports_it_and_shrinks_the_disk() {
             "json",
             "--compression",
             codec,
+            "--settle",
             "--json",
             "--no-progress",
         ];

@@ -109,7 +109,18 @@ func openRocks(dir string, o Options, blob bool) (Store, error) {
 	s := &rocksStore{name: "rocksdb", readOnly: o.ReadOnly}
 	s.opts = C.rocksdb_options_create()
 	C.rocksdb_options_set_create_if_missing(s.opts, 1)
-	C.rocksdb_options_set_compression(s.opts, C.rocksdb_no_compression)
+	if err := CheckCompression(o.Compression); err != nil {
+		C.rocksdb_options_destroy(s.opts)
+		return nil, err
+	}
+	switch o.Compression {
+	case "lz4":
+		C.rocksdb_options_set_compression(s.opts, C.rocksdb_lz4_compression)
+	case "zstd":
+		C.rocksdb_options_set_compression(s.opts, C.rocksdb_zstd_compression)
+	default:
+		C.rocksdb_options_set_compression(s.opts, C.rocksdb_no_compression)
+	}
 	C.rocksdb_options_increase_parallelism(s.opts, C.int(runtime.NumCPU()))
 	C.rocksdb_options_set_level_compaction_dynamic_level_bytes(s.opts, 1)
 	C.rocksdb_options_set_bytes_per_sync(s.opts, 1<<20)

@@ -24,7 +24,15 @@ func settLibVersion() string {
 }
 
 func openSett(dir string, o Options) (Store, error) {
-	db, err := sett.Open(dir, &sett.Options{ValueThreshold: ValueThreshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly})
+	if err := CheckCompression(o.Compression); err != nil {
+		return nil, err
+	}
+	threshold := ValueThreshold
+	if o.ValueThreshold > 0 {
+		threshold = o.ValueThreshold
+	}
+	codec := map[string]sett.Compression{"lz4": sett.CompressionLZ4, "zstd": sett.CompressionZSTD}[o.Compression]
+	db, err := sett.Open(dir, &sett.Options{ValueThreshold: threshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly, Compression: codec})
 	if err != nil {
 		return nil, err
 	}

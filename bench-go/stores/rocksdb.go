@@ -94,10 +94,10 @@ func rocksErr(cerr *C.char) error {
 // rocksSettings is what openRocks sets, for the reports.
 func rocksSettings(o Options, blob bool) string {
 	s := fmt.Sprintf("RocksDB 7.8.3 (Debian librocksdb-dev) through its C API: LRU block cache %d MiB (the memory budget; "+
-		"index and filter blocks in table-reader memory, RocksDB's default), bloom filter 10 bits/key, 4 KiB blocks, format_version 5, no compression, "+
+		"index and filter blocks in table-reader memory, RocksDB's default), bloom filter 10 bits/key, 4 KiB blocks, format_version 5, %s, "+
 		"IncreaseParallelism(cores), level_compaction_dynamic_level_bytes, bytes_per_sync 1 MiB (the tuning guide's general settings); "+
 		"64 MiB memtables (default); at the end of populate: flush the memtables and sync the WAL before close",
-		o.CacheBytes>>20)
+		o.CacheBytes>>20, codecSetting(o))
 	if blob {
 		s += fmt.Sprintf("; rocksdb-blob rows: BlobDB with min_blob_size %d B", ValueThreshold)
 	}

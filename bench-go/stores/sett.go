@@ -12,10 +12,21 @@ type settStore struct {
 }
 
 // settSettings is what openSett sets, for the reports.
-func settSettings(Options) string {
+func settSettings(o Options) string {
 	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; no cache of its own (tables and sealed value-log files are read "+
-		"through mappings, so the page cache is its cache, as Badger's; indexes and bloom filters, 10 bits/key, in memory); 4 KiB blocks; no compression; "+
-		"16 MiB memtables (default); close flushes the memtables and syncs", settLibVersion(), ValueThreshold)
+		"through mappings, so the page cache is its cache, as Badger's; indexes and bloom filters, 10 bits/key, in memory); 4 KiB blocks; %s; "+
+		"16 MiB memtables (default); close flushes the memtables and syncs", settLibVersion(), ValueThreshold, codecSetting(o))
+}
+
+// codecSetting says how table blocks are compressed, for the reports.
+func codecSetting(o Options) string {
+	if o.Compression == "" || o.Compression == "none" {
+		return "no compression"
+	}
+	if o.Compression == "zstd" {
+		return "zstd compression (level 3) of table data blocks on every level"
+	}
+	return o.Compression + " compression of table data blocks on every level"
 }
 
 func settLibVersion() string {

@@ -11,7 +11,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -58,7 +58,21 @@ go-build: lib
 	cd bench-go && export $(GO_ENV) && go build -o ../target/go/populate ./cmd/populate && \
 		go test -c -o ../target/go/bench.test . && go build -o ../target/go/runbench ./cmd/runbench && \
 		go build -o ../target/go/kvbench ./cmd/kvbench && go build -o ../target/go/kvserver ./cmd/kvserver && \
-		go build -o ../target/go/kvrun ./cmd/kvrun && go build -o ../target/go/memhog ./cmd/memhog
+		go build -o ../target/go/kvrun ./cmd/kvrun && go build -o ../target/go/memhog ./cmd/memhog && \
+		go build -o ../target/go/compressbench ./cmd/compressbench
+
+# Compression on JSON-like records (issue 16): sett bench with each codec, then
+# sett against RocksDB with the same codec (bench-go/cmd/compressbench).
+# Figures in PERFORMANCE.md, "Issue 16: compression".
+COMPRESS_KEYS ?= 200000
+bench-compress: go-build
+	cargo build --release -p sett-cli
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	for c in none lz4 zstd; do \
+		./target/release/sett bench --valsz 1024 --keys $(COMPRESS_KEYS) --values json --value-threshold 4096 \
+			--compression $$c --settle --no-progress --dir "$$tmp/$$c" | grep '^| 1024' || exit 1; \
+	done && \
+	./target/go/compressbench -keys $(COMPRESS_KEYS) -valsz 1024 -reads $(COMPRESS_KEYS) -dir "$$tmp/cb"
 
 # Disk space under 10x overwrites and deletes, background value-log GC on and off
 # (issue 16): results/auto-gc.md and one curve per run in results/auto-gc-*.csv.

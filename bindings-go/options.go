@@ -5,6 +5,20 @@ package sett
 */
 import "C"
 
+// Compression is a codec for table data blocks (index and filter blocks and
+// the value log are never compressed).
+type Compression int
+
+const (
+	// CompressionNone stores blocks as they are: sett's default, and the
+	// zero value.
+	CompressionNone Compression = C.SETT_COMPRESSION_NONE
+	// CompressionLZ4 compresses blocks with LZ4 (fast, about 2x on text).
+	CompressionLZ4 Compression = C.SETT_COMPRESSION_LZ4
+	// CompressionZSTD compresses blocks with zstd at ZSTDCompressionLevel.
+	CompressionZSTD Compression = C.SETT_COMPRESSION_ZSTD
+)
+
 // Options of Open. The zero value of a field keeps sett's default (given per
 // field); Open(dir, nil) opens with every default. Out-of-range values are
 // refused by Open with ErrInvalidOption naming the option. The names follow
@@ -18,8 +32,20 @@ type Options struct {
 	// NumMemtables: memtables held at most, the active one plus those waiting
 	// to be flushed (default 4).
 	NumMemtables int
-	// BlockSize: SST block size in bytes (default 4096).
+	// BlockSize: SST block size in bytes, before compression (default 4096).
 	BlockSize int
+	// Compression: codec of table data blocks on every level that
+	// CompressionPerLevel does not name (default CompressionNone). A block
+	// that does not shrink by an eighth is stored as it is.
+	Compression Compression
+	// CompressionPerLevel: codec per level, RocksDB style: entry N for tables
+	// written to level N, the last entry for every deeper level; empty (the
+	// default) means Compression everywhere. At most MaxLevels entries. A
+	// common choice: {CompressionNone, CompressionNone, CompressionLZ4,
+	// CompressionZSTD}.
+	CompressionPerLevel []Compression
+	// ZSTDCompressionLevel: zstd level, 1 to 22 (default 3), wherever zstd is used.
+	ZSTDCompressionLevel int
 	// BloomBitsPerKey: bloom filter bits per key (default 10). A negative
 	// value builds no bloom filters (C: 0).
 	BloomBitsPerKey int
@@ -95,6 +121,25 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 	}
 	if check("BlockSize", int64(o.BlockSize)) {
 		C.sett_options_set_block_size(co, C.size_t(o.BlockSize))
+	}
+	if o.Compression != CompressionNone {
+		if rc := C.sett_options_set_compression(co, C.int(o.Compression)); rc != C.SETT_OK && firstErr == nil {
+			firstErr = argError(C.SETT_INVALID_OPTION, "option Compression: unknown codec %d", int(o.Compression))
+		}
+	}
+	if len(o.CompressionPerLevel) > 0 {
+		types := make([]C.int, len(o.CompressionPerLevel))
+		for i, c := range o.CompressionPerLevel {
+			types[i] = C.int(c)
+		}
+		// types is Go memory holding no Go pointers, read by C during the call only.
+		rc := C.sett_options_set_compression_per_level(co, &types[0], C.size_t(len(types)))
+		if rc != C.SETT_OK && firstErr == nil {
+			firstErr = argError(C.SETT_INVALID_OPTION, "option CompressionPerLevel: unknown codec in %v", o.CompressionPerLevel)
+		}
+	}
+	if check("ZSTDCompressionLevel", int64(o.ZSTDCompressionLevel)) {
+		C.sett_options_set_zstd_level(co, C.int(o.ZSTDCompressionLevel))
 	}
 	if o.BloomBitsPerKey < 0 {
 		C.sett_options_set_bloom_bits_per_key(co, 0)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +17,9 @@ func allOptions() Options {
 		MemTableSize:               1 << 20,
 		NumMemtables:               3,
 		BlockSize:                  8192,
+		Compression:                CompressionLZ4,
+		CompressionPerLevel:        []Compression{CompressionNone, CompressionLZ4, CompressionZSTD},
+		ZSTDCompressionLevel:       5,
 		BloomBitsPerKey:            12,
 		BaseTableSize:              2 << 20,
 		BaseLevelSize:              8 << 20,
@@ -134,6 +138,85 @@ func TestValueLogGCRatioOfOneOrMoreIsRefusedByNameAndTheDataStays(t *testing.T) 
 	defer db.Close()
 	if got := mustGet(t, db, "kept"); got != "value" {
 		t.Fatalf("kept = %q after the refused opens", got)
+	}
+}
+
+// jsonRecord is a compressible JSON-like value, deterministic from i.
+func jsonRecord(i int) []byte {
+	return []byte(fmt.Sprintf(`{"id":%d,"name":"user-%d","email":"user%d@example.com","city":"Lyon",`+
+		`"active":true,"tags":["alpha","bravo"],"bio":"charlie delta echo foxtrot golf hotel"}`, i, i, i))
+}
+
+// tableBytes sums the sizes of the .sst files in dir.
+func tableBytes(t *testing.T, dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".sst") {
+			info, err := e.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += info.Size()
+		}
+	}
+	return total
+}
+
+func TestCompressionPerLevelReadsBackAndShrinksTables(t *testing.T) {
+	const n = 3000
+	write := func(o Options) int64 {
+		dir := t.TempDir()
+		o.MemTableSize, o.BaseTableSize = 64<<10, 64<<10
+		db, err := Open(dir, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			if err := db.Set([]byte(fmt.Sprintf("user:%06d", i)), jsonRecord(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flatten(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err = Open(dir, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for i := 0; i < n; i++ {
+			got := mustGet(t, db, fmt.Sprintf("user:%06d", i))
+			if got != string(jsonRecord(i)) {
+				t.Fatalf("key %d read back as %q", i, got)
+			}
+		}
+		if _, err := db.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		return tableBytes(t, dir)
+	}
+	plain := write(Options{})
+	packed := write(Options{
+		CompressionPerLevel:  []Compression{CompressionNone, CompressionLZ4, CompressionZSTD},
+		ZSTDCompressionLevel: 5,
+	})
+	if packed <= 0 || packed*10 >= plain*7 {
+		t.Fatalf("compressed tables %d bytes against %d uncompressed", packed, plain)
+	}
+	_, err := Open(t.TempDir(), &Options{Compression: Compression(9)})
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "Compression") {
+		t.Errorf("codec 9: %v, want ErrInvalidOption naming Compression", err)
+	}
+	_, err = Open(t.TempDir(), &Options{ZSTDCompressionLevel: 30})
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "zstd_level") {
+		t.Errorf("zstd level 30: %v, want ErrInvalidOption naming zstd_level", err)
 	}
 }
 

@@ -138,6 +138,21 @@
 #define SETT_INVALID_OPTION 14
 
 /**
+ * Compression type: data blocks stored as they are (the default).
+ */
+#define SETT_COMPRESSION_NONE 0
+
+/**
+ * Compression type: LZ4 (block format).
+ */
+#define SETT_COMPRESSION_LZ4 1
+
+/**
+ * Compression type: zstd, at the level of sett_options_set_zstd_level().
+ */
+#define SETT_COMPRESSION_ZSTD 2
+
+/**
  * A write batch. One thread at a time.
  */
 typedef struct sett_batch_t sett_batch_t;
@@ -896,6 +911,30 @@ int sett_options_set_max_memtables(struct sett_options_t *opts,
  * SST block size in bytes (default 4096). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_block_size(struct sett_options_t *opts, size_t value);
+
+/**
+ * Compression of table data blocks on every level that
+ * sett_options_set_compression_per_level() does not name: one of
+ * SETT_COMPRESSION_* (default SETT_COMPRESSION_NONE). Any other value, or NULL
+ * opts, is SETT_INVALID_ARGUMENT.
+ */
+int sett_options_set_compression(struct sett_options_t *opts, int value);
+
+/**
+ * Compression per level: `types[i]` (a SETT_COMPRESSION_* value) for tables
+ * written to level i, the last one for every deeper level; n = 0 (types may
+ * then be NULL) clears the list, so sett_options_set_compression() applies
+ * everywhere. More entries than levels is refused at open
+ * (SETT_INVALID_OPTION). An unknown type, NULL types with n > 0 or NULL opts
+ * is SETT_INVALID_ARGUMENT, and the options are left unchanged.
+ */
+int sett_options_set_compression_per_level(struct sett_options_t *opts, const int *types, size_t n);
+
+/**
+ * zstd level, 1..=22 (default 3), wherever zstd is used; checked at open.
+ * Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_zstd_level(struct sett_options_t *opts, int value);
 
 /**
  * Bloom filter bits per key, 0 for none (default 10). Returns SETT_INVALID_ARGUMENT for NULL opts.

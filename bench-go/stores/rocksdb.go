@@ -94,10 +94,10 @@ func rocksErr(cerr *C.char) error {
 // rocksSettings is what openRocks sets, for the reports.
 func rocksSettings(o Options, blob bool) string {
 	s := fmt.Sprintf("RocksDB 7.8.3 (Debian librocksdb-dev) through its C API: LRU block cache %d MiB (the memory budget; "+
-		"index and filter blocks in table-reader memory, RocksDB's default), bloom filter 10 bits/key, 4 KiB blocks, format_version 5, no compression, "+
+		"index and filter blocks in table-reader memory, RocksDB's default), bloom filter 10 bits/key, 4 KiB blocks, format_version 5, %s, "+
 		"IncreaseParallelism(cores), level_compaction_dynamic_level_bytes, bytes_per_sync 1 MiB (the tuning guide's general settings); "+
 		"64 MiB memtables (default); at the end of populate: flush the memtables and sync the WAL before close",
-		o.CacheBytes>>20)
+		o.CacheBytes>>20, codecSetting(o))
 	if blob {
 		s += fmt.Sprintf("; rocksdb-blob rows: BlobDB with min_blob_size %d B", ValueThreshold)
 	}
@@ -109,7 +109,18 @@ func openRocks(dir string, o Options, blob bool) (Store, error) {
 	s := &rocksStore{name: "rocksdb", readOnly: o.ReadOnly}
 	s.opts = C.rocksdb_options_create()
 	C.rocksdb_options_set_create_if_missing(s.opts, 1)
-	C.rocksdb_options_set_compression(s.opts, C.rocksdb_no_compression)
+	if err := CheckCompression(o.Compression); err != nil {
+		C.rocksdb_options_destroy(s.opts)
+		return nil, err
+	}
+	switch o.Compression {
+	case "lz4":
+		C.rocksdb_options_set_compression(s.opts, C.rocksdb_lz4_compression)
+	case "zstd":
+		C.rocksdb_options_set_compression(s.opts, C.rocksdb_zstd_compression)
+	default:
+		C.rocksdb_options_set_compression(s.opts, C.rocksdb_no_compression)
+	}
 	C.rocksdb_options_increase_parallelism(s.opts, C.int(runtime.NumCPU()))
 	C.rocksdb_options_set_level_compaction_dynamic_level_bytes(s.opts, 1)
 	C.rocksdb_options_set_bytes_per_sync(s.opts, 1<<20)

@@ -12,11 +12,22 @@ type settStore struct {
 }
 
 // settSettings is what openSett sets, for the reports.
-func settSettings(Options) string {
+func settSettings(o Options) string {
 	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; no cache of its own (tables and sealed value-log files are read "+
-		"through mappings, so the page cache is its cache, as Badger's; indexes and bloom filters, 10 bits/key, in memory); 4 KiB blocks; no compression; "+
+		"through mappings, so the page cache is its cache, as Badger's; indexes and bloom filters, 10 bits/key, in memory); 4 KiB blocks; %s; "+
 		"16 MiB memtables (default); background value-log GC at its defaults (files with half their bytes garbage, up to 64 MiB/s), "+
-		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), ValueThreshold)
+		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), ValueThreshold, codecSetting(o))
+}
+
+// codecSetting says how table blocks are compressed, for the reports.
+func codecSetting(o Options) string {
+	if o.Compression == "" || o.Compression == "none" {
+		return "no compression"
+	}
+	if o.Compression == "zstd" {
+		return "zstd compression (level 3) of table data blocks on every level"
+	}
+	return o.Compression + " compression of table data blocks on every level"
 }
 
 func settLibVersion() string {
@@ -25,7 +36,15 @@ func settLibVersion() string {
 }
 
 func openSett(dir string, o Options) (Store, error) {
-	db, err := sett.Open(dir, &sett.Options{ValueThreshold: ValueThreshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly})
+	if err := CheckCompression(o.Compression); err != nil {
+		return nil, err
+	}
+	threshold := ValueThreshold
+	if o.ValueThreshold > 0 {
+		threshold = o.ValueThreshold
+	}
+	codec := map[string]sett.Compression{"lz4": sett.CompressionLZ4, "zstd": sett.CompressionZSTD}[o.Compression]
+	db, err := sett.Open(dir, &sett.Options{ValueThreshold: threshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly, Compression: codec})
 	if err != nil {
 		return nil, err
 	}

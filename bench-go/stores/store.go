@@ -28,6 +28,22 @@ type Options struct {
 	// block cache). Engines that read through the page cache by design (sett,
 	// Badger without compression) say so in their settings instead.
 	CacheBytes int64
+	// Compression is the codec of table data blocks on every level for sett
+	// and RocksDB: "" or "none" (the suites' setting), "lz4" or "zstd" (at
+	// each engine's default level, 3). Badger ignores it.
+	Compression string
+	// ValueThreshold overrides ValueThreshold for sett (0: ValueThreshold),
+	// so that values a codec should see stay in its tables.
+	ValueThreshold int
+}
+
+// CheckCompression refuses a codec name the stores do not know.
+func CheckCompression(name string) error {
+	switch name {
+	case "", "none", "lz4", "zstd":
+		return nil
+	}
+	return fmt.Errorf("unknown compression %q (want none, lz4 or zstd)", name)
 }
 
 // DefaultCacheBytes is the memory budget when none is given: Badger's default

@@ -3,7 +3,9 @@ package stores
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/crc64"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +82,55 @@ func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 	}
 	if digests["sett"] != digests["rocksdb"] || digests["sett"] != digests["badger"] {
 		t.Fatalf("engines hold different data: %x", digests)
+	}
+}
+
+// With a codec, sett and RocksDB shrink compressible values and read them back
+// after a reopen; an unknown codec is refused by name.
+func TestCompressionShrinksCompressibleValuesAndReadsThemBack(t *testing.T) {
+	const valsz, n = 512, 4000
+	value := func(k int) []byte {
+		return bytes.Repeat([]byte(fmt.Sprintf(`{"id":%d,"kind":"event","ok":true}`, k)), valsz/32)[:valsz]
+	}
+	for _, kind := range []string{"sett", "rocksdb"} {
+		size := map[string]int64{}
+		for _, codec := range []string{"none", "lz4", "zstd"} {
+			dir := t.TempDir()
+			o := Options{CacheBytes: 8 << 20, Compression: codec, ValueThreshold: 4 * valsz}
+			s, err := Open(kind, dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ks, vs [][]byte
+			for k := 0; k < n; k++ {
+				ks, vs = append(ks, keys.Key(valsz, int64(k))), append(vs, value(k))
+			}
+			if err := s.WriteBatch(ks, vs); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(kind, dir, o); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []int{0, 1234, n - 1} {
+				if v, err := s.Get(keys.Key(valsz, int64(k)), nil); err != nil || !bytes.Equal(v, value(k)) {
+					t.Fatalf("%s %s: key %d: %v", kind, codec, k, err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if size[codec], _, err = DiskUsage(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if size["lz4"]*2 > size["none"] || size["zstd"]*2 > size["none"] {
+			t.Errorf("%s: sizes %v: a codec did not halve repetitive values", kind, size)
+		}
+		if _, err := Open(kind, t.TempDir(), Options{Compression: "snappy"}); err == nil || !strings.Contains(err.Error(), "snappy") {
+			t.Errorf("%s: an unknown codec: %v", kind, err)
+		}
 	}
 }

@@ -10,7 +10,7 @@ use crate::txn::Txn;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
-use sett_core::{GcOutcome, IterOptions, Options, PutOptions};
+use sett_core::{Compression, GcOutcome, IterOptions, Options, PutOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -27,6 +27,15 @@ fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()>
         "memtable_size" => o.memtable_size = v.extract().map_err(bad)?,
         "max_memtables" => o.max_memtables = v.extract().map_err(bad)?,
         "block_size" => o.block_size = v.extract().map_err(bad)?,
+        "compression" => o.compression = compression(name, &v.extract::<String>().map_err(bad)?)?,
+        "compression_per_level" => {
+            let names: Vec<String> = v.extract().map_err(bad)?;
+            o.compression_per_level = names
+                .iter()
+                .map(|n| compression(name, n))
+                .collect::<PyResult<_>>()?;
+        }
+        "zstd_level" => o.zstd_level = v.extract().map_err(bad)?,
         "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract().map_err(bad)?,
         "table_size" => o.table_size = v.extract().map_err(bad)?,
         "level_base_size" => o.level_base_size = v.extract().map_err(bad)?,
@@ -47,6 +56,16 @@ fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()>
         other => return Err(PyTypeError::new_err(format!("unknown option {other:?}"))),
     }
     Ok(())
+}
+
+/// A codec by name ("none", "lz4" or "zstd"); another name is a ValueError
+/// naming the option.
+fn compression(option: &str, name: &str) -> PyResult<Compression> {
+    Compression::from_name(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "option {option}: {name:?} is not \"none\", \"lz4\" or \"zstd\""
+        ))
+    })
 }
 
 pub(crate) fn put_options(ttl: Option<f64>, meta: u8) -> PyResult<PutOptions> {

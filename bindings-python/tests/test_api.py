@@ -244,6 +244,54 @@ def test_options_are_checked(db_path):
         sett.open(db_path, sync_writes="yes")
 
 
+def _json_record(i: int) -> bytes:
+    return (
+        f'{{"id":{i},"name":"user-{i}","email":"user{i}@example.com","city":"Lyon",'
+        f'"active":true,"tags":["alpha","bravo"],"bio":"charlie delta echo foxtrot golf"}}'
+    ).encode()
+
+
+def _table_bytes(path) -> int:
+    return sum(f.stat().st_size for f in path.iterdir() if f.suffix == ".sst")
+
+
+def test_compression_per_level_reads_back_and_shrinks_tables(tmp_path):
+    sizes = {}
+    for name, opts in [
+        ("plain", {}),
+        ("packed", {"compression_per_level": ["none", "lz4", "zstd"], "zstd_level": 5}),
+    ]:
+        path = tmp_path / name
+        with sett.open(path, memtable_size=64 << 10, table_size=64 << 10, **opts) as d:
+            for i in range(3000):
+                d[f"user:{i:06}".encode()] = _json_record(i)
+            d.flatten()
+        with sett.open(path, **opts) as d:
+            assert all(d[f"user:{i:06}".encode()] == _json_record(i) for i in range(3000))
+            assert sum(1 for _ in d.items()) == 3000
+            d.verify()
+        sizes[name] = _table_bytes(path)
+    assert sizes["packed"] < 0.7 * sizes["plain"], sizes
+    # One codec for every level reads back too.
+    with sett.open(tmp_path / "lz4", compression="lz4") as d:
+        d[b"k"] = _json_record(1)
+        d.flush()
+        assert d[b"k"] == _json_record(1)
+
+
+def test_compression_options_are_checked_by_name(db_path):
+    with pytest.raises(ValueError, match="option compression: .*snappy"):
+        sett.open(db_path, compression="snappy")
+    with pytest.raises(ValueError, match="option compression_per_level"):
+        sett.open(db_path, compression_per_level=["none", "brotli"])
+    with pytest.raises(TypeError, match="option compression_per_level"):
+        sett.open(db_path, compression_per_level=[1, 2])
+    with pytest.raises(sett.InvalidOptionError, match="zstd_level"):
+        sett.open(db_path, zstd_level=99)
+    with pytest.raises(sett.InvalidOptionError, match="compression_per_level"):
+        sett.open(db_path, num_levels=2, compression_per_level=["none", "lz4", "zstd"])
+
+
 def test_second_open_is_locked_and_read_only_refuses_writes(db_path):
     with sett.open(db_path) as d:
         d[b"k"] = b"v"

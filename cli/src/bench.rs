@@ -2,7 +2,7 @@
 
 use crate::progress::{rss, Phase, Progress, ProgressFlags};
 use serde_json::{json, Value};
-use sett::{Db, IterOptions, Options, WriteBatch};
+use sett::{Compression, Db, IterOptions, Options, WriteBatch};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -10,6 +10,20 @@ use std::time::Instant;
 /// At least 1, as a usize.
 fn positive() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+}
+
+/// What the values of a run hold.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Values {
+    /// Random bytes: incompressible (badger-bench's values).
+    Random,
+    /// JSON-like records, deterministic from the key: field names, words and
+    /// dates repeat, numbers vary, as in real documents (compressible).
+    Json,
+}
+
+fn parse_compression(s: &str) -> Result<Compression, String> {
+    Compression::from_name(s).ok_or_else(|| format!("{s:?} is not none, lz4 or zstd"))
 }
 
 #[derive(clap::Args)]
@@ -46,6 +60,21 @@ pub struct Config {
     /// Values of at least this many bytes go to the value log (default: sett's)
     #[arg(long, value_name = "BYTES")]
     value_threshold: Option<usize>,
+    /// Values: random bytes, or compressible JSON-like records
+    #[arg(long, value_enum, default_value = "random")]
+    values: Values,
+    /// Codec of table data blocks on every level: none, lz4 or zstd (values in
+    /// the value log, at least --value-threshold bytes, are not compressed)
+    #[arg(long, default_value = "none", value_parser = parse_compression)]
+    compression: Compression,
+    /// zstd level where zstd is used (default: sett's, 3)
+    #[arg(long, value_name = "LEVEL")]
+    zstd_level: Option<i32>,
+    /// Before the read phases, flush the memtable and wait (up to 120 s) until
+    /// no flush or compaction is pending or running, so that reads and scans
+    /// measure tables, not background work beside them (the wait is reported)
+    #[arg(long)]
+    settle: bool,
     /// Keep the data directory
     #[arg(long)]
     keep: bool,
@@ -76,6 +105,13 @@ impl Config {
         Ok(())
     }
 
+    fn values_name(&self) -> &'static str {
+        match self.values {
+            Values::Random => "random",
+            Values::Json => "json",
+        }
+    }
+
     /// Arguments for a child run of one value size.
     fn child_args(&self, valsz: usize, keys: u64) -> Vec<String> {
         let mut a: Vec<String> = vec![
@@ -101,9 +137,19 @@ impl Config {
         if let Some(t) = self.value_threshold {
             a.extend(["--value-threshold".into(), t.to_string()]);
         }
+        if let Some(l) = self.zstd_level {
+            a.extend(["--zstd-level".into(), l.to_string()]);
+        }
+        a.extend([
+            "--compression".into(),
+            self.compression.name().into(),
+            "--values".into(),
+            self.values_name().into(),
+        ]);
         for (on, flag) in [
             (self.sync, "--sync"),
             (self.keep, "--keep"),
+            (self.settle, "--settle"),
             (self.json, "--json"),
         ] {
             if on {
@@ -138,6 +184,50 @@ fn bench_key(valsz: usize, k: u64) -> String {
     format!("vsz={valsz:05}-k={k:010}")
 }
 
+/// A JSON-like record of exactly `valsz` bytes for key number `k` (cut at
+/// `valsz`, so not always valid JSON): a user document with an event list.
+/// Names, words, dates and paths come from small vocabularies; ids, scores and
+/// durations vary. LZ4 shrinks a 1 KiB record about 2-3x.
+fn json_value(k: u64, valsz: usize, out: &mut Vec<u8>) {
+    use std::io::Write;
+    const WORDS: [&str; 16] = [
+        "checkout", "search", "login", "logout", "cart", "review", "wishlist", "profile", "orders",
+        "settings", "help", "home", "product", "category", "payment", "shipping",
+    ];
+    const CITIES: [&str; 8] = [
+        "Oslo", "Lyon", "Porto", "Graz", "Turku", "Ghent", "Basel", "Krakow",
+    ];
+    let mut r = Rng(k.wrapping_mul(0x2545_F491_4F6C_DD1D));
+    out.clear();
+    let _ = write!(
+        out,
+        r#"{{"id":{k},"user":"user{k:010}","email":"user{k}@example.com","city":"{}","created":"2024-{:02}-{:02}T{:02}:{:02}:{:02}Z","active":{},"score":{},"events":["#,
+        CITIES[(r.next() % 8) as usize],
+        1 + r.next() % 12,
+        1 + r.next() % 28,
+        r.next() % 24,
+        r.next() % 60,
+        r.next() % 60,
+        r.next().is_multiple_of(3),
+        r.next() % 100_000,
+    );
+    let mut i = 0;
+    while out.len() < valsz {
+        let _ = write!(
+            out,
+            r#"{}{{"type":"{}","page":"/{}/{}","ms":{},"ok":{}}}"#,
+            if i == 0 { "" } else { "," },
+            WORDS[(r.next() % 16) as usize],
+            WORDS[(r.next() % 16) as usize],
+            r.next() % 5000,
+            r.next() % 2000,
+            !r.next().is_multiple_of(10),
+        );
+        i += 1;
+    }
+    out.truncate(valsz);
+}
+
 /// (apparent bytes, allocated bytes) of the files in `dir`.
 fn disk_usage(dir: &Path) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
@@ -169,6 +259,15 @@ const PUBLISH_EVERY: u64 = 4096;
 
 /// The table row of one run's figures, as `run_one` returns them.
 fn table_row(run: &Value) -> Result<String, String> {
+    // Runs of JSON values or with a codec say so beside the value size.
+    let tag = match (run["values"].as_str(), run["compression"].as_str()) {
+        (Some("random") | None, Some("none") | None) => String::new(),
+        (values, codec) => format!(
+            " ({}, {})",
+            values.unwrap_or("random"),
+            codec.unwrap_or("none")
+        ),
+    };
     let f = |name: &str| -> Result<f64, String> {
         match &run[name] {
             Value::Number(n) => n.as_f64().ok_or_else(|| format!("{name} is {n}")),
@@ -178,7 +277,7 @@ fn table_row(run: &Value) -> Result<String, String> {
         }
     };
     Ok(format!(
-        "| {:.0} B | {:.0} | {:.0} | {:.1} | {:.0} ({:.0}%) | {:.0} | {:.0} | {:.1} / {:.1} | {:.0} |",
+        "| {:.0} B{tag} | {:.0} | {:.0} | {:.1} | {:.0} ({:.0}%) | {:.0} | {:.0} | {:.1} / {:.1} | {:.0} |",
         f("valsz")?,
         f("keys_written")?,
         f("populate_keys_per_s")?,
@@ -287,12 +386,26 @@ fn run_one(
     if let Some(t) = c.value_threshold {
         opts.value_threshold = t;
     }
+    opts.compression = c.compression;
+    if let Some(l) = c.zstd_level {
+        opts.zstd_level = l;
+    }
     say!(
         c,
-        "\n== value size {valsz} B, {keys} keys, value_threshold {} B, dir {}",
+        "\n== value size {valsz} B ({} values), {keys} keys, value_threshold {} B, compression {} (zstd level {}), dir {}",
+        c.values_name(),
         opts.value_threshold,
+        opts.compression.name(),
+        opts.zstd_level,
         dir.display()
     );
+    if c.compression != Compression::None && valsz >= opts.value_threshold {
+        say!(
+            c,
+            "  note: values of {valsz} B go to the value log, which is not compressed; \
+             pass --value-threshold above {valsz} to keep them in the tables"
+        );
+    }
     p.phase(Phase::wait("opening"));
     let db = Db::open(opts.clone())?;
 
@@ -318,7 +431,10 @@ fn run_one(
                         let mut b = WriteBatch::new();
                         for _ in 0..c.batch {
                             let k = rng.next() % keys;
-                            rng.fill(&mut value);
+                            match c.values {
+                                Values::Random => rng.fill(&mut value),
+                                Values::Json => json_value(k, valsz, &mut value),
+                            }
                             b.put(bench_key(valsz, k).into_bytes(), value.clone());
                         }
                         let n = b.len() as u64;
@@ -345,6 +461,26 @@ fn run_one(
         "  populate: {n} keys in {:.2}s = {keys_per_s:.0} keys/s ({mb_per_s:.1} MB/s)",
         populate.as_secs_f64()
     );
+    let mut settle_seconds = 0.0;
+    if c.settle {
+        p.phase(Phase::wait("settling"));
+        let start = Instant::now();
+        db.flush()?;
+        loop {
+            let s = db.stats();
+            let busy =
+                s.immutable_memtables + (s.compactions_pending + s.compactions_running) as usize;
+            if busy == 0 || start.elapsed().as_secs() >= 120 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        settle_seconds = start.elapsed().as_secs_f64();
+        say!(
+            c,
+            "  settle: flushed and waited {settle_seconds:.2}s for background work"
+        );
+    }
     let stats = db.stats();
     say!(c, "  stats after populate: {stats:?}");
 
@@ -437,11 +573,15 @@ fn run_one(
         "valsz": valsz,
         "keys": keys,
         "value_threshold": opts.value_threshold,
+        "values": c.values_name(),
+        "compression": opts.compression.name(),
+        "zstd_level": opts.zstd_level,
         "dir": dir.display().to_string(),
         "keys_written": n,
         "populate_seconds": populate.as_secs_f64(),
         "populate_keys_per_s": keys_per_s,
         "populate_mb_per_s": mb_per_s,
+        "settle_seconds": settle_seconds,
         "stats_after_populate": crate::tools::stats_json(&stats),
         "random_get_ns_per_op": ns_per_op,
         "random_get_hit_rate": hit,

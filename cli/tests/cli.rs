@@ -80,6 +80,10 @@ fn commands() -> Vec<(&'static str, Vec<&'static str>)> {
                 "--readers",
                 "--sync",
                 "--value-threshold",
+                "--values",
+                "--compression",
+                "--zstd-level",
+                "--settle",
                 "--keep",
                 "--json",
             ]),
@@ -255,6 +259,48 @@ fn bench_progress_and_json() {
         );
         assert!(text(&o.stdout).contains("| 128 B | 3000 |"));
     }
+}
+
+#[test]
+fn bench_with_json_values_and_each_codec_reports_it_and_shrinks_the_disk() {
+    let mut disk = Vec::new();
+    for codec in ["none", "lz4", "zstd"] {
+        let mut args = vec![
+            "bench",
+            "--valsz",
+            "1024",
+            "--value-threshold",
+            "4096",
+            "--values",
+            "json",
+            "--compression",
+            codec,
+            "--settle",
+            "--json",
+            "--no-progress",
+        ];
+        args.extend(TINY);
+        let o = sett(&args);
+        expect_code(
+            &o,
+            0,
+            &format!("sett bench --values json --compression {codec}"),
+        );
+        let v: Value = serde_json::from_slice(&o.stdout).expect("bench --json parses");
+        let run = &v["runs"][0];
+        assert_eq!(
+            (run["values"].as_str(), run["compression"].as_str()),
+            (Some("json"), Some(codec))
+        );
+        disk.push(run["disk_apparent_bytes"].as_u64().expect("a disk size"));
+    }
+    assert!(
+        disk[1] < disk[0] && disk[2] < disk[0],
+        "none, lz4, zstd: {disk:?}"
+    );
+    let o = sett(&["bench", "--compression", "snappy"]);
+    expect_code(&o, 2, "an unknown codec");
+    assert!(text(&o.stderr).contains("snappy"));
 }
 
 #[test]

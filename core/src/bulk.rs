@@ -140,6 +140,7 @@ impl BulkLoader {
                     &path,
                     db.opts.block_size,
                     db.opts.bloom_bits_per_key,
+                    db.opts.codec(db.opts.num_levels - 1),
                 )?,
             ));
         }

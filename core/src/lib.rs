@@ -102,4 +102,5 @@ pub use error::{Error, Result};
 pub use iter::{DbIterator, IterOptions};
 pub use options::{Clock, Options};
 pub use sequence::Sequence;
+pub use table::Compression;
 pub use txn::{Txn, UPDATE_RETRIES};

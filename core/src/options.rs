@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::fs::Fs;
+use crate::table::{Codec, Compression};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -54,8 +55,22 @@ pub struct Options {
     pub memtable_size: usize,
     /// Memtables (active plus immutable) held at most; writers wait when all are full. Default 4.
     pub max_memtables: usize,
-    /// Target size of an SST data block before compression of nothing (sett does not compress). Default 4 KiB.
+    /// Target size of an SST data block, before compression. Default 4 KiB.
     pub block_size: usize,
+    /// Codec of table data blocks on every level that `compression_per_level`
+    /// does not name. Default [`Compression::None`] (tables are then written in
+    /// format version 2). Index and filter blocks, and the value log, are
+    /// never compressed. A block that a codec does not shrink by an eighth is
+    /// stored uncompressed.
+    pub compression: Compression,
+    /// Codec per level, RocksDB style: entry N is used for tables written to
+    /// level N, the last entry for every deeper level; empty (the default)
+    /// means `compression` everywhere. A common choice: `[None, None, Lz4,
+    /// Lz4, Zstd]` (L0/L1 are rewritten soon, the bottom holds most data).
+    /// At most `num_levels` entries.
+    pub compression_per_level: Vec<Compression>,
+    /// zstd level (1..=22) wherever zstd is used. Default 3 (zstd's default).
+    pub zstd_level: i32,
     /// Bloom filter bits per key (0 disables the filter). Default 10 (about 1% false positives).
     pub bloom_bits_per_key: usize,
     /// Target size of one SST produced by compaction. Default 64 MiB.
@@ -115,6 +130,9 @@ impl Options {
             memtable_size: 16 << 20,
             max_memtables: 4,
             block_size: 4096,
+            compression: Compression::None,
+            compression_per_level: Vec::new(),
+            zstd_level: 3,
             bloom_bits_per_key: 10,
             table_size: 64 << 20,
             level_base_size: 256 << 20,
@@ -134,6 +152,26 @@ impl Options {
             max_txn_size: (64 << 20) * 15 / 100,
             clock: Clock::system(),
             fs: Fs::real(),
+        }
+    }
+
+    /// The codec for tables written to `level`.
+    pub fn compression_for_level(&self, level: usize) -> Compression {
+        match self.compression_per_level.get(level) {
+            Some(c) => *c,
+            None => self
+                .compression_per_level
+                .last()
+                .copied()
+                .unwrap_or(self.compression),
+        }
+    }
+
+    /// What a table builder for `level` compresses with.
+    pub(crate) fn codec(&self, level: usize) -> Codec {
+        Codec {
+            compression: self.compression_for_level(level),
+            zstd_level: self.zstd_level,
         }
     }
 
@@ -167,6 +205,22 @@ impl Options {
             return bad(
                 "block_size",
                 format!("{} is outside 256..=1048576", self.block_size),
+            );
+        }
+        if self.compression_per_level.len() > self.num_levels {
+            return bad(
+                "compression_per_level",
+                format!(
+                    "{} entries for {} levels (num_levels)",
+                    self.compression_per_level.len(),
+                    self.num_levels
+                ),
+            );
+        }
+        if !(1..=22).contains(&self.zstd_level) {
+            return bad(
+                "zstd_level",
+                format!("{} is outside 1..=22", self.zstd_level),
             );
         }
         if self.bloom_bits_per_key > 64 {
@@ -277,6 +331,36 @@ mod tests {
         let mut o = Options::new("/tmp/x");
         o.vlog_gc_ratio = 0.0; // off
         o.validate().unwrap();
+    }
+
+    #[test]
+    fn per_level_compression_repeats_its_last_entry_and_falls_back_to_compression() {
+        let mut o = Options::new("/tmp/x");
+        o.compression = Compression::Lz4;
+        assert_eq!(o.compression_for_level(0), Compression::Lz4);
+        assert_eq!(o.compression_for_level(6), Compression::Lz4);
+        o.compression_per_level = vec![Compression::None, Compression::Lz4, Compression::Zstd];
+        let got: Vec<_> = (0..7).map(|l| o.compression_for_level(l)).collect();
+        assert_eq!(
+            got[..3],
+            [Compression::None, Compression::Lz4, Compression::Zstd]
+        );
+        assert!(got[3..].iter().all(|&c| c == Compression::Zstd), "{got:?}");
+        o.validate().unwrap();
+    }
+
+    #[test]
+    fn a_per_level_list_longer_than_the_levels_or_a_bad_zstd_level_is_refused_by_name() {
+        let mut o = Options::new("/tmp/x");
+        o.compression_per_level = vec![Compression::Lz4; o.num_levels + 1];
+        let err = o.validate().unwrap_err().to_string();
+        assert!(err.contains("compression_per_level"), "{err}");
+        for level in [0, 23, -1] {
+            let mut o = Options::new("/tmp/x");
+            o.zstd_level = level;
+            let err = o.validate().unwrap_err().to_string();
+            assert!(err.contains("zstd_level"), "{level}: {err}");
+        }
     }
 
     #[test]

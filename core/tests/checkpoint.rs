@@ -202,6 +202,9 @@ fn a_checkpoint_onto_an_existing_target_is_refused_and_changes_nothing() {
     let src = tmp.path().join("db");
     let mut opts = tiny_options(&src);
     opts.vlog_gc_ratio = 0.0;
+    // The last writes below must stay in the memtable, not switch it out
+    // and start a background flush while the files are compared.
+    opts.memtable_size = 1 << 20;
     let db = Db::open(opts).unwrap();
     for i in 0..50 {
         let (k, v) = entry(0, i);
@@ -348,6 +351,11 @@ fn power_cut_source(dir: &Path, sim: &Arc<SimFs>) -> (Db, Model) {
     let mut opts = tiny_options(dir);
     opts.sync_writes = true;
     opts.vlog_gc_ratio = 0.0;
+    // No compaction may start from the checkpoint's own flush: its operations
+    // would interleave with the checkpoint's and move the counted cut points.
+    opts.l0_compaction_trigger = 100;
+    opts.l0_slowdown_trigger = 100;
+    opts.l0_stop_trigger = 101;
     opts.fs = Fs::new(sim.clone());
     let db = Db::open(opts).expect("open the source");
     let mut model = Model::new();
@@ -355,6 +363,18 @@ fn power_cut_source(dir: &Path, sim: &Arc<SimFs>) -> (Db, Model) {
         let (k, v) = entry(0, i);
         db.put(&k, &v).expect("write");
         model.insert(k, v);
+    }
+    // Background flushes and compactions settled: the checkpoint's file-system
+    // operations are then the same in every run, so a cut lands where counted.
+    db.flush().expect("flush");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = db.stats();
+        if s.compactions_pending == 0 && s.compactions_running == 0 && s.immutable_memtables == 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never settled: {s:?}");
+        std::thread::sleep(Duration::from_millis(5));
     }
     (db, model)
 }

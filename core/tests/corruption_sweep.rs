@@ -8,7 +8,7 @@
 mod common;
 
 use common::{copy_dir, files_with_ext, tiny_options, value_for};
-use sett::{Clock, Db, Error, IterOptions, PutOptions};
+use sett::{Clock, Compression, Db, Error, IterOptions, PutOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -47,9 +47,19 @@ fn first_version(k: u64) -> (Vec<u8>, Vec<u8>) {
     (key(k), value_for(&key(k), 1, value_len(k)))
 }
 
-fn build() -> tempfile::TempDir {
+/// The sweep's options; with `compress`, flushed tables are LZ4 and deeper
+/// ones zstd (format version 3), so damage lands in compressed blocks.
+fn options(dir: &Path, compress: bool) -> sett::Options {
+    let mut o = tiny_options(dir);
+    if compress {
+        o.compression_per_level = vec![Compression::Lz4, Compression::Zstd];
+    }
+    o
+}
+
+fn build(compress: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = tiny_options(dir.path());
+    let mut o = options(dir.path(), compress);
     // TTLs are measured against a clock far in the past: expired at any reopen.
     o.clock = Clock::manual(Arc::new(AtomicU64::new(1_000_000)));
     let db = Db::open(o).unwrap();
@@ -114,8 +124,8 @@ fn damaged_copy(
 }
 
 /// Returns (clean, errors) counts for one damaged copy.
-fn probe(dir: &Path, damaged: &Path, what: &str) -> (u32, u32) {
-    let db = match Db::open(tiny_options(dir)) {
+fn probe(dir: &Path, damaged: &Path, what: &str, compress: bool) -> (u32, u32) {
+    let db = match Db::open(options(dir, compress)) {
         Ok(db) => db,
         Err(e) => {
             check_error(&e, damaged, what);
@@ -171,8 +181,8 @@ fn probe(dir: &Path, damaged: &Path, what: &str) -> (u32, u32) {
     (u32::from(errors == 0), u32::from(errors > 0))
 }
 
-fn sweep(ext: &str, samples: usize) {
-    let src = build();
+fn sweep(ext: &str, samples: usize, compress: bool) {
+    let src = build(compress);
     let targets: Vec<PathBuf> = if ext == "MANIFEST" {
         vec![src.path().join("MANIFEST")]
     } else {
@@ -182,6 +192,17 @@ fn sweep(ext: &str, samples: usize) {
             .collect()
     };
     assert!(!targets.is_empty(), "no .{ext} file to damage");
+    if compress {
+        // The footer's format version (u32 at 40 of the last 56 bytes) is 3.
+        let version = |p: &PathBuf| {
+            let b = std::fs::read(p).unwrap();
+            u32::from_le_bytes(b[b.len() - 16..b.len() - 12].try_into().unwrap())
+        };
+        assert!(
+            targets.iter().all(|t| version(t) == 3),
+            "uncompressed tables"
+        );
+    }
     let (mut clean, mut detected) = (0, 0);
     for target in &targets {
         let len = std::fs::metadata(target).unwrap().len() as usize;
@@ -189,13 +210,13 @@ fn sweep(ext: &str, samples: usize) {
         for off in (0..len).step_by(step) {
             let (copy, path) = damaged_copy(src.path(), target, |d| d[off] ^= 0x5A);
             let what = format!("{} offset {off}", path.display());
-            let (c, d) = probe(copy.path(), &path, &what);
+            let (c, d) = probe(copy.path(), &path, &what, compress);
             clean += c;
             detected += d;
         }
     }
     eprintln!(
-        "{ext}: {} files, {clean} flips harmless, {detected} reported as corruption",
+        "{ext} (compress {compress}): {} files, {clean} flips harmless, {detected} reported as corruption",
         targets.len()
     );
     assert!(detected > 0, "no flip in a .{ext} file was detected");
@@ -203,23 +224,28 @@ fn sweep(ext: &str, samples: usize) {
 
 #[test]
 fn flipped_bytes_in_tables_are_detected_or_harmless() {
-    sweep("sst", 40);
+    sweep("sst", 40, false);
+}
+
+#[test]
+fn flipped_bytes_in_compressed_tables_are_detected_or_harmless() {
+    sweep("sst", 40, true);
 }
 
 #[test]
 fn flipped_bytes_in_value_logs_are_detected_or_harmless() {
-    sweep("vlog", 40);
+    sweep("vlog", 40, false);
 }
 
 #[test]
 fn flipped_bytes_in_the_manifest_are_detected_or_harmless() {
-    sweep("MANIFEST", 60);
+    sweep("MANIFEST", 60, false);
 }
 
 /// Cuts every table and the manifest at many lengths: open, scan, verify and
 /// point reads give the right data or a corruption error naming the cut file.
-fn truncation_sweep(ext: &str, samples: usize) -> (u32, u32) {
-    let src = build();
+fn truncation_sweep(ext: &str, samples: usize, compress: bool) -> (u32, u32) {
+    let src = build(compress);
     let targets: Vec<PathBuf> = if ext == "MANIFEST" {
         vec![src.path().join("MANIFEST")]
     } else {
@@ -232,7 +258,7 @@ fn truncation_sweep(ext: &str, samples: usize) -> (u32, u32) {
         for cut in (0..len).step_by((len / samples).max(1)) {
             let (copy, path) = damaged_copy(src.path(), target, |d| d.truncate(cut));
             let what = format!("{} cut to {cut} of {len} bytes", path.display());
-            let (c, d) = probe(copy.path(), &path, &what);
+            let (c, d) = probe(copy.path(), &path, &what, compress);
             clean += c;
             detected += d;
         }
@@ -243,19 +269,25 @@ fn truncation_sweep(ext: &str, samples: usize) -> (u32, u32) {
 
 #[test]
 fn truncated_tables_are_detected_never_read_wrong() {
-    let (_, detected) = truncation_sweep("sst", 30);
+    let (_, detected) = truncation_sweep("sst", 30, false);
+    assert!(detected > 0);
+}
+
+#[test]
+fn truncated_compressed_tables_are_detected_never_read_wrong() {
+    let (_, detected) = truncation_sweep("sst", 30, true);
     assert!(detected > 0);
 }
 
 #[test]
 fn truncated_value_logs_are_detected_never_read_wrong() {
-    let (_, detected) = truncation_sweep("vlog", 30);
+    let (_, detected) = truncation_sweep("vlog", 30, false);
     assert!(detected > 0);
 }
 
 #[test]
 fn truncated_manifests_are_detected_never_read_wrong() {
-    let (_, detected) = truncation_sweep("MANIFEST", 40);
+    let (_, detected) = truncation_sweep("MANIFEST", 40, false);
     assert!(detected > 0);
 }
 
@@ -339,7 +371,7 @@ fn flipped_bytes_in_the_wal_are_detected_or_cut_as_a_torn_tail() {
 
 #[test]
 fn verify_checks_every_block_and_value_of_a_healthy_db() {
-    let dir = build();
+    let dir = build(false);
     let db = Db::open(tiny_options(dir.path())).unwrap();
     let r = db.verify().unwrap();
     assert!(r.tables > 0 && r.blocks >= r.tables, "{r:?}");

@@ -22,12 +22,19 @@ fn random_key(rng: &mut Rng) -> Vec<u8> {
     k
 }
 
-fn random_value(rng: &mut Rng) -> Vec<u8> {
+fn random_value(rng: &mut Rng, compressible: bool) -> Vec<u8> {
     let len = match rng.below(3) {
         0 => rng.below(8) as usize,
         1 => 40 + rng.below(40) as usize, // around the threshold of 64
         _ => 100 + rng.below(400) as usize,
     };
+    if compressible {
+        // A few random bytes repeated: blocks of these shrink, so the codecs
+        // (not only the stored-raw path) carry the data.
+        let period = 1 + rng.below(6) as usize;
+        let seed = rng.bytes(period);
+        return seed.iter().copied().cycle().take(len).collect();
+    }
     rng.bytes(len)
 }
 
@@ -81,8 +88,21 @@ fn check_iter(db: &Db, model: &Model, o: IterOptions, ctx: &str) {
 }
 
 fn run(seed: u64, ops: usize) {
+    run_with(seed, ops, false)
+}
+
+/// With `compress`, tables are written with LZ4 or zstd on the deeper
+/// levels (version 3) and values are compressible.
+fn run_with(seed: u64, ops: usize, compress: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let opts = tiny_options(dir.path());
+    let mut opts = tiny_options(dir.path());
+    if compress {
+        opts.compression_per_level = vec![
+            sett::Compression::None,
+            sett::Compression::Lz4,
+            sett::Compression::Zstd,
+        ];
+    }
     let mut db = Db::open(opts.clone()).unwrap();
     let mut model = Model::new();
     let mut rng = Rng::new(seed);
@@ -90,7 +110,7 @@ fn run(seed: u64, ops: usize) {
         let ctx = format!("seed {seed} step {step}");
         match rng.below(100) {
             0..=44 => {
-                let (k, v) = (random_key(&mut rng), random_value(&mut rng));
+                let (k, v) = (random_key(&mut rng), random_value(&mut rng, compress));
                 db.put(&k, &v).unwrap();
                 model.insert(k, v);
             }
@@ -104,7 +124,7 @@ fn run(seed: u64, ops: usize) {
                 for _ in 0..1 + rng.below(20) {
                     let k = random_key(&mut rng);
                     if rng.chance(80) {
-                        let v = random_value(&mut rng);
+                        let v = random_value(&mut rng, compress);
                         b.put(k.clone(), v.clone());
                         model.insert(k, v);
                     } else {
@@ -165,6 +185,11 @@ fn random_operations_match_a_btreemap_seed_2() {
 #[test]
 fn random_operations_match_a_btreemap_seed_3() {
     run(3, 20_000);
+}
+
+#[test]
+fn random_operations_match_a_btreemap_with_lz4_and_zstd_levels() {
+    run_with(4, 20_000, true);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use crate::error::{FfiError, SETT_OK};
 use crate::util::{flag, guard, live_mut, Handle};
-use sett_core::Options;
+use sett_core::{Compression, Options};
 use std::ffi::c_int;
 
 /// Options for sett_open(); defaults as documented per setter.
@@ -84,6 +84,81 @@ pub unsafe extern "C" fn sett_options_set_block_size(
 ) -> c_int {
     set(opts, |o| {
         o.block_size = value;
+        Ok(())
+    })
+}
+
+/// Compression type: data blocks stored as they are (the default).
+pub const SETT_COMPRESSION_NONE: c_int = 0;
+/// Compression type: LZ4 (block format).
+pub const SETT_COMPRESSION_LZ4: c_int = 1;
+/// Compression type: zstd, at the level of sett_options_set_zstd_level().
+pub const SETT_COMPRESSION_ZSTD: c_int = 2;
+
+fn compression(value: c_int) -> Result<Compression, FfiError> {
+    match value {
+        SETT_COMPRESSION_NONE => Ok(Compression::None),
+        SETT_COMPRESSION_LZ4 => Ok(Compression::Lz4),
+        SETT_COMPRESSION_ZSTD => Ok(Compression::Zstd),
+        _ => Err(FfiError::invalid(format!(
+            "compression type {value} is not SETT_COMPRESSION_NONE, _LZ4 or _ZSTD"
+        ))),
+    }
+}
+
+/// Compression of table data blocks on every level that
+/// sett_options_set_compression_per_level() does not name: one of
+/// SETT_COMPRESSION_* (default SETT_COMPRESSION_NONE). Any other value, or NULL
+/// opts, is SETT_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_compression(
+    opts: *mut sett_options_t,
+    value: c_int,
+) -> c_int {
+    set(opts, |o| {
+        o.compression = compression(value)?;
+        Ok(())
+    })
+}
+
+/// Compression per level: `types[i]` (a SETT_COMPRESSION_* value) for tables
+/// written to level i, the last one for every deeper level; n = 0 (types may
+/// then be NULL) clears the list, so sett_options_set_compression() applies
+/// everywhere. More entries than levels is refused at open
+/// (SETT_INVALID_OPTION). An unknown type, NULL types with n > 0 or NULL opts
+/// is SETT_INVALID_ARGUMENT, and the options are left unchanged.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_compression_per_level(
+    opts: *mut sett_options_t,
+    types: *const c_int,
+    n: usize,
+) -> c_int {
+    set(opts, |o| {
+        let list = if n == 0 {
+            Vec::new()
+        } else if types.is_null() {
+            return Err(FfiError::invalid(format!("types is NULL with n = {n}")));
+        } else {
+            // SAFETY: non-NULL and, by the caller's contract, valid for n ints.
+            let raw = unsafe { std::slice::from_raw_parts(types, n) };
+            raw.iter()
+                .map(|&t| compression(t))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        o.compression_per_level = list;
+        Ok(())
+    })
+}
+
+/// zstd level, 1..=22 (default 3), wherever zstd is used; checked at open.
+/// Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_zstd_level(
+    opts: *mut sett_options_t,
+    value: c_int,
+) -> c_int {
+    set(opts, |o| {
+        o.zstd_level = value;
         Ok(())
     })
 }

@@ -39,6 +39,7 @@ type Result struct {
 	RawBytes       int64     `json:"raw_bytes"`
 	Sync           bool      `json:"sync"`
 	ValueThreshold int       `json:"value_threshold"`
+	Compression    string    `json:"compression"`
 }
 
 func main() {
@@ -50,7 +51,11 @@ func main() {
 	writers := flag.Int("writers", 32, "concurrent writers")
 	batch := flag.Int("batch", 1000, "entries per batch")
 	cacheMiB := flag.Int64("cache_mib", stores.DefaultCacheBytes>>20, "memory budget for the engine's own caches, MiB")
+	compression := flag.String("compression", "none", "codec of table data blocks for sett and RocksDB on every level: none, lz4 or zstd (Badger ignores it; the suite's values are random, so this measures what a codec costs on data it cannot shrink)")
 	flag.Parse()
+	if err := stores.CheckCompression(*compression); err != nil {
+		fail(err)
+	}
 	if *valsz <= 0 || *writers <= 0 || *batch <= 0 || *keysMil <= 0 {
 		fail(fmt.Errorf("--valsz, --writers, --batch and --keys_mil must be positive"))
 	}
@@ -76,7 +81,7 @@ func main() {
 	}
 	sampler := rss.Start(100 * time.Millisecond)
 
-	st, err := stores.Open(*kv, path, stores.Options{Sync: *syncW, CacheBytes: *cacheMiB << 20})
+	st, err := stores.Open(*kv, path, stores.Options{Sync: *syncW, CacheBytes: *cacheMiB << 20, Compression: *compression})
 	if err != nil {
 		fail(err)
 	}
@@ -131,6 +136,7 @@ func main() {
 		Engine: *kv, ValSize: *valsz, Keys: n, Seconds: elapsed, KeysPerSec: float64(n) / elapsed,
 		DiskApparent: apparent, DiskAllocated: allocated, PeakRSS: phase.Engine(), RSS: phase,
 		RawBytes: n * int64(len(keys.Key(*valsz, 0))+*valsz), Sync: *syncW, ValueThreshold: stores.ValueThreshold,
+		Compression: *compression,
 	}
 	fmt.Printf("%s valsz=%d: %d keys in %.2fs (%.0f keys/s, clock stopped after close: memtables flushed, logs synced); disk after close %.1f MiB apparent, %.1f MiB allocated; engine peak RSS %.0f MiB (process peak %.0f less harness baseline %.0f)\n",
 		r.Engine, r.ValSize, r.Keys, r.Seconds, r.KeysPerSec, mib(apparent), mib(allocated), mib(r.PeakRSS), mib(max(phase.PeakHWM, phase.PeakRSS)), mib(phase.Baseline))

@@ -55,6 +55,7 @@ type config struct {
 	settle                     time.Duration
 	phaseTimeout               time.Duration
 	batch16k                   int
+	compression                string
 }
 
 // Default key counts (millions) per value size in the in-memory regime: each
@@ -79,6 +80,7 @@ func main() {
 	flag.Float64Var(&c.readSeconds, "read-seconds", 60, "--large: seconds of random reads per engine")
 	flag.Float64Var(&c.iterSeconds, "iter-seconds", 20, "--large: seconds of each scan per engine")
 	flag.BoolVar(&c.sync, "sync", false, "durable writes, for every engine")
+	flag.StringVar(&c.compression, "compression", "none", "codec of table data blocks for sett and RocksDB: none, lz4 or zstd (values stay random: what a codec costs on data it cannot shrink; bench-go/cmd/compressbench compares them on compressible data)")
 	flag.Int64Var(&c.cacheMiB, "cache-mib", stores.DefaultCacheBytes>>20, "memory budget for each engine's own caches, MiB")
 	flag.StringVar(&c.digest, "digest", "", "cross-engine data check: full (every key and value), keys, or none (default full; with --large keys)")
 	flag.BoolVar(&c.large, "large", false, "the seed's regime: data several times larger than the memory left")
@@ -92,6 +94,12 @@ func main() {
 	flag.Parse()
 	if c.populate == "" || c.benchBin == "" {
 		fail(fmt.Errorf("--populate and --bench are required"))
+	}
+	if err := stores.CheckCompression(c.compression); err != nil {
+		fail(err)
+	}
+	if c.compression == "" {
+		c.compression = "none"
 	}
 	defaults(&c, sizes, engines)
 

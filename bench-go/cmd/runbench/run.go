@@ -183,6 +183,9 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	if c.sync {
 		args = append(args, "--sync")
 	}
+	if c.compression != "none" {
+		args = append(args, "--compression", c.compression)
+	}
 	out, ph, err := r.phase(cl, "populate", c.populate, args)
 	cl.PopWritten = ph.dev.WriteBytes()
 	if ph.killed != "" {

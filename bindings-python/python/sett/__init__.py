@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import (
     TYPE_CHECKING,
     Callable,
+    List,
     NoReturn,
     Optional,
     Type,
@@ -167,9 +168,16 @@ class Db(_sett.Db):
         raise ConflictError(f"transaction still conflicted after {retries} attempts")
 
 
-def open(path: Union[str, "os.PathLike[str]"], **options: Union[int, bool]) -> Db:  # noqa: A001 (mirrors sett.open of the docs)
+def open(  # noqa: A001 (mirrors sett.open of the docs)
+    path: Union[str, "os.PathLike[str]"], **options: Union[int, bool, float, str, List[str]]
+) -> Db:
     """Opens (or creates) the database in directory ``path``. Options are the
     Rust ``Options`` fields: value_threshold, memtable_size, sync_writes,
-    read_only, max_value_size, ... An unknown option is a TypeError; a value
-    out of range raises InvalidOptionError naming it."""
+    read_only, max_value_size, ... Table compression: ``compression="lz4"``
+    (or ``"zstd"``, ``"none"``, the default) for every level, or
+    ``compression_per_level=["none", "none", "lz4", "zstd"]`` (entry N for
+    level N, the last repeating), and ``zstd_level`` (default 3). An unknown
+    option is a TypeError, a value of the wrong type a TypeError naming it, an
+    unknown codec name a ValueError naming it; a value out of range raises
+    InvalidOptionError naming it."""
     return Db(path, **options)

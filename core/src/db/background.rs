@@ -71,6 +71,7 @@ impl DbInner {
                 &path,
                 self.opts.block_size,
                 self.opts.bloom_bits_per_key,
+                self.opts.codec(0),
             )?;
             // Versions that no snapshot can see any more stay out of the table,
             // and their separated values are counted as value-log garbage now,

@@ -1,8 +1,9 @@
 //! Writes a table from entries given in internal-key order.
 
 use super::block::BlockBuilder;
+use super::codec::{self, Codec, Compression};
 use super::footer::{self, Footer, Handle};
-use super::{bloom, MAX_PAD, PAGE, VERSION};
+use super::{bloom, MAX_PAD, PAGE, VERSION_COMPRESSED, VERSION_UNCOMPRESSED};
 use crate::coding::put_varint;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, FsWriter};
@@ -33,6 +34,11 @@ pub(crate) struct TableBuilder {
     last_user_key: Vec<u8>,
     entries: u64,
     max_seq: u64,
+    codec: Codec,
+    /// Format version written: 3 with a codec, else 2.
+    version: u32,
+    /// Compressed bytes of the block being written (reused).
+    scratch: Vec<u8>,
 }
 
 impl TableBuilder {
@@ -41,6 +47,7 @@ impl TableBuilder {
         path: &Path,
         block_size: usize,
         bits_per_key: usize,
+        codec: Codec,
     ) -> Result<TableBuilder> {
         let file = fs
             .create_new(path)
@@ -63,6 +70,13 @@ impl TableBuilder {
             last_user_key: Vec::new(),
             entries: 0,
             max_seq: 0,
+            codec,
+            version: if codec.compression == Compression::None {
+                VERSION_UNCOMPRESSED
+            } else {
+                VERSION_COMPRESSED
+            },
+            scratch: Vec::new(),
         })
     }
 
@@ -81,7 +95,11 @@ impl TableBuilder {
         self.entries += 1;
         // Blocks that fit a page end before an entry would take them (and
         // their crc) past the block size, so that they can sit in one page.
-        if self.block_size as u64 <= PAGE
+        // Not when compressing: the stored block is smaller than a page anyway,
+        // and one more entry per block compresses better (RocksDB's rule: cut
+        // once the block reaches the block size).
+        if self.version < VERSION_COMPRESSED
+            && self.block_size as u64 <= PAGE
             && !self.block.is_empty()
             && self.block.size_with(ikey.len(), value.len()) + 4 > self.block_size
         {
@@ -104,13 +122,31 @@ impl TableBuilder {
     }
 
     fn write_with_crc(&mut self, data: &[u8]) -> Result<(u64, u32)> {
+        self.write_parts_with_crc(&[data])
+    }
+
+    /// Writes the concatenation of `parts` as one block, then its crc.
+    fn write_parts_with_crc(&mut self, parts: &[&[u8]]) -> Result<(u64, u32)> {
         let at = self.offset;
-        crate::fault::check(crate::fault::Op::Write)
-            .and_then(|_| self.out.write_all(data))
-            .and_then(|_| self.out.write_all(&crc32fast::hash(data).to_le_bytes()))
+        let mut crc = crc32fast::Hasher::new();
+        let mut len = 0u64;
+        let mut written = crate::fault::check(crate::fault::Op::Write);
+        for p in parts {
+            crc.update(p);
+            len += p.len() as u64;
+            written = written.and_then(|_| self.out.write_all(p));
+        }
+        written
+            .and_then(|_| self.out.write_all(&crc.finalize().to_le_bytes()))
             .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
-        self.offset += data.len() as u64 + 4;
-        Ok((at, data.len() as u32))
+        self.offset += len + 4;
+        let len = u32::try_from(len).map_err(|_| {
+            Error::io(
+                format!("writing {}", self.path.display()),
+                std::io::Error::other("block of 4 GiB or more"),
+            )
+        })?;
+        Ok((at, len))
     }
 
     fn finish_block(&mut self) -> Result<()> {
@@ -119,7 +155,17 @@ impl TableBuilder {
         }
         let last = self.block.last_key().to_vec();
         let data = self.block.finish();
-        let total = data.len() as u64 + 4;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let compressed = self.version >= VERSION_COMPRESSED;
+        let ty = if compressed {
+            codec::compress(self.codec, &data, &mut scratch)
+        } else {
+            0
+        };
+        let stored: &[u8] = if ty == 0 { &data } else { &scratch };
+        let type_byte = [ty];
+        let trailer: &[u8] = if compressed { &type_byte } else { &[] };
+        let total = (stored.len() + trailer.len()) as u64 + 4;
         let in_page = self.offset % PAGE;
         if total <= PAGE && in_page + total > PAGE && PAGE - in_page <= MAX_PAD {
             let pad = [0u8; MAX_PAD as usize];
@@ -128,7 +174,9 @@ impl TableBuilder {
                 .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
             self.offset += PAGE - in_page;
         }
-        let (off, len) = self.write_with_crc(&data)?;
+        let written = self.write_parts_with_crc(&[stored, trailer]);
+        self.scratch = scratch;
+        let (off, len) = written?;
         self.index.push((last, off, len));
         Ok(())
     }
@@ -163,7 +211,7 @@ impl TableBuilder {
             },
             entries: self.entries,
             max_seq: self.max_seq,
-            version: VERSION,
+            version: self.version,
         }
         .encode();
         let ctx = |e| Error::io(format!("finishing {}", self.path.display()), e);

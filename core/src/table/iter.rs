@@ -14,6 +14,9 @@ pub(crate) struct TableIter {
     reverse: bool,
     block_idx: usize,
     block: DecodedBlock,
+    /// The decompressed bytes of the loaded block, if it was compressed
+    /// (values are then ranges of this, not of the file).
+    owned: Option<Vec<u8>>,
     base: usize,
     pos: usize,
     valid: bool,
@@ -37,6 +40,7 @@ impl TableIter {
             reverse,
             block_idx: 0,
             block: DecodedBlock::default(),
+            owned: None,
             base: 0,
             pos: 0,
             valid: false,
@@ -80,7 +84,7 @@ impl TableIter {
     }
 
     fn load(&mut self, i: usize) -> Result<()> {
-        let (block, base) = self.table.block(i)?;
+        let (block, owned, base) = self.table.block(i)?;
         if let Some(from) = self.release_from {
             if base >= from + RELEASE_STEP {
                 self.table.release_pages(from, base);
@@ -88,6 +92,7 @@ impl TableIter {
             }
         }
         self.block = block;
+        self.owned = owned;
         self.base = base;
         self.block_idx = i;
         Ok(())
@@ -193,7 +198,10 @@ impl Source for TableIter {
 
     fn value(&self) -> &[u8] {
         let r = self.block.value_range(self.pos);
-        &self.table.bytes()[self.base + r.start..self.base + r.end]
+        match &self.owned {
+            Some(buf) => &buf[r],
+            None => &self.table.bytes()[self.base + r.start..self.base + r.end],
+        }
     }
 }
 
@@ -207,7 +215,14 @@ mod tests {
     fn stepping_into_the_next_block_reads_ahead_and_a_seek_alone_does_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.sst");
-        let mut b = TableBuilder::create(&crate::fs::Fs::real(), &path, 4096, 10).unwrap();
+        let mut b = TableBuilder::create(
+            &crate::fs::Fs::real(),
+            &path,
+            4096,
+            10,
+            crate::table::Codec::NONE,
+        )
+        .unwrap();
         for i in 0..60_000u32 {
             b.add(&key::encode(format!("key{i:08}").as_bytes(), 1), &[7; 40])
                 .unwrap();

@@ -1135,6 +1135,101 @@ static void test_vlog_gc_ratio_out_of_range_is_refused_by_name(void) {
     sett_db_free(db);
 }
 
+/* Sum of the sizes of the .sst files in database directory `name`. */
+static long long table_bytes(const char *name) {
+    char path[512], file[1024];
+    path_in(path, sizeof path, name);
+    DIR *d = opendir(path);
+    long long total = 0;
+    if (d == NULL) return -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 4, ".sst") != 0) continue;
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        FILE *f = fopen(file, "rb");
+        if (f == NULL) continue;
+        fseek(f, 0, SEEK_END);
+        total += ftell(f);
+        fclose(f);
+    }
+    closedir(d);
+    return total;
+}
+
+static void json_record(char *out, size_t cap, int i) {
+    snprintf(out, cap,
+             "{\"id\":%d,\"name\":\"user-%d\",\"email\":\"user%d@example.com\","
+             "\"city\":\"Lyon\",\"active\":true,\"tags\":[\"alpha\",\"bravo\"],"
+             "\"bio\":\"charlie delta echo foxtrot golf hotel india juliet kilo lima\"}",
+             i, i, i);
+}
+
+/* Writes JSON-like records with `types` per level, flattens, reopens and reads
+ * every one back; returns the bytes of its tables. */
+static long long write_json(const char *name, const int *types, size_t n) {
+    sett_options_t *o = sett_options_new();
+    sett_options_set_memtable_size(o, 64 << 10);
+    sett_options_set_table_size(o, 64 << 10);
+    CHECK_RC(sett_options_set_compression_per_level(o, types, n), SETT_OK);
+    CHECK_RC(sett_options_set_zstd_level(o, 5), SETT_OK);
+    sett_db_t *db = open_db(name, o);
+    char key[32], value[512];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(key, sizeof key, "user:%06d", i);
+        json_record(value, sizeof value, i);
+        CHECK_RC(sett_put(db, B(key), strlen(key), B(value), strlen(value), NULL), SETT_OK);
+    }
+    CHECK_RC(sett_flatten(db, NULL), SETT_OK);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+    db = open_db(name, o);
+    sett_options_free(o);
+    int wrong = 0;
+    for (int i = 0; i < 3000; i++) {
+        sett_buf_t v = {0};
+        snprintf(key, sizeof key, "user:%06d", i);
+        json_record(value, sizeof value, i);
+        if (sett_get(db, B(key), strlen(key), &v, NULL) != SETT_OK || v.len != strlen(value) ||
+            memcmp(v.data, value, v.len) != 0)
+            wrong++;
+        sett_buf_free(&v);
+    }
+    CHECK(wrong == 0);
+    CHECK_RC(sett_verify(db, NULL, NULL), SETT_OK);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+    return table_bytes(name);
+}
+
+static void test_compression_per_level_reads_back_and_shrinks_tables(void) {
+    const int none[] = {SETT_COMPRESSION_NONE};
+    const int mixed[] = {SETT_COMPRESSION_NONE, SETT_COMPRESSION_LZ4, SETT_COMPRESSION_ZSTD};
+    long long plain = write_json("plain", none, 1);
+    long long packed = write_json("packed", mixed, 3);
+    if (!(packed > 0 && packed * 10 < plain * 7))
+        fprintf(stderr, "compressed tables %lld bytes against %lld\n", packed, plain);
+    CHECK(packed > 0 && packed * 10 < plain * 7);
+
+    /* Bad values: an unknown type or NULL list now, a bad zstd level at open. */
+    sett_options_t *o = sett_options_new();
+    const int bad[] = {SETT_COMPRESSION_LZ4, 7};
+    CHECK_RC(sett_options_set_compression(o, 3), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_compression_per_level(o, bad, 2), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_compression_per_level(o, NULL, 2), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_compression_per_level(o, NULL, 0), SETT_OK);
+    CHECK_RC(sett_options_set_compression(o, SETT_COMPRESSION_LZ4), SETT_OK);
+    CHECK_RC(sett_options_set_zstd_level(o, 40), SETT_OK);
+    char path[512];
+    path_in(path, sizeof path, "packed");
+    sett_db_t *db = NULL;
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_open(path, o, &db, &err), SETT_INVALID_OPTION);
+    CHECK(db == NULL && strstr(sett_error_message(err), "zstd_level") != NULL);
+    sett_error_free(err);
+    sett_options_free(o);
+}
+
 /* NULL handles give SETT_INVALID_ARGUMENT with a message naming the handle.
  * `call` stores its error through `&e_`. */
 #define CHECK_NULL_HANDLE(call, name)                                              \
@@ -1191,6 +1286,7 @@ int main(void) {
     test_stats_ex_reports_gc_and_checks_its_size();
     test_vlog_gc_ratio_out_of_range_is_refused_by_name();
     test_checkpoint_opens_as_its_own_db();
+    test_compression_per_level_reads_back_and_shrinks_tables();
     test_null_handles_are_errors_naming_the_handle();
     sett_options_t *o = sett_options_new();
     sett_options_set_memtable_size(o, 64 << 10);

@@ -61,7 +61,7 @@ go-build: lib
 		go build -o ../target/go/kvrun ./cmd/kvrun && go build -o ../target/go/memhog ./cmd/memhog && \
 		go build -o ../target/go/compressbench ./cmd/compressbench
 
-# Compression on JSON-like records (issue 16): sett bench with each codec, then
+# Compression on JSON-like records (issue 16): sett-bench engine with each codec, then
 # sett against RocksDB with the same codec (bench-go/cmd/compressbench).
 # Figures in PERFORMANCE.md, "Issue 16: compression".
 COMPRESS_KEYS ?= 200000
@@ -69,7 +69,7 @@ bench-compress: go-build
 	cargo build --release -p sett-cli
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	for c in none lz4 zstd; do \
-		./target/release/sett bench --valsz 1024 --keys $(COMPRESS_KEYS) --values json --value-threshold 4096 \
+		./target/release/sett-bench engine --valsz 1024 --keys $(COMPRESS_KEYS) --values json --value-threshold 4096 \
 			--compression $$c --settle --no-progress --dir "$$tmp/$$c" | grep '^| 1024' || exit 1; \
 	done && \
 	./target/go/compressbench -keys $(COMPRESS_KEYS) -valsz 1024 -reads $(COMPRESS_KEYS) -dir "$$tmp/cb"
@@ -81,7 +81,7 @@ bench-gc: deps
 	cargo build --release -p sett-cli
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	for size in 1024 16384; do for ratio in 0.5 0; do \
-		./target/release/sett bench-gc "$$tmp/db-$$size-$$ratio" --value-size $$size --gc-ratio $$ratio \
+		./target/release/sett-bench gc "$$tmp/db-$$size-$$ratio" --value-size $$size --gc-ratio $$ratio \
 			--csv results/auto-gc-$$size-$$ratio.csv $(GC_ARGS) | tee -a "$$tmp/out" || exit 1; \
 	done; done && python3 scripts/gc-report.py "$$tmp/out" > results/auto-gc.md && cat results/auto-gc.md
 
@@ -107,7 +107,7 @@ bench-memtable: deps
 # The Rust-only benchmark of the engine (no other engines): populate, reads, iteration.
 bench-rust: deps
 	$(CARGO) build --release -p sett-cli
-	./target/release/sett bench $(BENCH_ARGS)
+	./target/release/sett-bench engine $(BENCH_ARGS)
 
 # Point get, put, batch put and iteration through Rust, C, Go and Python on the same
 # data (scripts/bench-bindings.sh); writes results/bindings.md. BINDINGS_N keys.
@@ -163,12 +163,12 @@ bench-server: deps
 # Tiny runs of the main job and of every CLI command, and the bank test with 4 threads.
 smoke: deps
 	$(CARGO) build -q -p sett-cli
-	./target/debug/sett bench --valsz 128,4096 --keys 20000,2000 --reads 2000 --writers 4 --batch 100
-	./target/debug/sett bank --seconds 5 --threads 4
-	./target/debug/sett crashloop --cycles 8 --sync
-	./target/debug/sett crashloop --cycles 8
+	./target/debug/sett-bench engine --valsz 128,4096 --keys 20000,2000 --reads 2000 --writers 4 --batch 100
+	./target/debug/sett-bench bank --seconds 5 --threads 4
+	./target/debug/sett-bench crashloop --cycles 8 --sync
+	./target/debug/sett-bench crashloop --cycles 8
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	./target/debug/sett bench --valsz 2048 --keys 3000 --reads 100 --writers 2 --batch 100 --dir "$$tmp" --keep >/dev/null; \
+	./target/debug/sett-bench engine --valsz 2048 --keys 3000 --reads 100 --writers 2 --batch 100 --dir "$$tmp" --keep >/dev/null; \
 	./target/debug/sett info "$$tmp/vsz2048"; \
 	./target/debug/sett verify "$$tmp/vsz2048"; \
 	./target/debug/sett backup "$$tmp/vsz2048" "$$tmp/full.backup"; \
@@ -176,7 +176,7 @@ smoke: deps
 	./target/debug/sett flatten "$$tmp/restored"; \
 	./target/debug/sett gc "$$tmp/vsz2048" --ratio 0.1; \
 	./target/debug/sett info "$$tmp/restored"
-	./target/debug/sett bench-load --keys 20000 --valsz 128
+	./target/debug/sett-bench load --keys 20000 --valsz 128
 
 # include/sett.h is generated from ffi/src by cbindgen and committed.
 header: deps

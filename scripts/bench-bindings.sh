@@ -11,7 +11,7 @@ rounds=${2:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 declare -A cmd=(
-  [rust]="./target/release/sett bench-ops"
+  [rust]="./target/release/sett-bench ops"
   [c]="./target/bench/ops"
   [go]="./target/go/opsbench"
   [python]="./target/venv/bin/python bindings-python/bench/ops.py"

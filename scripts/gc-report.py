@@ -1,4 +1,4 @@
-"""Turns the RESULT lines of `sett bench-gc` runs into results/auto-gc.md."""
+"""Turns the RESULT lines of `sett-bench gc` runs into results/auto-gc.md."""
 
 import json
 import platform
@@ -19,7 +19,7 @@ def main() -> None:
     print("# Disk space under overwrites and deletes: the background value-log GC\n")
     print(
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node()}, "
-        f"commit {commit}, by `make bench-gc` (`sett bench-gc`, release build). "
+        f"commit {commit}, by `make bench-gc` (`sett-bench gc`, release build). "
         "Each run writes its live set, then overwrites every key (a tenth deleted and "
         "put back first) until the live data went through the number of passes below, "
         "with default options except `vlog_gc_ratio` (0 turns the background GC off). "

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${STRESS_SECONDS:-1800}
 part=$((T / 5))
-sett=./target/release/sett
+sett_bench=./target/release/sett-bench
 log=target/stress
 mkdir -p "$log"
 
@@ -22,9 +22,9 @@ run() { # run NAME COMMAND...: ok[NAME] is "ok" or "FAILED"
   shift
   if "$@"; then ok[$name]=ok; else ok[$name]=FAILED; status=1; fi
 }
-run crash_sync bash -c "$sett crashloop --seconds $part --sync | tee $log/crash-sync.txt; exit \${PIPESTATUS[0]}"
-run crash_nosync bash -c "$sett crashloop --seconds $part | tee $log/crash-nosync.txt; exit \${PIPESTATUS[0]}"
-run bank bash -c "$sett bank --seconds $part --threads 4 | tee $log/bank.txt; exit \${PIPESTATUS[0]}"
+run crash_sync bash -c "$sett_bench crashloop --seconds $part --sync | tee $log/crash-sync.txt; exit \${PIPESTATUS[0]}"
+run crash_nosync bash -c "$sett_bench crashloop --seconds $part | tee $log/crash-nosync.txt; exit \${PIPESTATUS[0]}"
+run bank bash -c "$sett_bench bank --seconds $part --threads 4 | tee $log/bank.txt; exit \${PIPESTATUS[0]}"
 run power bash -c "POWER_LOSS_SCALE=\${POWER_LOSS_SCALE:-6} cargo test -q --release -p sett --test power_loss -- --nocapture 2>&1 | tee $log/power.txt; exit \${PIPESTATUS[0]}"
 run maintenance bash -c "POWER_LOSS_SCALE=\${POWER_LOSS_SCALE:-6} cargo test -q --release -p sett --test concurrent_maintenance -- --nocapture --test-threads 1 2>&1 | tee $log/maintenance.txt; exit \${PIPESTATUS[0]}"
 run history bash -c "HISTORY_TXNS=\${HISTORY_TXNS:-3000} cargo test -q --release -p sett --test history -- --nocapture 2>&1 | tee $log/history.txt; exit \${PIPESTATUS[0]}"

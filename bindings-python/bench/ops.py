@@ -1,4 +1,4 @@
-"""The Python row of `make bench-bindings`: the four phases of `sett bench-ops`
+"""The Python row of `make bench-bindings`: the four phases of `sett-bench ops`
 (cli/src/opsbench.rs) through the wheel, on the same data, so that the
 difference between rows is the binding layer:
 

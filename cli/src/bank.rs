@@ -1,4 +1,4 @@
-//! `sett bank`: Badger's bank test. Accounts start with equal balances;
+//! `sett-bench bank`: Badger's bank test. Accounts start with equal balances;
 //! threads move money between random accounts in read-write transactions while
 //! a checker sums all balances in read-only transactions. Any total other than
 //! the starting one means a transaction was applied in part or saw a torn

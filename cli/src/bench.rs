@@ -1,4 +1,4 @@
-//! `sett bench`: populate, random read and iterate, with figures.
+//! `sett-bench engine`: populate, random read and iterate, with figures.
 
 use crate::progress::{rss, Phase, Progress, ProgressFlags};
 use serde_json::{json, Value};
@@ -115,7 +115,7 @@ impl Config {
     /// Arguments for a child run of one value size.
     fn child_args(&self, valsz: usize, keys: u64) -> Vec<String> {
         let mut a: Vec<String> = vec![
-            "bench".into(),
+            "engine".into(),
             "--valsz".into(),
             valsz.to_string(),
             "--keys".into(),
@@ -315,7 +315,7 @@ fn print_runs(c: &Config, runs: Vec<Value>) -> Result<(), String> {
 pub fn run(c: &Config) -> Result<(), String> {
     say!(
         c,
-        "sett bench: {} writers x {}-entry batches, {} readers, sync={}",
+        "sett-bench engine: {} writers x {}-entry batches, {} readers, sync={}",
         c.writers,
         c.batch,
         c.readers,
@@ -364,7 +364,7 @@ fn run_size(c: &Config, valsz: usize, keys: u64) -> Result<Value, String> {
         None => std::env::temp_dir().join(format!("sett-bench-{}-{valsz}", std::process::id())),
     };
     let _ = std::fs::remove_dir_all(&dir);
-    let progress = Progress::start("bench", c.progress.enabled());
+    let progress = Progress::start("sett-bench engine", c.progress.enabled());
     let run = run_one(c, &progress, &dir, valsz, keys)
         .map_err(|e| format!("value size {valsz} in {}: {e}", dir.display()));
     drop(progress);

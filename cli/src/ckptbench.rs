@@ -1,4 +1,4 @@
-//! `sett bench-checkpoint DIR`: how long a checkpoint takes, how much disk it
+//! `sett-bench checkpoint DIR`: how long a checkpoint takes, how much disk it
 //! adds, and what it costs a writer that keeps writing through it.
 //!
 //! Fills a database in `DIR/db` with `--size-mib` MiB of `--value-size` byte

@@ -1,4 +1,4 @@
-//! `sett crashloop`: kill a writer with SIGKILL at random moments and verify
+//! `sett-bench crashloop`: kill a writer with SIGKILL at random moments and verify
 //! what survives, for N cycles or T seconds.
 //!
 //! The child writes numbered batches — puts on both sides of the value

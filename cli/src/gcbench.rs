@@ -1,4 +1,4 @@
-//! `sett bench-gc DIR`: disk space under overwrites and deletes, with the
+//! `sett-bench gc DIR`: disk space under overwrites and deletes, with the
 //! background value-log GC at its defaults and nothing called by hand.
 //!
 //! Writes a live set of `--live-mib` MiB, then rounds that overwrite every key

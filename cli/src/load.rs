@@ -1,4 +1,4 @@
-//! `sett bench-load`: bulk load against batched writes of the same sorted data.
+//! `sett-bench load`: bulk load against batched writes of the same sorted data.
 
 use crate::progress::{Phase, Progress, ProgressFlags};
 use sett::{Db, Options, WriteBatch};
@@ -25,7 +25,7 @@ const PUBLISH_EVERY: u64 = 1024;
 
 pub fn run(a: &LoadArgs) -> Result<(), String> {
     let (keys, valsz) = (a.keys, a.valsz);
-    let p = Progress::start("bench-load", a.progress.enabled());
+    let p = Progress::start("sett-bench load", a.progress.enabled());
     let phase = |label: &str| {
         Phase::items(label, "keys")
             .total(keys)

@@ -1,37 +1,19 @@
-//! The `sett` command-line tool. Subcommands:
-//!
-//! - `sett bench` — the main job's benchmark: populate with random keys in the
-//!   badger-bench format, random reads, iteration keys-only and with values;
-//!   prints keys/s, ns/op and peak RSS.
-//! - `sett bench-load` — bulk load against batched writes of the same sorted data.
-//! - `sett bench-ops` — the Rust row of `make bench-bindings`.
-//! - `sett bench-gc` — disk space under overwrites and deletes (`make bench-gc`).
-//! - `sett bench-checkpoint` — checkpoint time, extra disk and writer throughput.
-//! - `sett info|verify|backup|restore|flatten|gc|checkpoint` — operate on a database directory.
-//! - `sett bank` — Badger's bank test; exits 1 on a violation.
-//! - `sett crashloop` — SIGKILL a writer at random moments and verify what survives.
+//! `sett`, the operator's tool: inspect, check, back up, restore, compact,
+//! collect and checkpoint a database directory. The benchmarks and stress
+//! harnesses are in `sett-bench` (src/bin/sett-bench.rs).
 //!
 //! `sett --help` and `sett COMMAND --help` list every flag. A bad command line
 //! exits 2 (clap's error), a failed command 1.
 
-mod bank;
-mod bench;
-mod ckptbench;
-mod crashloop;
-mod gcbench;
-mod load;
-mod opsbench;
-mod progress;
-mod tools;
-
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+use sett_cli::tools;
 use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
     name = "sett",
     version,
-    about = "Inspect, repair, back up, benchmark and stress-test sett databases"
+    about = "Inspect, check, back up, restore, compact and checkpoint sett databases (benchmarks: sett-bench)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -54,69 +36,18 @@ enum Command {
     Gc(tools::GcArgs),
     /// Make an openable copy of a database in a new directory, by hard links
     Checkpoint(tools::CheckpointArgs),
-    /// Badger's bank test: concurrent transfers must keep the total; exits 1 on a violation
-    Bank(bank::BankArgs),
-    /// Bulk load against 1000-entry batches of the same sorted keys
-    BenchLoad(load::LoadArgs),
-    /// Batch, put, get and iterate N keys: the Rust row of make bench-bindings
-    BenchOps(opsbench::OpsArgs),
-    /// Disk space under 10x overwrites and deletes with the background value-log GC (make bench-gc)
-    BenchGc(gcbench::GcBenchArgs),
-    /// Checkpoint time, extra disk and a writer's throughput while a checkpoint is taken
-    BenchCheckpoint(ckptbench::CkptBenchArgs),
-    /// SIGKILL a writer at random moments and verify what survives; exits 1 on a failure
-    Crashloop(crashloop::CrashloopArgs),
-    /// The writer that crashloop kills (not for use by hand)
-    #[command(hide = true)]
-    CrashloopChild(crashloop::ChildArgs),
-    /// The engine benchmark: random populate, random reads, iteration; one table row per value size
-    Bench(bench::Config),
-}
-
-/// Prints a failed command's error and turns its outcome into the exit code:
-/// 0 on success, 1 when the command failed or a check it makes did not hold.
-fn finish(name: &str, r: Result<bool, String>) -> ExitCode {
-    match r {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("sett {name}: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let ok = |r: Result<(), String>| r.map(|()| true);
+    let finish = |name, r: Result<(), String>| sett_cli::finish("sett", name, r.map(|()| true));
     match &cli.command {
-        Command::Info(a) => finish("info", ok(tools::info(a))),
-        Command::Verify(a) => finish("verify", ok(tools::verify(a))),
-        Command::Backup(a) => finish("backup", ok(tools::backup(a))),
-        Command::Restore(a) => finish("restore", ok(tools::restore(a))),
-        Command::Flatten(a) => finish("flatten", ok(tools::flatten(a))),
-        Command::Gc(a) => finish("gc", ok(tools::gc(a))),
-        Command::Checkpoint(a) => finish("checkpoint", ok(tools::checkpoint(a))),
-        Command::Bank(a) => finish("bank", bank::run(a)),
-        Command::BenchLoad(a) => finish("bench-load", ok(load::run(a))),
-        Command::BenchOps(a) => finish("bench-ops", ok(opsbench::run(a))),
-        Command::BenchGc(a) => finish("bench-gc", ok(gcbench::run(a))),
-        Command::BenchCheckpoint(a) => finish("bench-checkpoint", ok(ckptbench::run(a))),
-        Command::Crashloop(a) => finish("crashloop", crashloop::run(a)),
-        Command::CrashloopChild(a) => finish("crashloop-child", ok(crashloop::child(a))),
-        Command::Bench(c) => {
-            // A bad combination of flags is a usage error like any other: exit 2.
-            if let Err(e) = c.check() {
-                // Built, so that the usage line it prints says `sett bench`.
-                let mut cmd = Cli::command();
-                cmd.build();
-                let kind = clap::error::ErrorKind::ArgumentConflict;
-                match cmd.find_subcommand_mut("bench") {
-                    Some(bench) => bench.error(kind, e).exit(),
-                    None => cmd.error(kind, e).exit(),
-                }
-            }
-            finish("bench", ok(bench::run(c)))
-        }
+        Command::Info(a) => finish("info", tools::info(a)),
+        Command::Verify(a) => finish("verify", tools::verify(a)),
+        Command::Backup(a) => finish("backup", tools::backup(a)),
+        Command::Restore(a) => finish("restore", tools::restore(a)),
+        Command::Flatten(a) => finish("flatten", tools::flatten(a)),
+        Command::Gc(a) => finish("gc", tools::gc(a)),
+        Command::Checkpoint(a) => finish("checkpoint", tools::checkpoint(a)),
     }
 }

@@ -1,4 +1,4 @@
-//! `sett bench-ops DIR N`: the Rust row of `make bench-bindings`. The C, Go and
+//! `sett-bench ops DIR N`: the Rust row of `make bench-bindings`. The C, Go and
 //! Python programs beside it (ffi/bench/ops.c, bench-go/cmd/opsbench,
 //! bindings-python/bench/ops.py) run the same four phases on the same data, so
 //! the difference between rows is the cost of each binding layer:

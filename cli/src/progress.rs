@@ -242,7 +242,7 @@ fn format_line(s: &Shared, c: &Current, done: u64, rate: f64, now: Instant) -> S
     let p = &c.phase;
     let in_phase = now.duration_since(c.started).as_secs_f64();
     let mut line = format!(
-        "[sett {} {:.0}s] {}",
+        "[{} {:.0}s] {}",
         s.command,
         now.duration_since(s.started).as_secs_f64(),
         p.label

@@ -153,7 +153,7 @@ pub fn info(a: &InfoArgs) -> Result<(), String> {
 }
 
 pub fn verify(a: &VerifyArgs) -> Result<(), String> {
-    let p = Progress::start("verify", a.progress.enabled());
+    let p = Progress::start("sett verify", a.progress.enabled());
     p.phase(Phase::wait(format!("opening {}", a.dir.display())));
     let db = open(&a.dir, true)?;
     p.phase(Phase::wait("checking every table block and live value"));
@@ -170,7 +170,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), String> {
 
 pub fn backup(a: &BackupArgs) -> Result<(), String> {
     let out = a.file.display();
-    let p = Progress::start("backup", a.progress.enabled());
+    let p = Progress::start("sett backup", a.progress.enabled());
     p.phase(Phase::wait(format!("opening {}", a.dir.display())));
     let db = open(&a.dir, true)?;
     let file = std::fs::File::create(&a.file).map_err(|e| format!("creating {out}: {e}"))?;
@@ -193,7 +193,7 @@ pub fn backup(a: &BackupArgs) -> Result<(), String> {
 
 pub fn restore(a: &RestoreArgs) -> Result<(), String> {
     let input = a.file.display();
-    let p = Progress::start("restore", a.progress.enabled());
+    let p = Progress::start("sett restore", a.progress.enabled());
     p.phase(Phase::wait(format!("opening {}", a.dir.display())));
     let db = open(&a.dir, false)?;
     let file = std::fs::File::open(&a.file).map_err(|e| format!("opening {input}: {e}"))?;
@@ -215,7 +215,7 @@ pub fn restore(a: &RestoreArgs) -> Result<(), String> {
 }
 
 pub fn flatten(a: &FlattenArgs) -> Result<(), String> {
-    let p = Progress::start("flatten", a.progress.enabled());
+    let p = Progress::start("sett flatten", a.progress.enabled());
     p.phase(Phase::wait(format!("opening {}", a.dir.display())));
     let db = open(&a.dir, false)?;
     p.phase(Phase::wait("compacting every level into the last"));
@@ -231,7 +231,7 @@ pub fn flatten(a: &FlattenArgs) -> Result<(), String> {
 }
 
 pub fn gc(a: &GcArgs) -> Result<(), String> {
-    let p = Progress::start("gc", a.progress.enabled());
+    let p = Progress::start("sett gc", a.progress.enabled());
     p.phase(Phase::wait(format!("opening {}", a.dir.display())));
     let db = open(&a.dir, false)?;
     let before = db.stats().vlog_bytes;

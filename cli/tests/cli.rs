@@ -1,31 +1,47 @@
-//! The `sett` binary's command line: help, usage errors, `--json` and `--progress`.
+//! The command lines of `sett` (operators) and `sett-bench` (benchmarks and
+//! stress harnesses): help, usage errors, `--json` and `--progress`.
 
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
+const SETT: &str = env!("CARGO_BIN_EXE_sett");
+const SETT_BENCH: &str = env!("CARGO_BIN_EXE_sett-bench");
+
 fn sett(args: &[&str]) -> Output {
-    sett_env(args, &[])
+    run_env(SETT, args, &[])
 }
 
 fn sett_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    run_env(SETT, args, env)
+}
+
+fn sett_bench(args: &[&str]) -> Output {
+    run_env(SETT_BENCH, args, &[])
+}
+
+fn sett_bench_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    run_env(SETT_BENCH, args, env)
+}
+
+fn run_env(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     // The tests run in parallel threads and build databases in this process
-    // while other threads spawn `sett`: a child forked before a Db here closed
+    // while other threads spawn a tool: a child forked before a Db here closed
     // holds a copy of its LOCK descriptor, and so its flock, until it execs.
     // On a loaded machine that can outlast the close by a few milliseconds, so
     // a command refused for that lock is tried again for up to two seconds.
     for _ in 0..20 {
-        let o = Command::new(env!("CARGO_BIN_EXE_sett"))
+        let o = Command::new(exe)
             .args(args)
             .envs(env.iter().copied())
             .output()
-            .unwrap_or_else(|e| panic!("running sett {args:?}: {e}"));
+            .unwrap_or_else(|e| panic!("running {exe} {args:?}: {e}"));
         if !String::from_utf8_lossy(&o.stderr).contains("is locked by another process") {
             return o;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    panic!("sett {args:?}: the database stayed locked for two seconds")
+    panic!("{exe} {args:?}: the database stayed locked for two seconds")
 }
 
 fn text(b: &[u8]) -> String {
@@ -47,29 +63,32 @@ fn expect_code(o: &Output, code: i32, what: &str) {
 const PROGRESS: &[&str] = &["--progress", "--no-progress"];
 
 /// Every visible command and the flags its help must mention.
-fn commands() -> Vec<(&'static str, Vec<&'static str>)> {
+fn commands() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
     let with_progress = |flags: &[&'static str]| [flags, PROGRESS].concat();
     vec![
-        ("info", vec!["--json"]),
-        ("verify", with_progress(&[])),
-        ("backup", with_progress(&["--since"])),
-        ("restore", with_progress(&[])),
-        ("flatten", with_progress(&[])),
-        ("gc", with_progress(&["--ratio"])),
-        ("checkpoint", vec!["--read-only", "--json"]),
-        ("bench-checkpoint", vec!["--size-mib", "--value-size"]),
+        (SETT, "info", vec!["--json"]),
+        (SETT, "verify", with_progress(&[])),
+        (SETT, "backup", with_progress(&["--since"])),
+        (SETT, "restore", with_progress(&[])),
+        (SETT, "flatten", with_progress(&[])),
+        (SETT, "gc", with_progress(&["--ratio"])),
+        (SETT, "checkpoint", vec!["--read-only", "--json"]),
+        (SETT_BENCH, "checkpoint", vec!["--size-mib", "--value-size"]),
         (
+            SETT_BENCH,
             "bank",
             vec!["--dir", "--accounts", "--threads", "--seconds", "--sync"],
         ),
-        ("bench-load", with_progress(&["--keys", "--valsz"])),
-        ("bench-ops", vec![]),
+        (SETT_BENCH, "load", with_progress(&["--keys", "--valsz"])),
+        (SETT_BENCH, "ops", vec![]),
         (
+            SETT_BENCH,
             "crashloop",
             vec!["--cycles", "--seconds", "--sync", "--dir"],
         ),
         (
-            "bench",
+            SETT_BENCH,
+            "engine",
             with_progress(&[
                 "--dir",
                 "--valsz",
@@ -93,57 +112,86 @@ fn commands() -> Vec<(&'static str, Vec<&'static str>)> {
 
 #[test]
 fn help_names_every_command_and_flag() {
-    let o = sett(&["--help"]);
-    expect_code(&o, 0, "sett --help");
-    let top = text(&o.stdout);
-    for (cmd, flags) in commands() {
-        assert!(top.contains(cmd), "sett --help does not name {cmd}:\n{top}");
-        let o = sett(&[cmd, "--help"]);
-        expect_code(&o, 0, &format!("sett {cmd} --help"));
+    let top = |exe: &str| {
+        let o = run_env(exe, &["--help"], &[]);
+        expect_code(&o, 0, &format!("{exe} --help"));
+        text(&o.stdout)
+    };
+    let (sett_top, bench_top) = (top(SETT), top(SETT_BENCH));
+    for (exe, cmd, flags) in commands() {
+        let top = if exe == SETT { &sett_top } else { &bench_top };
+        assert!(
+            top.contains(cmd),
+            "{exe} --help does not name {cmd}:\n{top}"
+        );
+        let o = run_env(exe, &[cmd, "--help"], &[]);
+        expect_code(&o, 0, &format!("{exe} {cmd} --help"));
         let help = text(&o.stdout);
         for f in flags {
             assert!(
                 help.contains(f),
-                "sett {cmd} --help does not name {f}:\n{help}"
+                "{exe} {cmd} --help does not name {f}:\n{help}"
             );
         }
     }
     assert!(
-        !top.contains("crashloop-child"),
-        "the internal crashloop-child shows in sett --help:\n{top}"
+        !bench_top.contains("crashloop-child"),
+        "the internal crashloop-child shows in sett-bench --help:\n{bench_top}"
     );
+    // The operator's tool carries no benchmark or harness.
+    for harness in ["engine", "bank", "crashloop"] {
+        assert!(
+            !sett_top.contains(harness),
+            "sett --help names the harness {harness}:\n{sett_top}"
+        );
+    }
 }
 
 #[test]
 fn usage_errors_exit_2_and_name_the_problem() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let d = dir.path().to_str().expect("a UTF-8 temporary path");
-    let cases: &[(&[&str], &str)] = &[
-        (&["info", d, "--bogus"], "--bogus"),
-        (&["bench", "--no-such-flag"], "--no-such-flag"),
-        (&["gc", d, "--ratio"], "--ratio"),
-        (&["gc", d, "--ratio", "half"], "half"),
-        (&["backup", d], "FILE"),
-        (&["bench", "--writers", "0"], "--writers"),
-        (&["bench", "--valsz", "1,2,3", "--keys", "1,2"], "--keys"),
-        // The defaults: two value sizes, two key counts.
-        (&["bench", "--keys", "1,2,3"], "3 given for 2 sizes"),
-        (&["bench", "--valsz", "1,2,3"], "2 given for 3 sizes"),
-        (&["bank", "--accounts", "1"], "--accounts"),
+    let cases: &[(&str, &[&str], &str)] = &[
+        (SETT, &["info", d, "--bogus"], "--bogus"),
+        (SETT_BENCH, &["engine", "--no-such-flag"], "--no-such-flag"),
+        (SETT, &["gc", d, "--ratio"], "--ratio"),
+        (SETT, &["gc", d, "--ratio", "half"], "half"),
+        (SETT, &["backup", d], "FILE"),
+        (SETT_BENCH, &["engine", "--writers", "0"], "--writers"),
         (
+            SETT_BENCH,
+            &["engine", "--valsz", "1,2,3", "--keys", "1,2"],
+            "--keys",
+        ),
+        // The defaults: two value sizes, two key counts.
+        (
+            SETT_BENCH,
+            &["engine", "--keys", "1,2,3"],
+            "3 given for 2 sizes",
+        ),
+        (
+            SETT_BENCH,
+            &["engine", "--valsz", "1,2,3"],
+            "2 given for 3 sizes",
+        ),
+        (SETT_BENCH, &["bank", "--accounts", "1"], "--accounts"),
+        (
+            SETT_BENCH,
             &["crashloop", "--cycles", "3", "--seconds", "2"],
             "--seconds",
         ),
-        (&["no-such-command"], "no-such-command"),
-        (&[], "Usage"),
+        (SETT, &["no-such-command"], "no-such-command"),
+        (SETT_BENCH, &["bench"], "bench"),
+        (SETT, &[], "Usage"),
+        (SETT_BENCH, &[], "Usage"),
     ];
-    for (args, named) in cases {
-        let o = sett(args);
-        expect_code(&o, 2, &format!("sett {args:?}"));
+    for (exe, args, named) in cases {
+        let o = run_env(exe, args, &[]);
+        expect_code(&o, 2, &format!("{exe} {args:?}"));
         let err = text(&o.stderr);
         assert!(
             err.contains(named),
-            "sett {args:?}: the error does not name {named}:\n{err}"
+            "{exe} {args:?}: the error does not name {named}:\n{err}"
         );
     }
 }
@@ -213,7 +261,7 @@ fn bench_progress_and_json() {
     // A short interval, so that this tiny run lasts several of them.
     let fast = [("SETT_PROGRESS_MS", "20")];
     let mut args = vec![
-        "bench",
+        "engine",
         "--valsz",
         "128",
         "--dir",
@@ -222,12 +270,12 @@ fn bench_progress_and_json() {
         "--progress",
     ];
     args.extend(TINY);
-    let o = sett_env(&args, &fast);
-    expect_code(&o, 0, "sett bench --progress --json");
+    let o = sett_bench_env(&args, &fast);
+    expect_code(&o, 0, "sett-bench engine --progress --json");
     let err = text(&o.stderr);
     let lines: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with("[sett bench "))
+        .filter(|l| l.starts_with("[sett-bench engine "))
         .collect();
     assert!(!lines.is_empty(), "no progress line on stderr:\n{err}");
     assert!(lines.iter().all(|l| l.contains("RSS ")), "{err}");
@@ -247,14 +295,14 @@ fn bench_progress_and_json() {
 
     // Off: with --no-progress, and by default when stderr is not a terminal.
     for extra in [&["--no-progress"][..], &[]] {
-        let mut args = vec!["bench", "--valsz", "128", "--dir", d];
+        let mut args = vec!["engine", "--valsz", "128", "--dir", d];
         args.extend(extra);
         args.extend(TINY);
-        let o = sett_env(&args, &fast);
-        expect_code(&o, 0, "sett bench without progress");
+        let o = sett_bench_env(&args, &fast);
+        expect_code(&o, 0, "sett-bench engine without progress");
         let err = text(&o.stderr);
         assert!(
-            !err.contains("[sett bench "),
+            !err.contains("[sett-bench engine "),
             "{args:?} printed progress:\n{err}"
         );
         assert!(text(&o.stdout).contains("| 128 B | 3000 |"));
@@ -266,7 +314,7 @@ fn bench_with_json_values_and_each_codec_reports_it_and_shrinks_the_disk() {
     let mut disk = Vec::new();
     for codec in ["none", "lz4", "zstd"] {
         let mut args = vec![
-            "bench",
+            "engine",
             "--valsz",
             "1024",
             "--value-threshold",
@@ -280,11 +328,11 @@ fn bench_with_json_values_and_each_codec_reports_it_and_shrinks_the_disk() {
             "--no-progress",
         ];
         args.extend(TINY);
-        let o = sett(&args);
+        let o = sett_bench(&args);
         expect_code(
             &o,
             0,
-            &format!("sett bench --values json --compression {codec}"),
+            &format!("sett-bench engine --values json --compression {codec}"),
         );
         let v: Value = serde_json::from_slice(&o.stdout).expect("bench --json parses");
         let run = &v["runs"][0];
@@ -298,17 +346,17 @@ fn bench_with_json_values_and_each_codec_reports_it_and_shrinks_the_disk() {
         disk[1] < disk[0] && disk[2] < disk[0],
         "none, lz4, zstd: {disk:?}"
     );
-    let o = sett(&["bench", "--compression", "snappy"]);
+    let o = sett_bench(&["engine", "--compression", "snappy"]);
     expect_code(&o, 2, "an unknown codec");
     assert!(text(&o.stderr).contains("snappy"));
 }
 
 #[test]
 fn bench_json_with_one_child_per_value_size() {
-    let mut args = vec!["bench", "--valsz", "64,256", "--json", "--no-progress"];
+    let mut args = vec!["engine", "--valsz", "64,256", "--json", "--no-progress"];
     args.extend(TINY);
-    let o = sett(&args);
-    expect_code(&o, 0, "sett bench --valsz 64,256 --json");
+    let o = sett_bench(&args);
+    expect_code(&o, 0, "sett-bench engine --valsz 64,256 --json");
     let out = text(&o.stdout);
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e} in:\n{out}"));
     let sizes: Vec<u64> = v["runs"]
@@ -381,15 +429,15 @@ fn checkpoint_makes_an_openable_copy_and_refuses_an_existing_target() {
 fn bench_checkpoint_reports_time_disk_and_writer_throughput() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let d = tmp.path().join("bench");
-    let o = sett(&[
-        "bench-checkpoint",
+    let o = sett_bench(&[
+        "checkpoint",
         d.to_str().expect("utf-8"),
         "--size-mib",
         "2",
         "--value-size",
         "2048",
     ]);
-    expect_code(&o, 0, "sett bench-checkpoint");
+    expect_code(&o, 0, "sett-bench checkpoint");
     let out = text(&o.stdout);
     let line = out
         .lines()

@@ -1,4 +1,4 @@
-/* The C row of `make bench-bindings`: the four phases of `sett bench-ops`
+/* The C row of `make bench-bindings`: the four phases of `sett-bench ops`
  * (cli/src/opsbench.rs) through the C ABI, on the same data, so that the
  * difference between rows is the binding layer:
  *   batch   N keys "key%012lu" with 100-byte values, in 1000-entry batches

@@ -31,7 +31,7 @@ var (
 )
 
 // jsonValue is a JSON-like record of exactly valsz bytes for key k (cut at
-// valsz): as `sett bench --values json`, names, words and dates repeat while
+// valsz): as `sett-bench engine --values json`, names, words and dates repeat while
 // ids, scores and durations vary.
 func jsonValue(k int64, valsz int) []byte {
 	r := rand.New(rand.NewPCG(uint64(k), 0x5eed))

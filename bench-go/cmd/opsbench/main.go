@@ -1,5 +1,5 @@
 // Command opsbench is the Go row of `make bench-bindings`: the four phases of
-// `sett bench-ops` (cli/src/opsbench.rs) through the Go package over cgo, on the
+// `sett-bench ops` (cli/src/opsbench.rs) through the Go package over cgo, on the
 // same data, so that the difference between rows is the binding layer:
 //
 //	batch   N keys "key%012d" with 100-byte values, in 1000-entry batches

@@ -38,7 +38,7 @@ impl Compression {
         }
     }
 
-    /// The codec's name, as options and `sett bench` spell it.
+    /// The codec's name, as options and `sett-bench engine` spell it.
     pub fn name(self) -> &'static str {
         match self {
             Compression::None => "none",

@@ -1,0 +1,80 @@
+//! `sett-bench`: sett's benchmarks and stress harnesses, apart from the
+//! operator's tool `sett`. Subcommands:
+//!
+//! - `engine` — the main job's engine benchmark: populate with random keys in
+//!   the badger-bench format, random reads, iteration keys-only and with
+//!   values; prints keys/s, ns/op and peak RSS (`make bench-rust`).
+//! - `load` — bulk load against batched writes of the same sorted data.
+//! - `ops` — the Rust row of `make bench-bindings`.
+//! - `gc` — disk space under overwrites and deletes (`make bench-gc`).
+//! - `checkpoint` — checkpoint time, extra disk and writer throughput.
+//! - `bank` — Badger's bank test; exits 1 on a violation.
+//! - `crashloop` — SIGKILL a writer at random moments and verify what survives.
+//!
+//! `sett-bench --help` and `sett-bench COMMAND --help` list every flag. A bad
+//! command line exits 2 (clap's error), a failed command or check 1.
+
+use clap::{CommandFactory, Parser, Subcommand};
+use sett_cli::{bank, bench, ckptbench, crashloop, gcbench, load, opsbench};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "sett-bench",
+    version,
+    about = "Benchmark and stress-test the sett engine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The engine benchmark: random populate, random reads, iteration; one table row per value size
+    Engine(bench::Config),
+    /// Bulk load against 1000-entry batches of the same sorted keys
+    Load(load::LoadArgs),
+    /// Batch, put, get and iterate N keys: the Rust row of make bench-bindings
+    Ops(opsbench::OpsArgs),
+    /// Disk space under 10x overwrites and deletes with the background value-log GC (make bench-gc)
+    Gc(gcbench::GcBenchArgs),
+    /// Checkpoint time, extra disk and a writer's throughput while a checkpoint is taken
+    Checkpoint(ckptbench::CkptBenchArgs),
+    /// Badger's bank test: concurrent transfers must keep the total; exits 1 on a violation
+    Bank(bank::BankArgs),
+    /// SIGKILL a writer at random moments and verify what survives; exits 1 on a failure
+    Crashloop(crashloop::CrashloopArgs),
+    /// The writer that crashloop kills (not for use by hand)
+    #[command(hide = true)]
+    CrashloopChild(crashloop::ChildArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let finish = |name, r| sett_cli::finish("sett-bench", name, r);
+    let ok = |r: Result<(), String>| r.map(|()| true);
+    match &cli.command {
+        Command::Engine(c) => {
+            // A bad combination of flags is a usage error like any other: exit 2.
+            if let Err(e) = c.check() {
+                // Built, so that the usage line it prints names the subcommand.
+                let mut cmd = Cli::command();
+                cmd.build();
+                let kind = clap::error::ErrorKind::ArgumentConflict;
+                match cmd.find_subcommand_mut("engine") {
+                    Some(sub) => sub.error(kind, e).exit(),
+                    None => cmd.error(kind, e).exit(),
+                }
+            }
+            finish("engine", ok(bench::run(c)))
+        }
+        Command::Load(a) => finish("load", ok(load::run(a))),
+        Command::Ops(a) => finish("ops", ok(opsbench::run(a))),
+        Command::Gc(a) => finish("gc", ok(gcbench::run(a))),
+        Command::Checkpoint(a) => finish("checkpoint", ok(ckptbench::run(a))),
+        Command::Bank(a) => finish("bank", bank::run(a)),
+        Command::Crashloop(a) => finish("crashloop", crashloop::run(a)),
+        Command::CrashloopChild(a) => finish("crashloop-child", ok(crashloop::child(a))),
+    }
+}

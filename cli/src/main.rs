@@ -5,6 +5,7 @@
 //!   prints keys/s, ns/op and peak RSS.
 //! - `sett bench-load` — bulk load against batched writes of the same sorted data.
 //! - `sett bench-ops` — the Rust row of `make bench-bindings`.
+//! - `sett bench-write` — single-key puts/deletes, small batches or 10-key prefix scans (issue 21).
 //! - `sett bench-gc` — disk space under overwrites and deletes (`make bench-gc`).
 //! - `sett info|verify|backup|restore|flatten|gc` — operate on a database directory.
 //! - `sett bank` — Badger's bank test; exits 1 on a violation.
@@ -21,6 +22,7 @@ mod load;
 mod opsbench;
 mod progress;
 mod tools;
+mod writebench;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -56,6 +58,8 @@ enum Command {
     BenchLoad(load::LoadArgs),
     /// Batch, put, get and iterate N keys: the Rust row of make bench-bindings
     BenchOps(opsbench::OpsArgs),
+    /// Small operations: single-key puts or deletes, small batches, 10-key prefix scans; ops/s and CPU ns/op
+    BenchWrite(writebench::WriteArgs),
     /// Disk space under 10x overwrites and deletes with the background value-log GC (make bench-gc)
     BenchGc(gcbench::GcBenchArgs),
     /// SIGKILL a writer at random moments and verify what survives; exits 1 on a failure
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Bank(a) => finish("bank", bank::run(a)),
         Command::BenchLoad(a) => finish("bench-load", ok(load::run(a))),
         Command::BenchOps(a) => finish("bench-ops", ok(opsbench::run(a))),
+        Command::BenchWrite(a) => finish("bench-write", ok(writebench::run(a))),
         Command::BenchGc(a) => finish("bench-gc", ok(gcbench::run(a))),
         Command::Crashloop(a) => finish("crashloop", crashloop::run(a)),
         Command::CrashloopChild(a) => finish("crashloop-child", ok(crashloop::child(a))),

@@ -73,14 +73,23 @@ impl ReadState {
         self.version.get(key, read_seq)
     }
 
-    /// Merge sources over everything, newest first.
-    pub(crate) fn sources(&self, reverse: bool) -> Vec<Box<dyn Source>> {
+    /// Merge sources, newest first, for a walk over user keys in `[lower,
+    /// upper)` (`None`: unbounded): the memtables that hold anything and the
+    /// tables whose key range meets the bounds (see `Version::sources`).
+    pub(crate) fn sources(
+        &self,
+        reverse: bool,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> Vec<Box<dyn Source>> {
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
-        sources.push(Box::new(MemIter::new(self.mem.clone(), reverse)));
-        for m in &self.imm {
-            sources.push(Box::new(MemIter::new(m.clone(), reverse)));
+        for m in std::iter::once(&self.mem).chain(&self.imm) {
+            // A snapshot never sees later inserts, so an empty memtable adds nothing.
+            if !m.is_empty() {
+                sources.push(Box::new(MemIter::new(m.clone(), reverse)));
+            }
         }
-        self.version.sources(reverse, &mut sources);
+        self.version.sources(reverse, lower, upper, &mut sources);
         sources
     }
 }
@@ -425,7 +434,7 @@ impl Db {
             r.blocks += t.verify()?;
             r.tables += 1;
         }
-        let mut merge = MergeIter::new(st.sources(false), false);
+        let mut merge = MergeIter::new(st.sources(false, None, None), false);
         merge.rewind()?;
         let mut prev_user_key: Vec<u8> = Vec::new();
         while merge.valid() {
@@ -619,7 +628,8 @@ impl DbInner {
             sources.push(Box::new(PendingIter::new(view.pending, opts.reverse)) as Box<dyn Source>);
             reads = view.reads;
         }
-        sources.extend(st.sources(opts.reverse));
+        let (lower, upper) = crate::iter::bounds(&opts);
+        sources.extend(st.sources(opts.reverse, lower.as_deref(), upper.as_deref()));
         let merge = MergeIter::new(sources, opts.reverse);
         DbIterator::new(self.clone(), st.vlogs.clone(), merge, snap, reads, opts)
     }
@@ -687,5 +697,88 @@ impl DbInner {
         drop(p);
         let _bg = lock(&self.bg);
         self.room_cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count_keys(db: &Db, prefix: &[u8]) -> usize {
+        let opts = IterOptions {
+            prefix: Some(prefix.to_vec()),
+            ..IterOptions::default()
+        };
+        db.iter(opts).unwrap().map(|r| r.unwrap()).count()
+    }
+
+    #[test]
+    fn a_bounded_scan_gets_sources_only_for_tables_that_meet_its_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.table_size = 4096;
+        let db = Db::open(opts).unwrap();
+        // "a" keys in the last level, over many small tables.
+        // Two overlapping flushes, so that flatten merges (and splits) them
+        // instead of moving one table down.
+        for odd in [0, 1] {
+            for i in (odd..400).step_by(2) {
+                db.put(format!("a{i:04}").as_bytes(), &[1; 100]).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.flatten().unwrap();
+        // One L0 table of "b" keys and one of "c" keys; no compaction moves them.
+        lock(&db.inner.bg).manual = true;
+        for p in ["b", "c"] {
+            for i in 0..10 {
+                db.put(format!("{p}{i:04}").as_bytes(), &[2; 100]).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        let st = db.inner.read_state();
+        let last = st.version.levels.len() - 1;
+        let level = &st.version.levels[last];
+        assert!(level.len() > 4, "{} tables in the last level", level.len());
+        assert_eq!(st.version.levels[0].len(), 2);
+
+        // Unbounded: both L0 tables and the level; the empty memtable adds nothing.
+        assert_eq!(st.sources(false, None, None).len(), 3);
+        // Only the "b" table meets [b, c).
+        assert_eq!(st.sources(false, Some(b"b"), Some(b"c")).len(), 1);
+        assert_eq!(st.sources(true, Some(b"c"), None).len(), 1);
+        // Only the level meets [a0100, a0110), and only a short run of it.
+        assert_eq!(st.sources(false, Some(b"a0100"), Some(b"a0110")).len(), 1);
+        let (from, to) = st.version.run(last, Some(b"a0100"), Some(b"a0110"));
+        let meets: Vec<usize> = (0..level.len())
+            .filter(|&i| {
+                key::user_key(level[i].largest()) >= b"a0100".as_slice()
+                    && key::user_key(level[i].smallest()) < b"a0110".as_slice()
+            })
+            .collect();
+        assert_eq!((from..to).collect::<Vec<_>>(), meets);
+        assert!(to - from <= 2 && to > from);
+        // Nothing meets a range between the tables.
+        assert!(st.sources(false, Some(b"a9"), Some(b"b")).is_empty());
+
+        // A memtable with data is a source again.
+        db.put(b"z", b"1").unwrap();
+        let st = db.inner.read_state();
+        assert_eq!(st.sources(false, Some(b"b"), Some(b"c")).len(), 2);
+
+        // And the bounded scans still see what they must.
+        assert_eq!(count_keys(&db, b"a010"), 10);
+        assert_eq!(count_keys(&db, b"b"), 10);
+        assert_eq!(count_keys(&db, b"a"), 400);
+        let mut it = db
+            .iter(IterOptions {
+                prefix: Some(b"b".to_vec()),
+                reverse: true,
+                ..IterOptions::default()
+            })
+            .unwrap();
+        assert_eq!(it.key(), b"b0009");
+        it.seek(b"b0004").unwrap();
+        assert_eq!(it.key(), b"b0004");
     }
 }

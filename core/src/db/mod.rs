@@ -709,7 +709,12 @@ mod tests {
             prefix: Some(prefix.to_vec()),
             ..IterOptions::default()
         };
-        db.iter(opts).unwrap().map(|r| r.unwrap()).count()
+        let mut n = 0;
+        for item in db.iter(opts).unwrap() {
+            item.unwrap();
+            n += 1;
+        }
+        n
     }
 
     #[test]

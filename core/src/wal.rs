@@ -73,6 +73,18 @@ pub(crate) fn frame(buf: &mut Vec<u8>, payload: &[u8]) {
     buf.extend_from_slice(payload);
 }
 
+/// Appends one framed record to `buf` whose payload `payload` writes in
+/// place (no payload buffer of its own), as [`frame`] would frame it.
+pub(crate) fn frame_with(buf: &mut Vec<u8>, payload: impl FnOnce(&mut Vec<u8>)) {
+    let at = buf.len();
+    buf.extend_from_slice(&[0; RECORD_HEADER_LEN]);
+    payload(buf);
+    let len = ((buf.len() - at - RECORD_HEADER_LEN) as u32).to_le_bytes();
+    buf[at + 4..at + 8].copy_from_slice(&len);
+    let crc = crc32fast::hash(&buf[at + 4..]);
+    buf[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// The valid record starting at `pos`, as the payload range, if there is one.
 fn record_at(data: &[u8], pos: usize) -> Option<std::ops::Range<usize>> {
     let crc = crate::coding::u32_at(data, pos)?;
@@ -252,6 +264,16 @@ mod tests {
         let got: Vec<&[u8]> = s.records.iter().map(|(_, r)| &data[r.clone()]).collect();
         assert_eq!(got, vec![&b"one"[..], b"two", b"three"]);
         assert_eq!(s.valid_len, data.len() as u64);
+    }
+
+    #[test]
+    fn a_record_framed_in_place_has_the_bytes_of_one_framed_from_its_payload() {
+        for payload in [&b"x"[..], b"a longer payload", &[7u8; 5000]] {
+            let (mut a, mut b) = (b"before".to_vec(), b"before".to_vec());
+            frame(&mut a, payload);
+            frame_with(&mut b, |buf| buf.extend_from_slice(payload));
+            assert_eq!(a, b);
+        }
     }
 
     #[test]

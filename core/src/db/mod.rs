@@ -98,6 +98,9 @@ impl ReadState {
 pub(crate) struct LogState {
     pub(crate) wal: LogWriter,
     pub(crate) vlog: VlogWriter,
+    /// The WAL bytes of the group being written: one buffer kept from group
+    /// to group instead of an allocation per group.
+    pub(crate) framed: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -116,6 +119,9 @@ pub(crate) struct Queue {
     /// The sequence the next batch gets.
     pub(crate) next_seq: u64,
     pub(crate) oracle: Oracle,
+    /// Threads blocked on `queue_cv`: a leader that finds none does not pay
+    /// for a wake-up (a futex call) when its group is done.
+    pub(crate) waiting: usize,
 }
 
 /// Counts and sizes of what the Db holds.

@@ -223,6 +223,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
             writers: VecDeque::new(),
             next_seq: last_seq + 1,
             oracle: Oracle::default(),
+            waiting: 0,
         }),
         queue_cv: Condvar::new(),
         log: Mutex::new(None),
@@ -432,7 +433,11 @@ impl DbInner {
             version: st.version.clone(),
             vlogs,
         });
-        *lock(&self.log) = Some(LogState { wal, vlog });
+        *lock(&self.log) = Some(LogState {
+            wal,
+            vlog,
+            framed: Vec::new(),
+        });
         Ok(())
     }
 

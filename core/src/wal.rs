@@ -145,6 +145,10 @@ pub(crate) fn scan_synced(
                 pos = r.end;
             }
             None => {
+                // An all-zero rest (space allocated ahead) holds no record: no search.
+                if data[pos..].iter().all(|&b| b == 0) {
+                    break;
+                }
                 if let Some(later) = (pos + 1..data.len()).find(|&p| record_at(data, p).is_some()) {
                     // The chain of valid records from there: did any of them
                     // know the damaged bytes as synced?
@@ -193,9 +197,118 @@ pub(crate) struct LogWriter {
     len: u64,
     /// Bytes known durable: up to the end of the last successful sync.
     synced: u64,
+    /// Appends through a shared mapping of the file (see `create_mapped`).
+    mapped: Option<Mapped>,
+}
+
+/// Appends smaller than this are copied into the mapping; larger ones are
+/// written by `pwrite` (one call for many pages beats a fault per page).
+const MAPPED_COPY_MAX: usize = 32 << 10;
+/// The file is extended (`posix_fallocate`) this much at a time.
+const MAPPED_ALLOC_STEP: u64 = 1 << 20;
+
+/// A log file mapped shared for appends (WAL format 3). Records are copied
+/// into the mapping, that is into the kernel's page cache: once copied they
+/// survive the process being killed, as a `write` would, without a system
+/// call. The space is allocated ahead with `posix_fallocate`, so the file
+/// holds zeros after the last record (a zero record header ends the log), and
+/// a copy never meets a missing block.
+struct Mapped {
+    /// A read-write handle of the file (the mapping, `pwrite` and fallocate use it).
+    file: File,
+    map: memmap2::MmapMut,
+    /// The file's length: every byte below it exists (written or allocated).
+    allocated: u64,
+    /// Allocating ahead failed (no space, a file size limit): from then on
+    /// every append is written by a call, which fails only if its own bytes
+    /// do not fit.
+    no_alloc: bool,
+}
+
+impl Mapped {
+    /// Maps the first `reserve` bytes of `path` (whose length is `len`) for appends.
+    fn new(path: &Path, len: u64, reserve: usize) -> std::io::Result<Mapped> {
+        let file = File::options().read(true).write(true).open(path)?;
+        // SAFETY: the file is this log's own, created by this process under the
+        // directory lock; nothing else truncates it while it is mapped, and only
+        // bytes below `allocated` (within the file) are ever touched.
+        let map = unsafe { memmap2::MmapOptions::new().len(reserve).map_mut(&file)? };
+        Ok(Mapped {
+            file,
+            map,
+            allocated: len,
+            no_alloc: false,
+        })
+    }
+
+    /// Writes `data` at file offset `at` (the log's end).
+    fn write_at(&mut self, at: u64, data: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let end = at + data.len() as u64;
+        let mut by_call = data.len() >= MAPPED_COPY_MAX || end > self.map.len() as u64;
+        if !by_call && end > self.allocated {
+            let to = end
+                .div_ceil(MAPPED_ALLOC_STEP)
+                .saturating_mul(MAPPED_ALLOC_STEP)
+                .min(self.map.len() as u64);
+            by_call = self.no_alloc || self.allocate(to).is_err();
+            self.no_alloc = by_call;
+        }
+        if by_call {
+            self.file.write_all_at(data, at)?;
+            self.allocated = self.allocated.max(end);
+            return Ok(());
+        }
+        // In bounds: end <= allocated <= map.len().
+        self.map[at as usize..end as usize].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Extends the file's allocated space to `to` bytes.
+    #[cfg(not(target_os = "linux"))]
+    fn allocate(&mut self, _to: u64) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+
+    /// Extends the file's allocated space to `to` bytes.
+    #[cfg(target_os = "linux")]
+    fn allocate(&mut self, to: u64) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let (from, len) = (self.allocated, to - self.allocated);
+        let (Ok(off), Ok(len)) = (libc::off_t::try_from(from), libc::off_t::try_from(len)) else {
+            return Err(std::io::Error::other("log offset out of range"));
+        };
+        // SAFETY: posix_fallocate reads only its integer arguments; the fd is
+        // owned by self.file and open for the duration of the call.
+        let rc = unsafe { libc::posix_fallocate(self.file.as_raw_fd(), off, len) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
+        self.allocated = to;
+        Ok(())
+    }
 }
 
 impl LogWriter {
+    /// [`LogWriter::create`], then, if the file system allows it, maps the
+    /// first `reserve` bytes of the file for appends (format 3 WALs; see
+    /// `Mapped`). Appends past them, or when the mapping cannot be made, are
+    /// written as usual.
+    pub(crate) fn create_mapped(
+        fs: &Fs,
+        path: &Path,
+        magic: &[u8; 8],
+        version: u32,
+        reserve: usize,
+    ) -> Result<LogWriter> {
+        let mut w = LogWriter::create(fs, path, magic, version)?;
+        if fs.maps_appends() && reserve > 0 {
+            // A file system that cannot map (or a failed mapping) writes by calls.
+            w.mapped = Mapped::new(path, w.len, reserve).ok();
+        }
+        Ok(w)
+    }
+
     /// Creates `path` with a header and syncs it.
     pub(crate) fn create(fs: &Fs, path: &Path, magic: &[u8; 8], version: u32) -> Result<LogWriter> {
         let ctx = || format!("creating {}", path.display());
@@ -209,13 +322,17 @@ impl LogWriter {
             path: path.to_path_buf(),
             len: HEADER_LEN as u64,
             synced: HEADER_LEN as u64,
+            mapped: None,
         })
     }
 
     /// Appends bytes already framed with [`frame`].
     pub(crate) fn append(&mut self, framed: &[u8]) -> Result<()> {
         crate::fault::check(crate::fault::Op::Write)
-            .and_then(|_| self.fs.append(&mut self.file, &self.path, framed))
+            .and_then(|_| match &mut self.mapped {
+                Some(m) => m.write_at(self.len, framed),
+                None => self.fs.append(&mut self.file, &self.path, framed),
+            })
             .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))?;
         self.len += framed.len() as u64;
         Ok(())

@@ -792,4 +792,54 @@ mod tests {
         it.seek(b"b0004").unwrap();
         assert_eq!(it.key(), b"b0004");
     }
+
+    /// Copies every file of `from` into a new directory, as a process kill
+    /// would leave them: what the kernel holds, mapped writes included.
+    fn copy_files(from: &Path) -> tempfile::TempDir {
+        let to = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.path().join(e.file_name())).unwrap();
+        }
+        to
+    }
+
+    #[test]
+    fn writes_through_the_mapped_wal_survive_the_process_without_a_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Options::new(dir.path())).unwrap();
+        let key = |i: u32| format!("k{i:06}").into_bytes();
+        for i in 0..2000 {
+            db.put(&key(i), &[i as u8; 100]).unwrap();
+        }
+        // A batch past the copy limit goes by pwrite between mapped appends.
+        let mut b = WriteBatch::new();
+        for i in 2000..2500 {
+            b.put(key(i), vec![i as u8; 100]);
+        }
+        db.write(b).unwrap();
+        for i in 2500..3000 {
+            db.put(&key(i), &[i as u8; 100]).unwrap();
+        }
+        db.delete(&key(5)).unwrap();
+        let copy = copy_files(dir.path());
+        let wal_len = std::fs::read_dir(copy.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .max()
+            .unwrap();
+        assert!(
+            wal_len.is_multiple_of(1 << 20),
+            "the WAL ({wal_len} bytes) was not allocated ahead for mapped appends"
+        );
+        let reopened = Db::open(Options::new(copy.path())).unwrap();
+        for i in 0..3000 {
+            let want = (i != 5).then(|| vec![i as u8; 100]);
+            assert_eq!(reopened.get(&key(i)).unwrap(), want, "key {i}");
+        }
+        reopened.close().unwrap();
+        db.close().unwrap();
+    }
 }

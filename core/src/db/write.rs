@@ -7,7 +7,7 @@
 //! Sequence numbers are handed out in queue order when a writer joins, under
 //! the queue lock, which is also where transactions check for conflicts.
 
-use super::recovery::{WAL_MAGIC, WAL_VERSION};
+use super::recovery::{wal_reserve, WAL_MAGIC, WAL_VERSION};
 use super::*;
 use crate::batch;
 use crate::manifest::{sync_dir, Edit};
@@ -536,7 +536,9 @@ impl DbInner {
             .ok_or(Error::Closed)?
             .next_file_id();
         let fs = &self.opts.fs;
-        let wal = LogWriter::create(fs, &self.dir.join(wal_name(id)), WAL_MAGIC, WAL_VERSION)
+        let path = self.dir.join(wal_name(id));
+        let reserve = wal_reserve(&self.opts);
+        let wal = LogWriter::create_mapped(fs, &path, WAL_MAGIC, WAL_VERSION, reserve)
             .and_then(|w| sync_dir(fs, &self.dir).map(|_| w))
             .inspect_err(|e| self.poison_with(e))?;
         log.wal = wal;

@@ -11,6 +11,9 @@
 //!   then deleted one write of `--batch` deletes at a time.
 //! - `--scans`: `--ops` groups of 10 keys per thread are loaded (not timed),
 //!   then each op is a prefix scan over one random group, which must return its 10 keys.
+//!
+//! After a load, the timed part waits until flushes and compactions are idle
+//! (at most a minute), so that it meets the same tree whatever the load's pace.
 
 use sett::{Db, IterOptions, Options, WriteBatch};
 use std::path::PathBuf;
@@ -152,6 +155,19 @@ fn run_thread(db: &Db, a: &WriteArgs, t: usize, value: &[u8]) -> Result<u64, Str
     Ok(thread_cpu_ns().saturating_sub(cpu))
 }
 
+/// Waits (up to a minute) until no flush or compaction is pending or running,
+/// so that the timed part meets the same tree shape whatever the load's pace.
+fn settle(db: &Db) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let s = db.stats();
+        if s.immutable_memtables == 0 && s.compactions_pending == 0 && s.compactions_running == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 pub fn run(a: &WriteArgs) -> Result<(), String> {
     let (dir, remove) = match &a.dir {
         Some(d) => (d.clone(), false),
@@ -177,6 +193,7 @@ fn run_in(a: &WriteArgs, dir: &std::path::Path) -> Result<(), String> {
         for t in 0..a.threads {
             load(&db, t, per_thread, &value)?;
         }
+        settle(&db);
     }
     let wall = Instant::now();
     let cpus: Vec<Result<u64, String>> = std::thread::scope(|s| {

@@ -23,8 +23,13 @@ type IteratorOptions struct {
 	// KeysOnly never reads the value log; Value is then empty.
 	KeysOnly bool
 	// PrefetchSize: how many items ahead values are read from the value log
-	// (0 keeps sett's default).
+	// (0 keeps sett's default, or Limit when that is smaller).
 	PrefetchSize int
+	// Limit: at most this many entries from the start, and again after each
+	// Seek or Rewind (0: no limit). A caller that knows how many it wants
+	// (a short prefix scan) saves the fetch that would find the end, and sett
+	// reads no values ahead past the limit.
+	Limit int
 }
 
 // Iterator walks a snapshot taken when it was made, fetching many entries per
@@ -41,6 +46,8 @@ type Iterator struct {
 	pos     int
 	done    bool
 	err     error
+	// limit is IteratorOptions.Limit (0: none); left counts down from it.
+	limit, left int
 }
 
 // Iterators start with a small batch buffer (a prefix scan of ten keys should
@@ -48,11 +55,16 @@ type Iterator struct {
 const (
 	iterFirstBytes = 4 << 10
 	iterMaxBytes   = 256 << 10
+	// iterDefaultPrefetch is sett's default PrefetchSize.
+	iterDefaultPrefetch = 256
 )
 
 func newIterOptions(o IteratorOptions) (*C.sett_iter_options_t, error) {
 	if o.PrefetchSize < 0 {
 		return nil, argError(C.SETT_INVALID_ARGUMENT, "negative PrefetchSize %d", o.PrefetchSize)
+	}
+	if o.Limit < 0 {
+		return nil, argError(C.SETT_INVALID_ARGUMENT, "negative Limit %d", o.Limit)
 	}
 	co := C.sett_iter_options_new()
 	C.sett_iter_options_set_prefix(co, ptr(o.Prefix), C.size_t(len(o.Prefix)))
@@ -61,6 +73,8 @@ func newIterOptions(o IteratorOptions) (*C.sett_iter_options_t, error) {
 	C.sett_iter_options_set_keys_only(co, cbool(o.KeysOnly))
 	if o.PrefetchSize > 0 {
 		C.sett_iter_options_set_prefetch(co, C.uint32_t(min(o.PrefetchSize, 1<<31)))
+	} else if o.Limit > 0 && o.Limit < iterDefaultPrefetch {
+		C.sett_iter_options_set_prefetch(co, C.uint32_t(o.Limit))
 	}
 	runtime.KeepAlive(o.Prefix)
 	runtime.KeepAlive(o.Start)
@@ -87,7 +101,7 @@ func (d *DB) NewIterator(o IteratorOptions) (*Iterator, error) {
 	if err := status(rc, cerr); err != nil {
 		return nil, err
 	}
-	return newIterator(it), nil
+	return newIterator(it, o.Limit), nil
 }
 
 // NewIterator iterates the transaction's view: its snapshot plus its own
@@ -106,11 +120,11 @@ func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
 	if err := status(C.sett_txn_iter_new(t.t, co, &it, &cerr), cerr); err != nil {
 		return nil, err
 	}
-	return newIterator(it), nil
+	return newIterator(it, o.Limit), nil
 }
 
-func newIterator(it *C.sett_iter_t) *Iterator {
-	i := &Iterator{it: it, buf: make([]byte, iterFirstBytes)}
+func newIterator(it *C.sett_iter_t, limit int) *Iterator {
+	i := &Iterator{it: it, buf: make([]byte, iterFirstBytes), limit: limit, left: limit}
 	i.fill()
 	return i
 }
@@ -154,6 +168,15 @@ func (i *Iterator) fill() {
 			v := buf[at+8+kl : at+8+kl+vl : at+8+kl+vl]
 			i.entries = append(i.entries, [2][]byte{k, v})
 			at += 8 + kl + vl
+		}
+		if i.limit > 0 {
+			// Entries past the limit are dropped, and the limit reached
+			// ends the walk without another call.
+			if len(i.entries) >= i.left {
+				i.entries = i.entries[:i.left]
+				i.done = true
+			}
+			i.left -= len(i.entries)
 		}
 		return
 	}
@@ -214,6 +237,7 @@ func (i *Iterator) restart(err error) error {
 	}
 	i.done = false
 	i.err = nil
+	i.left = i.limit
 	i.fill()
 	return i.err
 }

@@ -110,6 +110,9 @@ func TestIteratorOptionsAreChecked(t *testing.T) {
 	if _, err := db.NewIterator(IteratorOptions{PrefetchSize: -1}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("negative prefetch: %v", err)
 	}
+	if _, err := db.NewIterator(IteratorOptions{Limit: -1}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("negative limit: %v", err)
+	}
 	it, err := db.NewIterator(IteratorOptions{Prefix: []byte("none/")})
 	if err != nil {
 		t.Fatal(err)
@@ -117,5 +120,76 @@ func TestIteratorOptionsAreChecked(t *testing.T) {
 	defer it.Close()
 	if it.Valid() || it.Err() != nil {
 		t.Fatalf("an empty range: valid %v, err %v", it.Valid(), it.Err())
+	}
+}
+
+func TestIteratorLimitStopsAfterThatManyEntriesFromEachPosition(t *testing.T) {
+	db := openTemp(t)
+	for i := 0; i < 100; i++ {
+		mustSet(t, db, fmt.Sprintf("l/%03d", i), fmt.Sprint(i))
+	}
+	for _, limit := range []int{1, 10, 99, 100, 500} {
+		it, err := db.NewIterator(IteratorOptions{Prefix: []byte("l/"), Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ; it.Valid(); it.Next() {
+			if want := fmt.Sprintf("l/%03d", n); string(it.Key()) != want {
+				t.Fatalf("limit %d: entry %d is %q", limit, n, it.Key())
+			}
+			n++
+		}
+		if want := min(limit, 100); n != want || it.Err() != nil {
+			t.Fatalf("limit %d: %d entries (want %d), err %v", limit, n, want, it.Err())
+		}
+		// A seek starts a new count.
+		if err := it.Seek([]byte("l/050")); err != nil {
+			t.Fatal(err)
+		}
+		n = 0
+		for ; it.Valid(); it.Next() {
+			n++
+		}
+		if want := min(limit, 50); n != want {
+			t.Fatalf("limit %d after a seek: %d entries, want %d", limit, n, want)
+		}
+		it.Close()
+	}
+}
+
+// BenchmarkIteratorPrefixOfTen is KVBench's Prefix case: a 10-key prefix scan
+// with 256 B values, with and without Limit.
+func BenchmarkIteratorPrefixOfTen(b *testing.B) {
+	db := openTemp(b)
+	const groups = 10000
+	val := bytes.Repeat([]byte{7}, 256)
+	for i := 0; i < groups*10; i++ {
+		if err := db.Set([]byte(fmt.Sprintf("kvbench-%012d", i)), val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, limit := range []int{0, 10} {
+		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
+			x := uint64(88172645463325252)
+			for n := 0; n < b.N; n++ {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				p := []byte(fmt.Sprintf("kvbench-%011d", x%groups))
+				it, err := db.NewIterator(IteratorOptions{Prefix: p, Limit: limit})
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := 0
+				for ; it.Valid() && got < 10; it.Next() {
+					got++
+				}
+				it.Close()
+				if got != 10 {
+					b.Fatalf("%q: %d keys", p, got)
+				}
+			}
+		})
 	}
 }

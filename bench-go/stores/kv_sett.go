@@ -39,5 +39,11 @@ func (s *settKV) Get(key []byte) ([]byte, bool, error) {
 }
 
 func (s *settKV) Prefix(prefix []byte, limit int, fn func(k, v []byte) bool) (int, error) {
-	return s.scan(sett.IteratorOptions{Prefix: prefix}, limit, fn)
+	// The limit goes to the iterator too: a 10-key call is then one cgo
+	// fetch, without a second one to find the end.
+	o := sett.IteratorOptions{Prefix: prefix}
+	if limit > 0 && limit < 1<<30 {
+		o.Limit = limit
+	}
+	return s.scan(o, limit, fn)
 }

@@ -4,7 +4,7 @@
 //! - `sett` (src/main.rs) is for operators: info, verify, backup, restore,
 //!   flatten, gc, checkpoint.
 //! - `sett-bench` (src/bin/sett-bench.rs) holds the benchmarks and the stress
-//!   harnesses: engine, load, ops, gc, checkpoint, bank, crashloop.
+//!   harnesses: engine, load, ops, write, gc, checkpoint, bank, crashloop.
 
 pub mod bank;
 pub mod bench;
@@ -15,6 +15,7 @@ pub mod load;
 pub mod opsbench;
 pub mod progress;
 pub mod tools;
+pub mod writebench;
 
 use std::process::ExitCode;
 

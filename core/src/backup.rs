@@ -86,7 +86,7 @@ impl DbInner {
         head.extend_from_slice(&read_ts.to_le_bytes());
         emit(w, &head)?;
 
-        let mut merge = MergeIter::new(st.sources(false), false);
+        let mut merge = MergeIter::new(st.sources(false, None, None), false);
         merge.rewind()?;
         let mut chunk = Chunk::new();
         let mut total = 0u64;

@@ -123,7 +123,7 @@ impl WriteBatch {
 #[cfg(test)]
 pub(crate) fn encode_record(seq: u64, entries: &[(&[u8], &[u8])]) -> Vec<u8> {
     let mut buf = Vec::new();
-    encode_body(&mut buf, seq, entries);
+    encode_body(&mut buf, seq, entries.iter().copied());
     buf
 }
 
@@ -132,12 +132,26 @@ pub(crate) fn encode_record(seq: u64, entries: &[(&[u8], &[u8])]) -> Vec<u8> {
 pub(crate) fn encode_wal_record(synced: u64, seq: u64, entries: &[(&[u8], &[u8])]) -> Vec<u8> {
     let size: usize = entries.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
     let mut buf = Vec::with_capacity(20 + size);
-    buf.extend_from_slice(&synced.to_le_bytes());
-    encode_body(&mut buf, seq, entries);
+    encode_wal_record_to(&mut buf, synced, seq, entries.iter().copied());
     buf
 }
 
-fn encode_body(buf: &mut Vec<u8>, seq: u64, entries: &[(&[u8], &[u8])]) {
+/// [`encode_wal_record`], appended to `buf`.
+pub(crate) fn encode_wal_record_to<'a>(
+    buf: &mut Vec<u8>,
+    synced: u64,
+    seq: u64,
+    entries: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])>,
+) {
+    buf.extend_from_slice(&synced.to_le_bytes());
+    encode_body(buf, seq, entries);
+}
+
+fn encode_body<'a>(
+    buf: &mut Vec<u8>,
+    seq: u64,
+    entries: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])>,
+) {
     buf.extend_from_slice(&seq.to_le_bytes());
     buf.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for (k, v) in entries {

@@ -48,6 +48,14 @@ pub trait FileSystem: Send + Sync {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Creates `dir` and any missing parent.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Whether the WAL may be written through a shared mapping of its file
+    /// (straight into the kernel's page cache, no call per append) instead of
+    /// by [`FileSystem::append`]. Only a file system whose files are the
+    /// kernel's can say yes; [`FileSystem::sync`] must then make the mapped
+    /// writes durable. Default: no.
+    fn maps_appends(&self) -> bool {
+        false
+    }
 }
 
 /// The operating system's file system.
@@ -70,6 +78,10 @@ impl FileSystem for RealFs {
         slices: &mut [IoSlice<'_>],
     ) -> io::Result<()> {
         write_all_vectored(file, slices)
+    }
+
+    fn maps_appends(&self) -> bool {
+        cfg!(target_os = "linux")
     }
 
     fn sync(&self, file: &File, _path: &Path) -> io::Result<()> {
@@ -164,6 +176,10 @@ impl Fs {
 
     pub(crate) fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.0.hard_link(from, to)
+    }
+
+    pub(crate) fn maps_appends(&self) -> bool {
+        self.0.maps_appends()
     }
 
     pub(crate) fn remove(&self, path: &Path) -> io::Result<()> {

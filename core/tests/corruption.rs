@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{batch_state, copy_dir, files_with_ext, flip_byte, tiny_options, value_for};
+use common::{
+    batch_state, copy_dir, files_with_ext, flip_byte, tiny_options, value_for, wal_records_end,
+};
 use sett::{Db, Error, IterOptions, Options, WriteBatch};
 use std::path::Path;
 use std::process::Command;
@@ -112,7 +114,7 @@ fn expect_corruption_in(err: Error, ext: &str) -> u64 {
 fn truncated_wal_at_any_length_reopens_with_a_prefix() {
     let src = dir_with_unflushed_wal();
     let wal = &files_with_ext(src.path(), "wal")[0];
-    let len = std::fs::metadata(wal).unwrap().len();
+    let len = wal_records_end(wal);
     let mut seen = std::collections::BTreeSet::new();
     for cut in (0..=len)
         .step_by((len / 97).max(1) as usize)
@@ -163,7 +165,7 @@ fn flipped_byte_in_a_middle_wal_record_is_corruption_naming_the_wal() {
     // Synced records: damage there is not what a power cut does.
     let src = dir_with_wal(true);
     let wal = files_with_ext(src.path(), "wal").pop().unwrap();
-    let len = std::fs::metadata(&wal).unwrap().len();
+    let len = wal_records_end(&wal);
     flip_byte(&wal, len / 2);
     let err = Db::open(wal_options(src.path()))
         .err()
@@ -179,7 +181,7 @@ fn flipped_byte_in_a_middle_record_of_a_never_synced_wal_cuts_there() {
     // is a torn tail (a prefix survives), not corruption.
     let src = dir_with_wal(false);
     let wal = files_with_ext(src.path(), "wal").pop().unwrap();
-    let len = std::fs::metadata(&wal).unwrap().len();
+    let len = wal_records_end(&wal);
     flip_byte(&wal, len / 2);
     let db = Db::open(wal_options(src.path())).unwrap();
     let n = count_prefix(&db);
@@ -190,7 +192,7 @@ fn flipped_byte_in_a_middle_record_of_a_never_synced_wal_cuts_there() {
 fn flipped_byte_in_the_last_wal_record_cuts_the_torn_tail() {
     let src = dir_with_unflushed_wal();
     let wal = files_with_ext(src.path(), "wal").pop().unwrap();
-    let len = std::fs::metadata(&wal).unwrap().len();
+    let len = wal_records_end(&wal);
     flip_byte(&wal, len - 3);
     let db = Db::open(wal_options(src.path())).unwrap();
     assert_eq!(count_prefix(&db), BATCHES - 1);

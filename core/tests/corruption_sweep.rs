@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{copy_dir, files_with_ext, tiny_options, value_for};
+use common::{copy_dir, files_with_ext, tiny_options, value_for, wal_records_end};
 use sett::{Clock, Compression, Db, Error, IterOptions, PutOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -346,9 +346,9 @@ fn flipped_bytes_in_the_wal_are_detected_or_cut_as_a_torn_tail() {
     let src = build_unflushed();
     let wals = files_with_ext(src.path(), "wal");
     let wal = wals.last().expect("a WAL file").clone();
-    let len = std::fs::metadata(&wal).unwrap().len() as usize;
+    let len = wal_records_end(&wal) as usize;
     let (mut clean, mut detected) = (0, 0);
-    // ~150 offsets over the file, and every byte of the last 40 (the last record).
+    // ~150 offsets over the records, and every byte of the last 40 (the last record).
     let offsets = (0..len)
         .step_by((len / 150).max(1))
         .chain(len.saturating_sub(40)..len);

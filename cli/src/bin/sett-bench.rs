@@ -6,6 +6,8 @@
 //!   values; prints keys/s, ns/op and peak RSS (`make bench-rust`).
 //! - `load` — bulk load against batched writes of the same sorted data.
 //! - `ops` — the Rust row of `make bench-bindings`.
+//! - `write` — small operations: single-key puts or deletes, small batches,
+//!   10-key prefix scans; ops/s and CPU ns per op (issue 21).
 //! - `gc` — disk space under overwrites and deletes (`make bench-gc`).
 //! - `checkpoint` — checkpoint time, extra disk and writer throughput.
 //! - `bank` — Badger's bank test; exits 1 on a violation.
@@ -15,7 +17,7 @@
 //! command line exits 2 (clap's error), a failed command or check 1.
 
 use clap::{CommandFactory, Parser, Subcommand};
-use sett_cli::{bank, bench, ckptbench, crashloop, gcbench, load, opsbench};
+use sett_cli::{bank, bench, ckptbench, crashloop, gcbench, load, opsbench, writebench};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -37,6 +39,8 @@ enum Command {
     Load(load::LoadArgs),
     /// Batch, put, get and iterate N keys: the Rust row of make bench-bindings
     Ops(opsbench::OpsArgs),
+    /// Small operations: single-key puts or deletes, small batches, 10-key prefix scans; ops/s and CPU ns/op
+    Write(writebench::WriteArgs),
     /// Disk space under 10x overwrites and deletes with the background value-log GC (make bench-gc)
     Gc(gcbench::GcBenchArgs),
     /// Checkpoint time, extra disk and a writer's throughput while a checkpoint is taken
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         }
         Command::Load(a) => finish("load", ok(load::run(a))),
         Command::Ops(a) => finish("ops", ok(opsbench::run(a))),
+        Command::Write(a) => finish("write", ok(writebench::run(a))),
         Command::Gc(a) => finish("gc", ok(gcbench::run(a))),
         Command::Checkpoint(a) => finish("checkpoint", ok(ckptbench::run(a))),
         Command::Bank(a) => finish("bank", bank::run(a)),

@@ -208,6 +208,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
             writers: VecDeque::new(),
             next_seq: last_seq + 1,
             oracle: Oracle::default(),
+            waiting: 0,
         }),
         queue_cv: Condvar::new(),
         log: Mutex::new(None),
@@ -292,7 +293,7 @@ fn replay_wal(
         return Ok(false); // torn while being created: holds nothing acknowledged
     }
     let version = match wal::header_version(path, &data, WAL_MAGIC)? {
-        v @ (1 | 2) => v,
+        v @ (1..=3) => v,
         found => {
             return Err(Error::UnsupportedVersion {
                 file: path.to_path_buf(),
@@ -324,7 +325,10 @@ fn replay_wal(
         *last_seq = (*last_seq).max(rec.seq);
         *seqs = (seqs.0.min(rec.seq), seqs.1.max(rec.seq));
     }
-    Ok(scan.valid_len == data.len() as u64)
+    let valid = usize::try_from(scan.valid_len).unwrap_or(data.len());
+    // Format 3: zeros after the last record are allocated space, not a cut.
+    let rest = data.get(valid..).unwrap_or(&[]);
+    Ok(rest.is_empty() || (version >= 3 && rest.iter().all(|&b| b == 0)))
 }
 
 impl DbInner {
@@ -370,11 +374,12 @@ impl DbInner {
         let vlog_id = u32::try_from(vlog_id).map_err(|_| {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
-        let wal = LogWriter::create(
+        let wal = LogWriter::create_mapped(
             &self.opts.fs,
             &filename::wal(&self.dir, wal_id),
             WAL_MAGIC,
             WAL_VERSION,
+            super::write::wal_reserve(&self.opts),
         )?;
         let vlog = VlogWriter::create(&self.opts.fs, &self.dir, vlog_id)?;
         let head = Arc::new(VlogFile::open(
@@ -415,7 +420,11 @@ impl DbInner {
             version: st.version.clone(),
             vlogs,
         });
-        *lock(&self.log) = Some(LogState { wal, vlog });
+        *lock(&self.log) = Some(LogState {
+            wal,
+            vlog,
+            framed: Vec::new(),
+        });
         Ok(())
     }
 
@@ -435,5 +444,71 @@ impl DbInner {
 
     pub(crate) fn take_threads(&self) -> Vec<JoinHandle<()>> {
         std::mem::take(&mut *lock(&self.threads))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Stored;
+
+    /// A WAL at `path` of `version` holding one batch (seq 7: "k" → "v"),
+    /// appended through the mapping when the file system allows it.
+    fn wal_with_one_batch(path: &Path, version: u32) -> LogWriter {
+        let mut rec = Vec::new();
+        value::encode(&mut rec, &Stored::Inline(b"v"), 0, 0);
+        let mut framed = Vec::new();
+        wal::frame_with(&mut framed, |buf| {
+            batch::encode_wal_record_to(buf, 0, 7, [(&b"k"[..], &rec[..])].into_iter());
+        });
+        let mut w =
+            LogWriter::create_mapped(&Fs::real(), path, WAL_MAGIC, version, 8 << 20).unwrap();
+        w.append(&framed).unwrap();
+        w
+    }
+
+    fn replay(path: &Path) -> (bool, Memtable) {
+        let mem = Memtable::new(1);
+        let (mut last, mut seqs) = (0, (u64::MAX, 0));
+        let complete = replay_wal(path, &mem, &VlogSet::default(), &mut last, &mut seqs).unwrap();
+        (complete, mem)
+    }
+
+    #[test]
+    fn a_format_3_wal_ends_cleanly_at_its_zero_tail_and_a_format_2_one_is_cut_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.wal");
+        let w = wal_with_one_batch(&path, WAL_VERSION);
+        // Read while the writer still holds its mapping, as after a kill.
+        let data = std::fs::read(&path).unwrap();
+        assert!(
+            data.len() as u64 > w.len(),
+            "the mapped WAL allocated no space ahead"
+        );
+        assert!(data[w.len() as usize..].iter().all(|&b| b == 0));
+        let (complete, mem) = replay(&path);
+        assert!(
+            complete,
+            "format 3: zeros after the last record end the log"
+        );
+        assert_eq!(mem.get(b"k", 100).map(|(seq, _)| seq), Some(7));
+        drop(w);
+
+        // The same bytes under a format 2 header: the zeros are a cut.
+        let path2 = dir.path().join("000002.wal");
+        let mut bytes = data.clone();
+        bytes[..wal::HEADER_LEN].copy_from_slice(&wal::file_header(WAL_MAGIC, 2));
+        std::fs::write(&path2, &bytes).unwrap();
+        let (complete, mem) = replay(&path2);
+        assert!(!complete);
+        assert_eq!(mem.get(b"k", 100).map(|(seq, _)| seq), Some(7));
+
+        // A record torn in the allocated space is still a cut in format 3.
+        let mut torn = data;
+        let end = wal_with_one_batch(&dir.path().join("000003.wal"), WAL_VERSION).len() as usize;
+        torn[end..end + 6].copy_from_slice(&[1, 2, 3, 4, 9, 0]);
+        let path3 = dir.path().join("000004.wal");
+        std::fs::write(&path3, &torn).unwrap();
+        assert!(!replay(&path3).0);
     }
 }

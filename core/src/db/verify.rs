@@ -29,7 +29,7 @@ impl DbInner {
             r.blocks += t.verify()?;
             r.tables += 1;
         }
-        let mut merge = MergeIter::new(st.sources(false), false);
+        let mut merge = MergeIter::new(st.sources(false, None, None), false);
         merge.rewind()?;
         let mut prev_user_key: Vec<u8> = Vec::new();
         while merge.valid() {

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 /// A write group stops taking batches past this many bytes.
 const MAX_GROUP_BYTES: usize = 4 << 20;
+/// The WAL buffer is kept for the next group up to this capacity.
+const KEEP_FRAMED_BYTES: usize = 1 << 20;
 /// Per-op bytes added to a batch's size when checking it fits one WAL record.
 const OP_OVERHEAD: usize = 64;
 
@@ -189,7 +191,7 @@ impl DbInner {
             if q.writers.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
                 break;
             }
-            q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+            q = self.wait_queue(q);
         }
         // This writer leads: it commits itself and the batches queued behind it.
         // Value-log moves go alone, so that their liveness check sees every write before them.
@@ -221,8 +223,24 @@ impl DbInner {
                 *lock(&w.result) = Some(res.clone());
             }
         }
-        self.queue_cv.notify_all();
+        self.notify_queue(&q);
         res
+    }
+
+    /// Waits on `queue_cv`, counted in `waiting` so that wakers know to notify.
+    pub(crate) fn wait_queue<'a>(&self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        q.waiting += 1;
+        let mut q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        q.waiting -= 1;
+        q
+    }
+
+    /// Wakes the threads waiting on `queue_cv`, if there are any: a lone
+    /// writer skips the futex call.
+    fn notify_queue(&self, q: &Queue) {
+        if q.waiting > 0 {
+            self.queue_cv.notify_all();
+        }
     }
 
     /// Refuses writes while a bulk load owns the Db (called under the log lock).
@@ -243,8 +261,10 @@ impl DbInner {
         self.make_room(log)?;
         let mem = self.read_state().mem.clone();
         let threshold = self.opts.value_threshold;
-        let now = self.now();
-        let mut framed = Vec::with_capacity(group.iter().map(|w| w.bytes + 16).sum());
+        // The clock is read only for a TTL, at most once per group.
+        let mut now = None;
+        let mut framed = std::mem::take(&mut log.framed);
+        framed.clear();
         let mut applied: Vec<(Arc<Writer>, EncodedBatch)> = Vec::with_capacity(group.len());
         let mut last = 0;
         for w in group {
@@ -256,10 +276,15 @@ impl DbInner {
                 let expires = if op.expires_at != 0 {
                     op.expires_at
                 } else {
-                    op.ttl
-                        .map_or(0, |t| now + t.as_secs() + u64::from(t.subsec_nanos() > 0))
+                    op.ttl.map_or(0, |t| {
+                        let now = *now.get_or_insert_with(|| self.now());
+                        now + t.as_secs() + u64::from(t.subsec_nanos() > 0)
+                    })
                 };
-                let mut rec = Vec::new();
+                // Sized for the record's header (at most 12 bytes) and an
+                // inline value or pointer: no regrowth while encoding.
+                let inline = op.value.as_ref().map_or(0, |v| v.len()).min(threshold);
+                let mut rec = Vec::with_capacity(32 + inline);
                 match op.value {
                     None => value::encode(&mut rec, &Stored::Delete, 0, 0),
                     Some(v) if v.len() >= threshold => {
@@ -270,13 +295,20 @@ impl DbInner {
                 }
                 entries.push((op.key, rec));
             }
-            let refs: Vec<(&[u8], &[u8])> = entries.iter().map(|(k, v)| (&k[..], &v[..])).collect();
             let synced = log.wal.synced();
-            wal::frame(&mut framed, &batch::encode_wal_record(synced, w.seq, &refs));
+            wal::frame_with(&mut framed, |buf| {
+                let refs = entries.iter().map(|(k, v)| (&k[..], &v[..]));
+                batch::encode_wal_record_to(buf, synced, w.seq, refs);
+            });
             applied.push((w.clone(), entries));
             last = w.seq;
         }
-        self.append_logs(log, &framed, self.opts.sync_writes)?;
+        let appended = self.append_logs(log, &framed, self.opts.sync_writes);
+        // A huge group's buffer is not kept.
+        if framed.capacity() <= KEEP_FRAMED_BYTES {
+            log.framed = framed;
+        }
+        appended?;
         let batches = applied.len() as u64;
         self.insert_group(&mem, applied);
         self.visible_seq.fetch_max(last, Ordering::AcqRel);
@@ -291,6 +323,18 @@ impl DbInner {
     /// rest; returns when all are in. The caller still holds the log lock, so the
     /// memtable cannot be switched out meanwhile, and nothing is visible yet.
     fn insert_group(&self, mem: &Arc<Memtable>, applied: Vec<(Arc<Writer>, EncodedBatch)>) {
+        let parallel = |(i, (_, e)): &(usize, &(Arc<Writer>, EncodedBatch))| {
+            *i > 0 && e.len() >= PARALLEL_INSERT_MIN
+        };
+        if !applied.iter().enumerate().any(|x| parallel(&x)) {
+            // Nothing worth handing out (a lone writer's case): no countdown, no wake-up.
+            for (w, entries) in &applied {
+                for (k, v) in entries {
+                    mem.insert(k, w.seq, v);
+                }
+            }
+            return;
+        }
         let (handed, own): (Vec<_>, Vec<_>) = applied
             .into_iter()
             .enumerate()
@@ -308,8 +352,8 @@ impl DbInner {
                     done: done.clone(),
                 });
             }
-            let _q = lock(&self.queue);
-            self.queue_cv.notify_all();
+            let q = lock(&self.queue);
+            self.notify_queue(&q);
         }
         for (_, (w, entries)) in own {
             for (k, v) in &entries {
@@ -492,7 +536,9 @@ impl DbInner {
             .ok_or(Error::Closed)?
             .next_file_id();
         let fs = &self.opts.fs;
-        let wal = LogWriter::create(fs, &filename::wal(&self.dir, id), WAL_MAGIC, WAL_VERSION)
+        let path = filename::wal(&self.dir, id);
+        let reserve = wal_reserve(&self.opts);
+        let wal = LogWriter::create_mapped(fs, &path, WAL_MAGIC, WAL_VERSION, reserve)
             .and_then(|w| sync_dir(fs, &self.dir).map(|_| w))
             .inspect_err(|e| self.poison_with(e))?;
         log.wal = wal;
@@ -600,6 +646,12 @@ impl DbInner {
 /// Reads at this sequence see every applied write.
 fn key_max() -> u64 {
     crate::key::MAX_SEQ
+}
+
+/// Bytes of a new WAL mapped for appends (past them, appends are written by
+/// calls): room for a full memtable's records and a large group.
+pub(crate) fn wal_reserve(opts: &Options) -> usize {
+    opts.memtable_size.saturating_mul(2).clamp(4 << 20, 1 << 30)
 }
 
 /// What a write group sees of the tree when it asks for room.

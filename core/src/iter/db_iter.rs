@@ -43,6 +43,24 @@ impl Default for IterOptions {
     }
 }
 
+/// The user-key bounds `[lower, upper)` of a walk with `opts`: the tighter of
+/// `start`/`end` and the prefix's range.
+pub(crate) fn bounds(opts: &IterOptions) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let mut lower = opts.start.clone();
+    let mut upper = opts.end.clone();
+    if let Some(p) = &opts.prefix {
+        if lower.as_ref().is_none_or(|l| l < p) {
+            lower = Some(p.clone());
+        }
+        if let Some(pend) = key::prefix_successor(p) {
+            if upper.as_ref().is_none_or(|u| *u > pend) {
+                upper = Some(pend);
+            }
+        }
+    }
+    (lower, upper)
+}
+
 /// Where a buffered item's value is.
 enum Val {
     /// In `bytes` (inline values; empty in keys-only mode).
@@ -102,18 +120,7 @@ impl DbIterator {
     ) -> Result<DbIterator> {
         let read_seq = snapshot.seq();
         let now = db.now();
-        let mut lower = opts.start;
-        let mut upper = opts.end;
-        if let Some(p) = &opts.prefix {
-            if lower.as_ref().is_none_or(|l| l < p) {
-                lower = Some(p.clone());
-            }
-            if let Some(pend) = key::prefix_successor(p) {
-                if upper.as_ref().is_none_or(|u| *u > pend) {
-                    upper = Some(pend);
-                }
-            }
-        }
+        let (lower, upper) = bounds(&opts);
         let mut it = DbIterator {
             db,
             vlogs,

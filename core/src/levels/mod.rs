@@ -66,16 +66,53 @@ impl Version {
         Ok(None)
     }
 
-    /// One source per L0 table and one per deeper level, newest first.
-    pub(crate) fn sources(&self, reverse: bool, out: &mut Vec<Box<dyn Source>>) {
+    /// Merge sources, newest first, for a walk over the user keys in
+    /// `[lower, upper)` (`None`: unbounded): one per L0 table whose key range
+    /// meets the bounds, and per deeper level one over the run of tables that
+    /// meets them (found by binary search; a run of one table is walked
+    /// directly). Tables outside the bounds are never opened.
+    pub(crate) fn sources(
+        self: &Arc<Self>,
+        reverse: bool,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+        out: &mut Vec<Box<dyn Source>>,
+    ) {
+        let meets = |t: &Table| {
+            lower.is_none_or(|l| key::user_key(t.largest()) >= l)
+                && upper.is_none_or(|u| key::user_key(t.smallest()) < u)
+        };
         for t in &self.levels[0] {
-            out.push(Box::new(TableIter::new(t.clone(), reverse)));
-        }
-        for level in &self.levels[1..] {
-            if !level.is_empty() {
-                out.push(Box::new(LevelIter::new(level.clone(), reverse)));
+            if meets(t) {
+                out.push(Box::new(TableIter::new(t.clone(), reverse)));
             }
         }
+        for (n, level) in self.levels.iter().enumerate().skip(1) {
+            let (from, to) = self.run(n, lower, upper);
+            match to.saturating_sub(from) {
+                0 => {}
+                1 => out.push(Box::new(TableIter::new(level[from].clone(), reverse))),
+                _ => out.push(Box::new(LevelIter::new(self.clone(), n, from..to, reverse))),
+            }
+        }
+    }
+
+    /// The index range of the tables of sorted level `level` (1 or deeper)
+    /// whose user-key range meets `[lower, upper)`.
+    pub(crate) fn run(
+        &self,
+        level: usize,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> (usize, usize) {
+        let tables = &self.levels[level];
+        let from = lower.map_or(0, |l| {
+            tables.partition_point(|t| key::user_key(t.largest()) < l)
+        });
+        let to = upper.map_or(tables.len(), |u| {
+            tables.partition_point(|t| key::user_key(t.smallest()) < u)
+        });
+        (from, to.max(from))
     }
 
     /// Tables of `level` whose user-key range meets [lo, hi].

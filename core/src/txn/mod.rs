@@ -101,7 +101,7 @@ impl DbInner {
                 }
                 return Err(Error::Poisoned(e.to_string()));
             }
-            q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+            q = self.wait_queue(q);
         }
         drop(q);
         Ok(Txn {

@@ -26,6 +26,9 @@ pub(crate) struct VlogWriter {
     owned: Vec<(usize, Vec<u8>)>,
     /// File offset up to which writeback has been started (see `flush`).
     writeback_from: u64,
+    /// Logical length at the last successful sync: a sync with nothing
+    /// appended since is skipped.
+    synced: u64,
 }
 
 /// Writeback of appended bytes is started every this many bytes, so that the
@@ -54,6 +57,7 @@ impl VlogWriter {
             buf: Vec::with_capacity(1 << 20),
             owned: Vec::new(),
             writeback_from: HEADER_LEN as u64,
+            synced: HEADER_LEN as u64,
         })
     }
 
@@ -159,10 +163,89 @@ impl VlogWriter {
         self.writeback_from = self.len;
     }
 
+    /// Writes what is buffered and fsyncs the file, unless nothing was
+    /// appended since the last sync (a group of small values only).
     pub(crate) fn sync(&mut self) -> Result<()> {
+        if self.len == self.synced {
+            return Ok(());
+        }
         self.flush()?;
         crate::fault::check(crate::fault::Op::Sync)
             .and_then(|_| self.fs.sync(&self.file, &self.path))
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        self.synced = self.len;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FileSystem, RealFs};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// The real file system, counting fsyncs.
+    #[derive(Default)]
+    struct CountingFs {
+        syncs: AtomicUsize,
+    }
+
+    impl FileSystem for CountingFs {
+        fn create_new(&self, path: &Path) -> std::io::Result<File> {
+            RealFs.create_new(path)
+        }
+        fn append(&self, file: &mut File, path: &Path, data: &[u8]) -> std::io::Result<()> {
+            RealFs.append(file, path, data)
+        }
+        fn sync(&self, file: &File, path: &Path) -> std::io::Result<()> {
+            self.syncs.fetch_add(1, Ordering::SeqCst);
+            RealFs.sync(file, path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+            RealFs.rename(from, to)
+        }
+        fn remove(&self, path: &Path) -> std::io::Result<()> {
+            RealFs.remove(path)
+        }
+        fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+            RealFs.sync_dir(dir)
+        }
+        fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+            RealFs.create_dir_all(dir)
+        }
+        fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+            RealFs.hard_link(from, to)
+        }
+    }
+
+    #[test]
+    fn a_sync_with_nothing_appended_since_the_last_one_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let counting = Arc::new(CountingFs::default());
+        let fs = Fs::new(counting.clone());
+        let mut w = VlogWriter::create(&fs, dir.path(), 1).unwrap();
+        let syncs = || counting.syncs.load(Ordering::SeqCst);
+        let created = syncs();
+        // The header was synced by create: nothing to do.
+        w.sync().unwrap();
+        assert_eq!(syncs(), created);
+        w.append(b"k", b"v");
+        w.sync().unwrap();
+        assert_eq!(syncs(), created + 1);
+        w.sync().unwrap();
+        w.sync().unwrap();
+        assert_eq!(syncs(), created + 1);
+        // Bytes flushed but not synced still get their sync.
+        w.append(b"k2", b"v2");
+        w.flush().unwrap();
+        w.sync().unwrap();
+        assert_eq!(syncs(), created + 2);
+        assert_eq!(
+            std::fs::metadata(crate::filename::vlog(dir.path(), 1))
+                .unwrap()
+                .len(),
+            w.len()
+        );
     }
 }

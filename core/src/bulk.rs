@@ -46,12 +46,7 @@ impl DbInner {
         }
         self.bulk_active.store(true, Ordering::Release);
         drop(guard);
-        let seq = {
-            let mut q = lock(&self.queue);
-            let s = q.next_seq;
-            q.next_seq += 1;
-            s
-        };
+        let seq = lock(&self.queue).reserve();
         let id = {
             let mut m = lock(&self.manifest);
             let m = m.as_mut().ok_or(Error::Closed)?;
@@ -191,11 +186,11 @@ impl BulkLoader {
             version: Arc::new(st.version.apply(&HashSet::new(), &added)),
             vlogs: Arc::new(st.vlogs.with(vfile)),
         });
-        db.visible_seq.fetch_max(self.seq, Ordering::AcqRel);
+        db.publish(self.seq);
         self.finished = true;
+        // Writers waiting for the load to end wait on the queue.
         db.bulk_active.store(false, Ordering::Release);
-        let _q = lock(&db.queue);
-        db.queue_cv.notify_all();
+        db.publish_and_wake(self.seq);
         Ok(self.count)
     }
 }
@@ -204,9 +199,7 @@ impl Drop for BulkLoader {
     fn drop(&mut self) {
         if !self.finished {
             // The reserved sequence carries nothing; let readers waiting for it go on.
-            self.db.visible_seq.fetch_max(self.seq, Ordering::AcqRel);
-            let _q = lock(&self.db.queue);
-            self.db.queue_cv.notify_all();
+            self.db.publish_and_wake(self.seq);
             // Abandoned: its files were never recorded; remove them now (open would too).
             let (fs, dir) = (&self.db.opts.fs, &self.db.dir);
             let _ = fs.remove(&filename::vlog(dir, self.vlog.id()));

@@ -127,6 +127,21 @@ pub(crate) struct Queue {
     pub(crate) waiting: usize,
 }
 
+impl Queue {
+    /// Hands out the next sequence number (version), for one batch or one
+    /// bulk load. Readers see it once it is published ([`DbInner::publish`]).
+    pub(crate) fn reserve(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// The newest sequence handed out: what a transaction beginning now reads at.
+    pub(crate) fn last_reserved(&self) -> u64 {
+        self.next_seq - 1
+    }
+}
+
 /// Counts and sizes of what the Db holds.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {

@@ -153,8 +153,7 @@ impl DbInner {
                         return Err(Error::Conflict);
                     }
                 }
-                let seq = q.next_seq;
-                q.next_seq += 1;
+                let seq = q.reserve();
                 if q.oracle.tracking() {
                     q.oracle.record(
                         seq,
@@ -214,7 +213,7 @@ impl DbInner {
         };
         // Even a failed group's sequences are done with: nothing is left to wait for.
         if let Some(last) = group.last().filter(|w| !w.is_moves) {
-            self.visible_seq.fetch_max(last.seq, Ordering::AcqRel);
+            self.publish(last.seq);
         }
         let mut q = lock(&self.queue);
         for w in &group {
@@ -225,6 +224,22 @@ impl DbInner {
         }
         self.notify_queue(&q);
         res
+    }
+
+    /// Makes every write up to sequence `seq` visible to new reads (sequences
+    /// are published in order: a later group publishes after an earlier one).
+    /// Transactions waiting to begin at `seq` are woken by the caller's
+    /// `notify_queue`, or by [`DbInner::publish_and_wake`].
+    pub(crate) fn publish(&self, seq: u64) {
+        self.visible_seq.fetch_max(seq, Ordering::AcqRel);
+    }
+
+    /// [`DbInner::publish`], then wakes every thread waiting on the queue
+    /// (for a sequence published outside a write group: bulk load).
+    pub(crate) fn publish_and_wake(&self, seq: u64) {
+        self.publish(seq);
+        let _q = lock(&self.queue);
+        self.queue_cv.notify_all();
     }
 
     /// Waits on `queue_cv`, counted in `waiting` so that wakers know to notify.
@@ -311,7 +326,7 @@ impl DbInner {
         appended?;
         let batches = applied.len() as u64;
         self.insert_group(&mem, applied);
-        self.visible_seq.fetch_max(last, Ordering::AcqRel);
+        self.publish(last);
         self.counters.groups.fetch_add(1, Ordering::Relaxed);
         self.counters.batches.fetch_add(batches, Ordering::Relaxed);
         self.after_append(log);

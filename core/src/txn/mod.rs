@@ -79,7 +79,7 @@ impl DbInner {
             self.check_open()?;
         }
         let mut q = lock(&self.queue);
-        let read_ts = q.next_seq - 1;
+        let read_ts = q.last_reserved();
         // Registered before the state is taken, under the queue lock: a flush
         // or compaction that starts from now on keeps the versions read_ts
         // needs, and one that started before saw a sequence at most read_ts.

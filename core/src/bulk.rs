@@ -106,7 +106,7 @@ impl BulkLoader {
             ));
         }
         let mut rec = Vec::with_capacity(value.len().min(db.opts.value_threshold) + 20);
-        if value.len() >= db.opts.value_threshold {
+        if db.opts.in_value_log(value.len()) {
             let p = self.vlog.append(key, value);
             value::encode(&mut rec, &Stored::Pointer(p), opts.user_meta, expires_at);
             if self.count.is_multiple_of(256) {

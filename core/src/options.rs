@@ -175,6 +175,13 @@ impl Options {
         }
     }
 
+    /// Whether a value of `len` bytes goes to the value log (the tree keeps a
+    /// pointer) rather than inline in the tree: the one rule the write path
+    /// and bulk load share.
+    pub(crate) fn in_value_log(&self, len: usize) -> bool {
+        len >= self.value_threshold
+    }
+
     /// Checks every option; the error names the first one out of range.
     pub fn validate(&self) -> Result<()> {
         fn bad(name: &'static str, reason: String) -> Result<()> {

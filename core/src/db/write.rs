@@ -302,7 +302,7 @@ impl DbInner {
                 let mut rec = Vec::with_capacity(32 + inline);
                 match op.value {
                     None => value::encode(&mut rec, &Stored::Delete, 0, 0),
-                    Some(v) if v.len() >= threshold => {
+                    Some(v) if self.opts.in_value_log(v.len()) => {
                         let p = log.vlog.append_owned(&op.key, v);
                         value::encode(&mut rec, &Stored::Pointer(p), op.user_meta, expires);
                     }

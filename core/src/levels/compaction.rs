@@ -317,14 +317,7 @@ mod tests {
     /// A table of keys `{prefix}000..{prefix}{n}` written as table `id` in `dir`.
     fn table(dir: &Path, id: u64, prefix: &str, n: u32) -> Arc<Table> {
         let path = filename::table(dir, id);
-        let mut b = TableBuilder::create(
-            &crate::fs::Fs::real(),
-            &path,
-            4096,
-            10,
-            crate::table::Codec::NONE,
-        )
-        .unwrap();
+        let mut b = crate::table::test_builder(&path, 4096);
         for i in 0..n {
             b.add(&key::encode(format!("{prefix}{i:03}").as_bytes(), 1), b"v")
                 .unwrap();

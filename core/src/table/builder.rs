@@ -236,3 +236,16 @@ impl TableBuilder {
         })
     }
 }
+
+/// A builder for tests: the real file system, 10 bloom bits per key, no compression.
+#[cfg(test)]
+pub(crate) fn plain(path: &std::path::Path, block_size: usize) -> TableBuilder {
+    TableBuilder::create(
+        &crate::fs::Fs::real(),
+        path,
+        block_size,
+        10,
+        crate::table::Codec::NONE,
+    )
+    .expect("creating a test table")
+}

@@ -209,20 +209,12 @@ impl Source for TableIter {
 mod tests {
     use super::*;
     use crate::advice::test_pages::{eventually, evict, resident, PAGE};
-    use crate::table::TableBuilder;
 
     #[test]
     fn stepping_into_the_next_block_reads_ahead_and_a_seek_alone_does_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.sst");
-        let mut b = TableBuilder::create(
-            &crate::fs::Fs::real(),
-            &path,
-            4096,
-            10,
-            crate::table::Codec::NONE,
-        )
-        .unwrap();
+        let mut b = crate::table::test_builder(&path, 4096);
         for i in 0..60_000u32 {
             b.add(&key::encode(format!("key{i:08}").as_bytes(), 1), &[7; 40])
                 .unwrap();

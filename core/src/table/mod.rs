@@ -12,6 +12,8 @@ mod footer;
 mod iter;
 mod reader;
 
+#[cfg(test)]
+pub(crate) use builder::plain as test_builder;
 pub(crate) use builder::{TableBuilder, TableMeta};
 pub(crate) use codec::Codec;
 pub use codec::Compression;

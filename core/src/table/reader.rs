@@ -451,14 +451,7 @@ mod tests {
 
     fn write_table(dir: &Path, n: u32) -> PathBuf {
         let path = dir.join("000001.sst");
-        let mut b = TableBuilder::create(
-            &crate::fs::Fs::real(),
-            &path,
-            256,
-            10,
-            crate::table::Codec::NONE,
-        )
-        .unwrap();
+        let mut b = crate::table::test_builder(&path, 256);
         for i in 0..n {
             for seq in [3u64, 1] {
                 b.add(
@@ -476,14 +469,7 @@ mod tests {
     fn page_sized_blocks_each_sit_in_one_page_for_little_padding() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.sst");
-        let mut b = TableBuilder::create(
-            &crate::fs::Fs::real(),
-            &path,
-            4096,
-            10,
-            crate::table::Codec::NONE,
-        )
-        .unwrap();
+        let mut b = crate::table::test_builder(&path, 4096);
         let n = 20_000u32;
         for i in 0..n {
             let value = vec![b'a' + (i % 26) as u8; 100 + (i % 57) as usize];

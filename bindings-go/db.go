@@ -243,21 +243,33 @@ func (d *DB) GetItem(key []byte) (*Item, error) {
 		return nil, err
 	}
 	defer d.mu.RUnlock()
-	var buf C.sett_buf_t
-	var meta C.uint8_t
-	var expires, version C.uint64_t
-	var cerr *C.sett_error_t
-	rc := C.sett_get_entry(h, ptr(key), C.size_t(len(key)), &buf, &meta, &expires, &version, &cerr)
+	return getEntry(key, func(out *entryOut) C.int {
+		return C.sett_get_entry(h, ptr(key), C.size_t(len(key)), &out.buf, &out.meta, &out.expires, &out.version, &out.cerr)
+	})
+}
+
+// entryOut holds the out-parameters of sett_get_entry and sett_txn_get_entry.
+type entryOut struct {
+	buf              C.sett_buf_t
+	meta             C.uint8_t
+	expires, version C.uint64_t
+	cerr             *C.sett_error_t
+}
+
+// getEntry runs one of the get-entry calls and builds the Item it filled.
+func getEntry(key []byte, call func(*entryOut) C.int) (*Item, error) {
+	var out entryOut
+	rc := call(&out)
 	runtime.KeepAlive(key)
-	if err := status(rc, cerr); err != nil {
+	if err := status(rc, out.cerr); err != nil {
 		return nil, err
 	}
 	return &Item{
 		Key:       append([]byte(nil), key...),
-		Value:     takeBuf(&buf),
-		UserMeta:  byte(meta),
-		ExpiresAt: uint64(expires),
-		Version:   uint64(version),
+		Value:     takeBuf(&out.buf),
+		UserMeta:  byte(out.meta),
+		ExpiresAt: uint64(out.expires),
+		Version:   uint64(out.version),
 	}, nil
 }
 

@@ -124,22 +124,9 @@ func (t *Txn) GetItem(key []byte) (*Item, error) {
 	if t.t == nil {
 		return nil, ErrClosed
 	}
-	var buf C.sett_buf_t
-	var meta C.uint8_t
-	var expires, version C.uint64_t
-	var cerr *C.sett_error_t
-	rc := C.sett_txn_get_entry(t.t, ptr(key), C.size_t(len(key)), &buf, &meta, &expires, &version, &cerr)
-	runtime.KeepAlive(key)
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return &Item{
-		Key:       append([]byte(nil), key...),
-		Value:     takeBuf(&buf),
-		UserMeta:  byte(meta),
-		ExpiresAt: uint64(expires),
-		Version:   uint64(version),
-	}, nil
+	return getEntry(key, func(out *entryOut) C.int {
+		return C.sett_txn_get_entry(t.t, ptr(key), C.size_t(len(key)), &out.buf, &out.meta, &out.expires, &out.version, &out.cerr)
+	})
 }
 
 // Set buffers a put, applied at Commit.

@@ -144,12 +144,13 @@ impl DbInner {
                         busy,
                         cursors,
                         manual,
+                        idle,
                         ..
                     } = &mut *bg;
                     let picked = if *manual {
                         None
                     } else {
-                        compaction::pick(&version, &self.opts, busy, cursors)
+                        compaction::pick(&version, &self.opts, busy, cursors, *idle)
                     };
                     if let Some(c) = picked {
                         for t in c.all_tables() {

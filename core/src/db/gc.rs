@@ -22,6 +22,9 @@ use crate::vlog::ENTRY_HEADER_LEN;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// No write for this long makes the Db idle: L0 is merged down below its trigger.
+const IDLE_AFTER: Duration = Duration::from_secs(1);
+
 /// How long the background GC waits after a failed round before it tries again.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(30);
 
@@ -71,6 +74,8 @@ impl DbInner {
     /// The background GC: see the module's documentation.
     pub(crate) fn gc_loop(self: Arc<Self>) {
         let mut wait = Duration::from_secs(1);
+        let mut batches = self.counters.batches.load(Ordering::Relaxed);
+        let mut last_write = Instant::now();
         loop {
             {
                 let bg = lock(&self.bg);
@@ -98,6 +103,22 @@ impl DbInner {
                         wait = RETRY_AFTER_ERROR;
                         break;
                     }
+                }
+            }
+            // Writes stopped: let the compaction thread merge L0 down, so that
+            // the garbage its shadowed versions hold is counted and collected
+            // (compaction::due). Writes again: back to the triggers.
+            let now = self.counters.batches.load(Ordering::Relaxed);
+            if now != batches {
+                batches = now;
+                last_write = Instant::now();
+            }
+            let idle = last_write.elapsed() >= IDLE_AFTER;
+            let mut bg = lock(&self.bg);
+            if bg.idle != idle {
+                bg.idle = idle;
+                if idle {
+                    self.bg_cv.notify_all();
                 }
             }
         }

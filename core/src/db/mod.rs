@@ -114,6 +114,9 @@ pub(crate) struct BgState {
     pub(crate) cursors: Vec<Vec<u8>>,
     /// A manual operation (flatten, drop) owns the levels: no automatic compaction starts.
     pub(crate) manual: bool,
+    /// Writes stopped a while ago (set by the GC loop): L0 is merged down even
+    /// below its trigger, so that its garbage is counted (`compaction::due`).
+    pub(crate) idle: bool,
 }
 
 /// The group-commit queue and the sequence numbers it hands out.
@@ -656,8 +659,12 @@ impl DbInner {
             write_groups: self.counters.groups.load(Ordering::Relaxed),
             wal_syncs: self.counters.wal_syncs.load(Ordering::Relaxed),
             vlog_discard: discard,
-            compactions_pending: crate::levels::compaction::due(&st.version, &self.opts).len()
-                as u64,
+            compactions_pending: crate::levels::compaction::due(
+                &st.version,
+                &self.opts,
+                lock(&self.bg).idle,
+            )
+            .len() as u64,
             compactions_running: self.counters.compactions_running.load(Ordering::Relaxed),
             gc_files_rewritten: self.counters.gc_files_rewritten.load(Ordering::Relaxed),
             gc_files_deleted: self.counters.gc_files_deleted.load(Ordering::Relaxed),

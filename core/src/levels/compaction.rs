@@ -102,13 +102,18 @@ pub(crate) fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// The levels due for compaction, most urgent first: L0 once it holds
-/// `l0_compaction_trigger` tables, a deeper level (not the last) once it holds
-/// more than its target size.
-pub(crate) fn due(v: &Version, opts: &Options) -> Vec<usize> {
+/// `l0_compaction_trigger` tables (or any table, when the Db is `idle`), a
+/// deeper level (not the last) once it holds more than its target size.
+///
+/// Idle: writes stopped with tables left in L0. Their shadowed versions are
+/// value-log garbage no compaction has counted yet, so the background GC
+/// cannot see it; merging L0 down while nothing else happens counts it (the
+/// GC loop decides when the Db is idle).
+pub(crate) fn due(v: &Version, opts: &Options, idle: bool) -> Vec<usize> {
     let last = v.levels.len().saturating_sub(1);
     let mut scored: Vec<(f64, usize)> = Vec::new();
     let l0 = v.levels.first().map_or(0, |l| l.len());
-    if l0 >= opts.l0_compaction_trigger {
+    if l0 >= opts.l0_compaction_trigger || (idle && l0 > 0 && last > 0) {
         scored.push((l0 as f64 / opts.l0_compaction_trigger as f64, 0));
     }
     for level in 1..last {
@@ -128,8 +133,9 @@ pub(crate) fn pick(
     opts: &Options,
     busy: &HashSet<u64>,
     cursors: &mut [Vec<u8>],
+    idle: bool,
 ) -> Option<Compaction> {
-    for level in due(v, opts) {
+    for level in due(v, opts, idle) {
         let candidates: Vec<Vec<Arc<Table>>> = if level == 0 {
             vec![v.levels[0].clone()]
         } else {
@@ -334,18 +340,21 @@ mod tests {
         opts.level_base_size = 1 << 30;
         let none = HashSet::new();
         let v = Version::new(3).apply(&none, &[(0, table(dir.path(), 1, "a", 10))]);
-        assert!(due(&v, &opts).is_empty(), "one L0 table of a trigger of 2");
+        assert!(
+            due(&v, &opts, false).is_empty(),
+            "one L0 table of a trigger of 2"
+        );
 
         let v = v.apply(&none, &[(0, table(dir.path(), 2, "b", 10))]);
-        assert_eq!(due(&v, &opts), vec![0]);
+        assert_eq!(due(&v, &opts, false), vec![0]);
 
         // L1 far over its target outranks L0 at its trigger; the last level
         // (L2) is over any target too but has nowhere to go.
         let l1 = table(dir.path(), 3, "c", 100);
         opts.level_base_size = l1.size() / 10;
         let v = v.apply(&none, &[(1, l1), (2, table(dir.path(), 4, "d", 1000))]);
-        assert_eq!(due(&v, &opts), vec![1, 0]);
-        let picked = pick(&v, &opts, &none, &mut vec![Vec::new(); 3]).unwrap();
+        assert_eq!(due(&v, &opts, false), vec![1, 0]);
+        let picked = pick(&v, &opts, &none, &mut vec![Vec::new(); 3], false).unwrap();
         assert_eq!(picked.level, 1, "pick follows the same order");
     }
 
@@ -388,7 +397,7 @@ mod tests {
         let mut cursors = vec![Vec::new(); 4];
         let none = HashSet::new();
         let order: Vec<u64> = (0..4)
-            .map(|_| pick(&v, &opts, &none, &mut cursors).unwrap().inputs[0].id())
+            .map(|_| pick(&v, &opts, &none, &mut cursors, false).unwrap().inputs[0].id())
             .collect();
         assert_eq!(order, vec![1, 2, 3, 1]);
     }
@@ -397,7 +406,7 @@ mod tests {
     fn a_table_with_no_overlap_below_moves_down_without_a_rewrite() {
         let dir = tempfile::tempdir().unwrap();
         let (v, opts) = crowded_l1(dir.path());
-        let c = pick(&v, &opts, &HashSet::new(), &mut vec![Vec::new(); 4]).unwrap();
+        let c = pick(&v, &opts, &HashSet::new(), &mut vec![Vec::new(); 4], false).unwrap();
         assert_eq!((ids(&c.inputs), ids(&c.next)), (vec![1], vec![]));
         assert!(c.is_trivial_move() && c.bottom);
     }
@@ -409,18 +418,18 @@ mod tests {
         let mut cursors = vec![Vec::new(); 4];
         // Table 1 is busy itself; table 2's overlap in L2 (table 4) is busy.
         let busy: HashSet<u64> = [1, 4].into();
-        let c = pick(&v, &opts, &busy, &mut cursors).unwrap();
+        let c = pick(&v, &opts, &busy, &mut cursors, false).unwrap();
         assert_eq!(ids(&c.inputs), vec![3]);
         let busy: HashSet<u64> = [1, 3].into();
-        let c = pick(&v, &opts, &busy, &mut cursors).unwrap();
+        let c = pick(&v, &opts, &busy, &mut cursors, false).unwrap();
         assert_eq!((ids(&c.inputs), ids(&c.next)), (vec![2], vec![4]));
         assert!(!c.is_trivial_move());
         // L2 is over its target too: with L1 all busy, its table goes.
         let l1: HashSet<u64> = [1, 2, 3].into();
-        let c = pick(&v, &opts, &l1, &mut cursors).unwrap();
+        let c = pick(&v, &opts, &l1, &mut cursors, false).unwrap();
         assert_eq!((c.level, ids(&c.inputs)), (2, vec![4]));
         let all: HashSet<u64> = [1, 2, 3, 4].into();
-        assert!(pick(&v, &opts, &all, &mut cursors).is_none());
+        assert!(pick(&v, &opts, &all, &mut cursors, false).is_none());
     }
 
     #[test]
@@ -450,5 +459,20 @@ mod tests {
         assert_eq!(cs.len(), 1);
         assert_eq!((ids(&cs[0].inputs), ids(&cs[0].next)), (vec![5], vec![2]));
         assert_eq!(cs[0].out_level, 1);
+    }
+
+    #[test]
+    fn an_idle_db_merges_any_l0_table_down_and_a_busy_one_waits_for_the_trigger() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.l0_compaction_trigger = 4;
+        let none = HashSet::new();
+        let v = Version::new(3).apply(&none, &[(0, table(dir.path(), 1, "a", 10))]);
+        assert!(due(&v, &opts, false).is_empty());
+        assert_eq!(due(&v, &opts, true), vec![0]);
+        let c = pick(&v, &opts, &none, &mut vec![Vec::new(); 3], true).unwrap();
+        assert_eq!((c.level, ids(&c.inputs), c.out_level), (0, vec![1], 1));
+        // Nothing in L0: idle or not, nothing to do.
+        assert!(due(&Version::new(3), &opts, true).is_empty());
     }
 }

@@ -15,6 +15,11 @@
 //! reading and rewriting at most `vlog_gc_rate` bytes a second. Writers wait
 //! for it only as for any other write (its moves go through the write
 //! pipeline in chunks) and for the memtable switch of its flush.
+//!
+//! Garbage is only known once a compaction drops the versions that shadow it,
+//! and a Db whose writes stopped with L0 under its trigger would never run
+//! one: after a second without writes the loop marks the Db idle, and L0 is
+//! merged down then (`compaction::due`).
 
 use super::*;
 use crate::manifest::Edit;

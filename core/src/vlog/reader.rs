@@ -21,9 +21,11 @@ const COALESCE_GAP: u64 = 16 << 10;
 /// Page size assumed for read advice (larger pages only make it coarser).
 const PAGE: usize = 4096;
 /// A point read of an entry over at least this many pages asks for all of it
-/// before touching it. Not for 2: a quarter of 1 KiB entries straddle a page,
-/// and the call cost more on cached reads than it saved on cold ones.
-const POINT_AHEAD_PAGES: usize = 3;
+/// before touching it, so that a cold entry costs one round of device reads,
+/// not one fault per page in turn. 2 pages too: a quarter of 1 KiB entries
+/// straddle a page; on data 3x memory that took 1 KiB reads from 47.5 to 41.6
+/// µs, while cached reads showed no cost (PERFORMANCE.md, session 8).
+const POINT_AHEAD_PAGES: usize = 2;
 /// A scan's read that starts at most this far past where its last read of the
 /// same file ended continues a forward walk through that file.
 const SEQUENTIAL_GAP: usize = 64 << 10;

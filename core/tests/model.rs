@@ -104,6 +104,8 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
         ];
     }
     let mut db = Db::open(opts.clone()).unwrap();
+    let ckpts = tempfile::tempdir().unwrap();
+    let mut checkpoints = 0;
     let mut model = Model::new();
     let mut rng = Rng::new(seed);
     for step in 0..ops {
@@ -143,6 +145,26 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                 );
             }
             90..=97 => check_iter(&db, &model, random_iter_options(&mut rng), &ctx),
+            98 => {
+                // A checkpoint opens as its own database holding exactly the
+                // model's state at the call.
+                let target = ckpts.path().join(format!("step{step}"));
+                db.checkpoint(&target).unwrap();
+                let mut copy_opts = opts.clone();
+                copy_opts.dir = target.clone();
+                let copy = Db::open(copy_opts).unwrap();
+                check_iter(
+                    &copy,
+                    &model,
+                    IterOptions::default(),
+                    &format!("{ctx}: checkpoint"),
+                );
+                copy.verify().unwrap();
+                copy.close().unwrap();
+                drop(copy);
+                std::fs::remove_dir_all(&target).unwrap();
+                checkpoints += 1;
+            }
             _ => {
                 db.close().unwrap();
                 drop(db);
@@ -150,6 +172,10 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
             }
         }
     }
+    assert!(
+        checkpoints > 0,
+        "seed {seed}: no checkpoint in {ops} operations"
+    );
     check_iter(&db, &model, IterOptions::default(), "final forward");
     check_iter(
         &db,

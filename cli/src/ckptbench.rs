@@ -11,6 +11,7 @@
 //! removed meanwhile). The checkpoint is then opened and a sample of the fill's
 //! keys read back. Prints a summary and `RESULT {json}`.
 
+use crate::gcbench::value;
 use sett::{Db, Options, WriteBatch};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -32,19 +33,6 @@ pub struct CkptBenchArgs {
 
 fn key(i: u64) -> Vec<u8> {
     format!("key{i:012}").into_bytes()
-}
-
-/// A value that differs per key and pass, so that a stale read is visible.
-fn value(i: u64, pass: u64, len: usize) -> Vec<u8> {
-    let mut x = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ pass).wrapping_add(1);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// (files, apparent bytes, allocated bytes of files with a single link) under `dir`.

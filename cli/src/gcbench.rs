@@ -51,7 +51,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 }
 
 /// A value that differs per key and round, so that a stale read is visible.
-fn value(i: u64, round: u64, len: usize) -> Vec<u8> {
+pub(crate) fn value(i: u64, round: u64, len: usize) -> Vec<u8> {
     let mut x = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ round).wrapping_add(1);
     (0..len)
         .map(|_| {

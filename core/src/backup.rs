@@ -6,7 +6,7 @@
 //! stream is detected. See `core/FORMAT.md`.
 
 use crate::coding::{put_varint, Reader};
-use crate::db::DbInner;
+use crate::db::{lock, DbInner};
 use crate::error::{Error, Result};
 use crate::iter::{MergeIter, Source};
 use crate::key;
@@ -23,6 +23,8 @@ const VERSION: u32 = 1;
 const REC_HEADER: u8 = 1;
 const REC_ENTRIES: u8 = 2;
 const REC_END: u8 = 3;
+/// Range deletes of an incremental backup, applied before its entries.
+const REC_RANGE_DELS: u8 = 4;
 const KIND_DELETE: u8 = 0;
 const KIND_PUT: u8 = 1;
 /// Entry chunks are cut past this many bytes.
@@ -79,12 +81,46 @@ impl DbInner {
         let read_ts = self.visible_seq.load(Ordering::Acquire);
         let _snap = self.snapshot_at(read_ts);
         let now = self.now();
+        let dels = st.range_dels.clone();
+        // Range deletes after `since`: the ones still live are carried; one
+        // already retired cannot be, and the backup is refused.
+        let mut carried = Vec::new();
+        if since > 0 {
+            let retired = lock(&self.manifest)
+                .as_ref()
+                .map_or(0, |m| m.state().range_dels_retired);
+            if retired > since {
+                return Err(Error::InvalidArgument(format!(
+                    "an incremental backup since version {since} cannot carry the range \
+                     delete of version {retired}: compaction already dropped it; take a full \
+                     backup (since 0)"
+                )));
+            }
+            carried.extend(
+                dels.iter()
+                    .filter(|t| t.seq > since && t.seq <= read_ts)
+                    .cloned(),
+            );
+            carried.sort_by_key(|t| t.seq);
+        }
         w.write_all(&wal::file_header(MAGIC, VERSION))
             .map_err(|e| Error::io("writing the backup stream", e))?;
         let mut head = vec![REC_HEADER];
         head.extend_from_slice(&since.to_le_bytes());
         head.extend_from_slice(&read_ts.to_le_bytes());
         emit(w, &head)?;
+        if !carried.is_empty() {
+            let mut rec = vec![REC_RANGE_DELS];
+            rec.extend_from_slice(&(carried.len() as u32).to_le_bytes());
+            for t in &carried {
+                put_varint(&mut rec, t.start.len() as u64);
+                rec.extend_from_slice(&t.start);
+                put_varint(&mut rec, t.end.len() as u64);
+                rec.extend_from_slice(&t.end);
+                rec.extend_from_slice(&t.seq.to_le_bytes());
+            }
+            emit(w, &rec)?;
+        }
 
         let mut merge = MergeIter::new(st.sources(false, None, None), false);
         merge.rewind()?;
@@ -103,7 +139,11 @@ impl DbInner {
                 Error::corruption(&self.dir, 0, "undecodable value record met during backup")
             })?;
             let expired = rec.expired(now);
-            let keep = since > 0 || (rec.stored != Stored::Delete && !expired);
+            // A version a range delete hides is not sent: a full backup holds
+            // what reads see, an incremental one applies its range deletes
+            // first and then only versions newer than them.
+            let hidden = dels.hides(&uk, seq, read_ts);
+            let keep = !hidden && (since > 0 || (rec.stored != Stored::Delete && !expired));
             if keep {
                 let value = match rec.stored {
                     Stored::Delete => None,
@@ -188,6 +228,22 @@ impl DbInner {
             })?;
             let mut rr = Reader::new(&rec);
             match rr.u8() {
+                Some(REC_RANGE_DELS) if since > 0 => {
+                    let bad = || Error::corruption(stream_name(), at, "bad range-delete record");
+                    let n = rr.u32().ok_or_else(bad)?;
+                    let mut deletes = WriteBatch::new();
+                    for _ in 0..n {
+                        let start = rr.len_prefixed().ok_or_else(bad)?.to_vec();
+                        let end = rr.len_prefixed().ok_or_else(bad)?.to_vec();
+                        let _seq = rr.u64().ok_or_else(bad)?;
+                        self.check_range(&start, &end)?;
+                        deletes.delete_range_raw(start, end);
+                    }
+                    if rr.remaining() != 0 {
+                        return Err(bad());
+                    }
+                    self.write(crate::db::WriterKind::Batch(deletes), None)?;
+                }
                 Some(REC_ENTRIES) => {
                     let n = rr
                         .u32()

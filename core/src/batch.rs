@@ -24,6 +24,9 @@ pub(crate) struct BatchOp {
     /// Absolute expiry (unix seconds), used instead of `ttl` when non-zero
     /// (restores keep the original expiry).
     pub expires_at: u64,
+    /// `Some(end)` for a range delete of `[key, end)` (an empty end is
+    /// unbounded); `value` is then `None`.
+    pub range_end: Option<Vec<u8>>,
 }
 
 /// Puts and deletes applied atomically by [`crate::Db::write`]: after a crash,
@@ -60,6 +63,7 @@ impl WriteBatch {
             user_meta: opts.user_meta,
             ttl: opts.ttl,
             expires_at: 0,
+            range_end: None,
         });
         self
     }
@@ -79,6 +83,7 @@ impl WriteBatch {
             user_meta,
             ttl: None,
             expires_at,
+            range_end: None,
         });
     }
 
@@ -92,8 +97,52 @@ impl WriteBatch {
             user_meta: 0,
             ttl: None,
             expires_at: 0,
+            range_end: None,
         });
         self
+    }
+
+    /// Adds a delete of every key in `[start, end)` (RocksDB's DeleteRange):
+    /// one record, whatever the number of keys. Operations added before it
+    /// on keys in the range are removed from the batch (the range delete
+    /// wins, as it would in order); later ones are kept. [`crate::Db::write`]
+    /// refuses the batch unless `start < end`.
+    pub fn delete_range(
+        &mut self,
+        start: impl Into<Vec<u8>>,
+        end: impl Into<Vec<u8>>,
+    ) -> &mut Self {
+        let (start, end) = (start.into(), end.into());
+        self.delete_range_raw(start, end);
+        self
+    }
+
+    /// [`WriteBatch::delete_range`] on owned bounds.
+    pub(crate) fn delete_range_raw(&mut self, start: Vec<u8>, end: Vec<u8>) {
+        let inside = |k: &[u8]| k >= start.as_slice() && (end.is_empty() || k < end.as_slice());
+        let mut bytes = 0;
+        self.ops.retain(|op| {
+            let keep = op.range_end.is_some() || !inside(&op.key);
+            if !keep {
+                bytes += op.key.len() + op.value.as_ref().map_or(0, Vec::len);
+            }
+            keep
+        });
+        self.bytes -= bytes;
+        self.bytes += start.len() + end.len();
+        self.ops.push(BatchOp {
+            key: start,
+            value: None,
+            user_meta: 0,
+            ttl: None,
+            expires_at: 0,
+            range_end: Some(end),
+        });
+    }
+
+    /// True when the batch holds a range delete.
+    pub(crate) fn has_range_delete(&self) -> bool {
+        self.ops.iter().any(|op| op.range_end.is_some())
     }
 
     /// Number of operations.
@@ -225,5 +274,32 @@ mod tests {
         assert_eq!((b.len(), b.size_bytes()), (2, 4));
         b.clear();
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn a_range_delete_removes_the_batch_s_earlier_writes_in_its_range_only() {
+        let mut b = WriteBatch::new();
+        b.put(b"a".to_vec(), b"1".to_vec())
+            .put(b"b".to_vec(), b"2".to_vec())
+            .delete(b"c".to_vec())
+            .put(b"d".to_vec(), b"4".to_vec());
+        b.delete_range(b"b".to_vec(), b"d".to_vec());
+        b.put(b"b".to_vec(), b"5".to_vec());
+        let keys: Vec<(&[u8], bool)> = b
+            .ops
+            .iter()
+            .map(|o| (o.key.as_slice(), o.range_end.is_some()))
+            .collect();
+        assert_eq!(
+            keys,
+            vec![
+                (&b"a"[..], false),
+                (b"d", false),
+                (b"b", true),
+                (b"b", false)
+            ]
+        );
+        assert_eq!(b.size_bytes(), 2 + 2 + 2 + 2);
+        assert!(b.has_range_delete());
     }
 }

@@ -185,6 +185,7 @@ impl BulkLoader {
             imm: st.imm.clone(),
             version: Arc::new(st.version.apply(&HashSet::new(), &added)),
             vlogs: Arc::new(st.vlogs.with(vfile)),
+            range_dels: st.range_dels.clone(),
         });
         db.publish(self.seq);
         self.finished = true;

@@ -78,6 +78,7 @@ mod levels;
 mod manifest;
 mod memtable;
 mod options;
+mod range_del;
 mod read_guard;
 mod sequence;
 mod table;

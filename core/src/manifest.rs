@@ -7,6 +7,7 @@ use crate::coding::{put_varint, Reader};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::{sync_dir, Fs};
+use crate::range_del::RangeTombstone;
 use crate::table::{Table, TableMeta};
 use crate::wal::{self, LogWriter};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +26,8 @@ const TAG_LAST_SEQ: u8 = 5;
 const TAG_ADD_VLOG: u8 = 6;
 const TAG_DELETE_VLOG: u8 = 7;
 const TAG_VLOG_DISCARD: u8 = 8;
+const TAG_ADD_RANGE_DEL: u8 = 9;
+const TAG_DELETE_RANGE_DEL: u8 = 10;
 
 /// What the manifest knows about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +84,10 @@ pub(crate) enum Edit {
         id: u32,
         bytes: u64,
     },
+    /// A range tombstone whose memtable was flushed.
+    AddRangeDel(RangeTombstone),
+    /// A range tombstone retired: no table holds a version it hides.
+    DeleteRangeDel(RangeTombstone),
 }
 
 /// The state the edits build up.
@@ -93,6 +100,11 @@ pub(crate) struct ManifestState {
     pub vlogs: BTreeSet<u32>,
     /// Garbage bytes per live value-log file.
     pub discard: BTreeMap<u32, u64>,
+    /// Range tombstones of flushed memtables, not yet retired.
+    pub range_dels: BTreeSet<RangeTombstone>,
+    /// The newest sequence of a retired range tombstone: an incremental
+    /// backup since an older version cannot carry it any more.
+    pub range_dels_retired: u64,
 }
 
 impl ManifestState {
@@ -144,6 +156,13 @@ impl ManifestState {
                     *self.discard.entry(*id).or_insert(0) += bytes;
                 }
             }
+            Edit::AddRangeDel(t) => {
+                self.range_dels.insert(t.clone());
+            }
+            Edit::DeleteRangeDel(t) => {
+                self.range_dels.remove(t);
+                self.range_dels_retired = self.range_dels_retired.max(t.seq);
+            }
         }
         Ok(())
     }
@@ -169,6 +188,15 @@ impl ManifestState {
                 .iter()
                 .map(|(&id, &bytes)| Edit::VlogDiscard { id, bytes }),
         );
+        edits.extend(self.range_dels.iter().cloned().map(Edit::AddRangeDel));
+        if self.range_dels_retired > 0 {
+            // Retiring a tombstone that is not there only raises the mark.
+            edits.push(Edit::DeleteRangeDel(RangeTombstone {
+                start: Vec::new(),
+                end: Vec::new(),
+                seq: self.range_dels_retired,
+            }));
+        }
         edits
     }
 }
@@ -218,6 +246,18 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
                 b.extend_from_slice(&id.to_le_bytes());
                 b.extend_from_slice(&bytes.to_le_bytes());
             }
+            Edit::AddRangeDel(t) | Edit::DeleteRangeDel(t) => {
+                b.push(if matches!(e, Edit::AddRangeDel(_)) {
+                    TAG_ADD_RANGE_DEL
+                } else {
+                    TAG_DELETE_RANGE_DEL
+                });
+                b.extend_from_slice(&t.seq.to_le_bytes());
+                put_varint(&mut b, t.start.len() as u64);
+                b.extend_from_slice(&t.start);
+                put_varint(&mut b, t.end.len() as u64);
+                b.extend_from_slice(&t.end);
+            }
         }
     }
     b
@@ -251,6 +291,18 @@ pub(crate) fn decode_edits(payload: &[u8]) -> Option<Vec<Edit>> {
                 id: r.u32()?,
                 bytes: r.u64()?,
             },
+            tag @ (TAG_ADD_RANGE_DEL | TAG_DELETE_RANGE_DEL) => {
+                let t = RangeTombstone {
+                    seq: r.u64()?,
+                    start: r.len_prefixed()?.to_vec(),
+                    end: r.len_prefixed()?.to_vec(),
+                };
+                if tag == TAG_ADD_RANGE_DEL {
+                    Edit::AddRangeDel(t)
+                } else {
+                    Edit::DeleteRangeDel(t)
+                }
+            }
             _ => return None,
         };
         edits.push(e);
@@ -440,6 +492,16 @@ mod tests {
                 id: 3,
                 bytes: 1 << 33,
             },
+            Edit::AddRangeDel(RangeTombstone {
+                start: b"a".to_vec(),
+                end: Vec::new(),
+                seq: 7,
+            }),
+            Edit::DeleteRangeDel(RangeTombstone {
+                start: Vec::new(),
+                end: b"zz".to_vec(),
+                seq: 8,
+            }),
         ];
         assert_eq!(decode_edits(&encode_edits(&edits)).unwrap(), edits);
         let enc = encode_edits(&edits);

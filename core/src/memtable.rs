@@ -9,6 +9,7 @@
 //! stayed resident: see PERFORMANCE.md).
 
 use crate::key::{self, KeyRef};
+use crate::range_del::RangeTombstone;
 use crossbeam_skiplist::SkipMap;
 use memmap2::MmapMut;
 use std::borrow::Borrow;
@@ -34,6 +35,9 @@ pub struct Memtable {
     max_seq: AtomicU64,
     /// The id of the WAL file that holds this memtable's writes.
     wal_id: u64,
+    /// Range deletes logged in this memtable's WAL: recorded in the manifest
+    /// when it is flushed (readers find them in the read state's set).
+    range_dels: Mutex<Vec<RangeTombstone>>,
 }
 
 /// An entry of a memtable, by reference: valid only while that memtable lives.
@@ -216,6 +220,7 @@ impl Memtable {
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
             wal_id,
+            range_dels: Mutex::new(Vec::new()),
         }
     }
 
@@ -292,8 +297,31 @@ impl Memtable {
         self.bytes.load(Ordering::Relaxed)
     }
 
+    /// True when it holds neither an entry nor a range delete.
     pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty() && self.range_dels().is_empty()
+    }
+
+    /// True when it holds no entry (it may hold range deletes).
+    pub(crate) fn has_no_entries(&self) -> bool {
         self.map.is_empty()
+    }
+
+    /// Records a range delete logged in this memtable's WAL.
+    pub(crate) fn add_range_del(&self, t: RangeTombstone) {
+        self.max_seq.fetch_max(t.seq, Ordering::Relaxed);
+        self.range_dels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(t);
+    }
+
+    /// The range deletes logged in this memtable's WAL.
+    pub(crate) fn range_dels(&self) -> Vec<RangeTombstone> {
+        self.range_dels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub(crate) fn max_seq(&self) -> u64 {

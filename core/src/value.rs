@@ -6,6 +6,27 @@ use crate::coding::{put_varint, Reader};
 const KIND_DELETE: u8 = 0;
 const KIND_INLINE: u8 = 1;
 const KIND_POINTER: u8 = 2;
+/// A range delete in a WAL batch record: the entry's key is the range's start
+/// and the record holds its end. Never in a memtable or a table, so
+/// [`decode`] refuses it.
+const KIND_RANGE_DELETE: u8 = 3;
+
+/// The WAL value record of a range delete ending at `end` (exclusive; empty
+/// is unbounded).
+pub(crate) fn encode_range_delete(buf: &mut Vec<u8>, end: &[u8]) {
+    buf.push(KIND_RANGE_DELETE);
+    buf.push(0);
+    put_varint(buf, 0);
+    buf.extend_from_slice(end);
+}
+
+/// The end of a range delete's record, or `None` if `src` is not one.
+pub(crate) fn decode_range_delete(src: &[u8]) -> Option<&[u8]> {
+    match src {
+        [KIND_RANGE_DELETE, 0, 0, end @ ..] => Some(end),
+        _ => None,
+    }
+}
 
 /// Where a separated value lives: file id, offset of its value-log entry, entry length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

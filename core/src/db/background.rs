@@ -5,6 +5,7 @@ use super::*;
 use crate::fs::sync_dir;
 use crate::levels::compaction::{self, Compaction};
 use crate::manifest::{Edit, TableRecord};
+use crate::range_del::{RangeDels, RangeTombstone};
 use crate::table::{Table, TableBuilder};
 
 impl DbInner {
@@ -60,7 +61,7 @@ impl DbInner {
         let mut edits = Vec::new();
         let mut added = Vec::new();
         let mut discard: std::collections::HashMap<u32, u64> = Default::default();
-        if !mem.is_empty() {
+        if !mem.has_no_entries() {
             let id = lock(&self.manifest)
                 .as_mut()
                 .ok_or(Error::Closed)?
@@ -77,7 +78,10 @@ impl DbInner {
             // and their separated values are counted as value-log garbage now,
             // as a compaction would: with large values a memtable holds many
             // versions of few keys, and compactions would find them late.
+            // The snapshot first, then the tombstones: every tombstone at or
+            // below it was published, so it is in the set read after.
             let snapshot = self.smallest_snapshot();
+            let dels = self.read_state().range_dels.clone();
             let mut user_key: Option<Vec<u8>> = None;
             let mut shadowed = false;
             let built = mem
@@ -87,7 +91,7 @@ impl DbInner {
                         user_key = Some(uk.to_vec());
                         shadowed = false;
                     }
-                    if shadowed {
+                    if shadowed || dels.hides(uk, seq, snapshot) {
                         if let Some(Stored::Pointer(p)) = value::decode(v).map(|r| r.stored) {
                             *discard.entry(p.file).or_insert(0) += u64::from(p.len);
                         }
@@ -102,6 +106,7 @@ impl DbInner {
             })?;
             sync_dir(&self.opts.fs, &self.dir)?;
             let t = Arc::new(Table::open(&path, id)?);
+            t.set_range_clean(snapshot);
             edits.push(Edit::AddTable {
                 level: 0,
                 table: TableRecord::built(id, &meta),
@@ -111,11 +116,22 @@ impl DbInner {
         for (&id, &bytes) in &discard {
             edits.push(Edit::VlogDiscard { id, bytes });
         }
+        edits.extend(mem.range_dels().into_iter().map(Edit::AddRangeDel));
         edits.push(Edit::LogNumber(mem.wal_id() + 1));
         edits.push(Edit::LastSeq(mem.max_seq()));
         {
             let mut m = lock(&self.manifest);
-            m.as_mut().ok_or(Error::Closed)?.log(&edits)?;
+            let man = m.as_mut().ok_or(Error::Closed)?;
+            // What the new state's version will be (it changes only under
+            // the manifest lock, or by a bulk load whose versions are newer
+            // than every tombstone).
+            let version = self.read_state().version.apply(&HashSet::new(), &added);
+            let retired = retirable(
+                man.state().range_dels.iter().chain(&mem.range_dels()),
+                &version,
+            );
+            edits.extend(retired.iter().cloned().map(Edit::DeleteRangeDel));
+            man.log(&edits)?;
             self.update_state(|st| ReadState {
                 mem: st.mem.clone(),
                 imm: st
@@ -126,6 +142,7 @@ impl DbInner {
                     .collect(),
                 version: Arc::new(st.version.apply(&HashSet::new(), &added)),
                 vlogs: st.vlogs.clone(),
+                range_dels: retired_from(&st.range_dels, &retired),
             });
         }
         remove(&self.opts.fs, &filename::wal(&self.dir, mem.wal_id()))
@@ -150,7 +167,12 @@ impl DbInner {
                     let picked = if *manual {
                         None
                     } else {
-                        compaction::pick(&version, &self.opts, busy, cursors, *idle)
+                        compaction::pick(&version, &self.opts, busy, cursors, *idle).or_else(|| {
+                            // Nothing due: drop what range tombstones hide.
+                            let dels = self.read_state().range_dels.clone();
+                            let snapshot = self.smallest_snapshot();
+                            compaction::pick_cleaning(&version, busy, &dels, snapshot)
+                        })
                     };
                     if let Some(c) = picked {
                         for t in c.all_tables() {
@@ -198,7 +220,12 @@ impl DbInner {
             removed.insert(t.id());
         }
         let mut added = Vec::new();
-        if c.is_trivial_move() {
+        // The snapshot first, then the tombstones (as in a flush).
+        let snapshot = self.smallest_snapshot();
+        let dels = self.read_state().range_dels.clone();
+        let trivial =
+            c.is_trivial_move() && !compaction::needs_cleaning(&c.inputs[0], &dels, snapshot);
+        if trivial {
             let t = &c.inputs[0];
             edits.push(Edit::AddTable {
                 level: out as u8,
@@ -206,8 +233,12 @@ impl DbInner {
             });
             added.push((out, t.clone()));
         } else {
-            let snapshot = self.smallest_snapshot();
-            let result = compaction::run(c, &self.opts, &self.dir, snapshot, self.now(), || {
+            let at = compaction::At {
+                smallest_snapshot: snapshot,
+                now: self.now(),
+                range_dels: &dels,
+            };
+            let result = compaction::run(c, &self.opts, &self.dir, at, || {
                 lock(&self.manifest)
                     .as_mut()
                     .map(|m| m.next_file_id())
@@ -219,6 +250,7 @@ impl DbInner {
             }
             for (id, meta) in result.tables {
                 let t = Table::open(&filename::table(&self.dir, id), id)?;
+                t.set_range_clean(snapshot);
                 edits.push(Edit::AddTable {
                     level: out as u8,
                     table: TableRecord::built(id, &meta),
@@ -227,15 +259,20 @@ impl DbInner {
             }
         }
         let mut m = lock(&self.manifest);
-        m.as_mut().ok_or(Error::Closed)?.log(&edits)?;
+        let man = m.as_mut().ok_or(Error::Closed)?;
+        let version = self.read_state().version.apply(&removed, &added);
+        let retired = retirable(man.state().range_dels.iter(), &version);
+        edits.extend(retired.iter().cloned().map(Edit::DeleteRangeDel));
+        man.log(&edits)?;
         self.update_state(|st| ReadState {
             mem: st.mem.clone(),
             imm: st.imm.clone(),
             version: Arc::new(st.version.apply(&removed, &added)),
             vlogs: st.vlogs.clone(),
+            range_dels: retired_from(&st.range_dels, &retired),
         });
         drop(m);
-        if !c.is_trivial_move() {
+        if !trivial {
             for t in c.all_tables() {
                 t.mark_obsolete(&self.opts.fs);
             }
@@ -270,7 +307,23 @@ impl DbInner {
                     .inspect_err(|e| self.poison_with(e))?;
             }
         }
-        Ok(())
+        // Tables of the last level that range tombstones hide versions in
+        // are rewritten in place (the loop above only rewrote those that
+        // met a table from above).
+        let none = HashSet::new();
+        loop {
+            self.check_writable()?;
+            let v = self.read_state().version.clone();
+            let dels = self.read_state().range_dels.clone();
+            let snapshot = self.smallest_snapshot();
+            let Some(c) =
+                compaction::pick_cleaning(&v, &none, &dels, snapshot).filter(|c| c.level == last)
+            else {
+                return Ok(());
+            };
+            self.run_compaction(&c)
+                .inspect_err(|e| self.poison_with(e))?;
+        }
     }
 
     /// For an operation that rewrites the tree while writes wait on `log`
@@ -306,11 +359,15 @@ impl DbInner {
         }
         let old_vlogs: Vec<_> = st.vlogs.all().filter(|f| f.id() != head).cloned().collect();
         edits.extend(old_vlogs.iter().map(|f| Edit::DeleteVlog(f.id())));
-        lock(&self.manifest)
-            .as_mut()
-            .ok_or(Error::Closed)?
-            .log(&edits)
-            .inspect_err(|e| self.poison_with(e))?;
+        // No table is left, and every memtable is flushed: no tombstone hides anything.
+        let retired: Vec<RangeTombstone> = {
+            let mut m = lock(&self.manifest);
+            let m = m.as_mut().ok_or(Error::Closed)?;
+            let retired: Vec<_> = m.state().range_dels.iter().cloned().collect();
+            edits.extend(retired.iter().cloned().map(Edit::DeleteRangeDel));
+            m.log(&edits).inspect_err(|e| self.poison_with(e))?;
+            retired
+        };
         let mut vlogs = (*st.vlogs).clone();
         for f in &old_vlogs {
             vlogs = vlogs.without(f.id());
@@ -320,6 +377,7 @@ impl DbInner {
             imm: s.imm.clone(),
             version: Arc::new(Version::new(self.opts.num_levels)),
             vlogs: Arc::new(vlogs),
+            range_dels: retired_from(&s.range_dels, &retired),
         });
         for t in st.version.levels.iter().flatten() {
             t.mark_obsolete(&self.opts.fs);
@@ -331,7 +389,8 @@ impl DbInner {
     }
 
     /// Removes every key that starts with `prefix`, rewriting the tables that
-    /// hold such keys. Writes wait while it runs. Levels are rewritten one
+    /// hold such keys (the drop before range deletes, kept for comparison:
+    /// `Db::drop_prefix_rewriting`). Writes wait while it runs. Levels are rewritten one
     /// table at a time, deepest first: readers during the drop, and a reopen
     /// after a crash in its middle, see each key of the prefix with its value
     /// from before the drop or not at all.
@@ -352,6 +411,38 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+}
+
+/// The tombstones of `durable` (recorded in the manifest, or being recorded
+/// with the flush of their memtable) that may be retired once `version` is
+/// live: every table of it whose key range meets the tombstone's was built
+/// after dropping what the tombstone hides (`Table::range_clean`). Their
+/// memtable and every older one are flushed, and newer memtables only hold
+/// newer versions (value-log GC's moves keep old versions, but only of keys
+/// a lookup finds live, which a tombstone's keys are not); so no version the
+/// tombstone hides is left anywhere, and dropping it changes no read.
+fn retirable<'a>(
+    durable: impl Iterator<Item = &'a RangeTombstone>,
+    version: &Version,
+) -> Vec<RangeTombstone> {
+    durable
+        .filter(|d| {
+            version.levels.iter().flatten().all(|t| {
+                let (lo, hi) = (key::user_key(t.smallest()), key::user_key(t.largest()));
+                !d.meets(lo, hi) || t.range_clean() >= d.seq
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// `dels` without `retired` (the same set when there is none).
+fn retired_from(dels: &Arc<RangeDels>, retired: &[RangeTombstone]) -> Arc<RangeDels> {
+    if retired.is_empty() {
+        dels.clone()
+    } else {
+        Arc::new(dels.without(retired))
     }
 }
 

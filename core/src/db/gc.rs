@@ -311,6 +311,7 @@ impl DbInner {
             imm: s.imm.clone(),
             version: s.version.clone(),
             vlogs: Arc::new(s.vlogs.without(file.id())),
+            range_dels: s.range_dels.clone(),
         });
         self.remove_vlog_file(file.id(), file.path())?;
         Ok(if moved_values == 0 {

@@ -29,6 +29,7 @@ use crate::levels::Version;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::range_del::RangeDels;
 use crate::sequence::Sequence;
 use crate::txn::Oracle;
 use crate::txn::Txn;
@@ -60,11 +61,20 @@ pub(crate) struct ReadState {
     pub(crate) imm: Vec<Arc<Memtable>>,
     pub(crate) version: Arc<Version>,
     pub(crate) vlogs: Arc<VlogSet>,
+    /// Every live range tombstone: those of the memtables (added before
+    /// their batch is published) and those the manifest records.
+    pub(crate) range_dels: Arc<RangeDels>,
 }
 
 impl ReadState {
-    /// The newest version of `key` at or below `read_seq`: (seq, value record).
+    /// The newest version of `key` at or below `read_seq`: (seq, value record);
+    /// `None` also when a range tombstone the read sees hides that version.
     pub(crate) fn lookup(&self, key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        let found = self.lookup_raw(key, read_seq)?;
+        Ok(found.filter(|(seq, _)| !self.range_dels.hides(key, *seq, read_seq)))
+    }
+
+    fn lookup_raw(&self, key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
         if let Some(found) = self.mem.get(key, read_seq) {
             return Ok(Some(found));
         }
@@ -88,7 +98,7 @@ impl ReadState {
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
         for m in std::iter::once(&self.mem).chain(&self.imm) {
             // A snapshot never sees later inserts, so an empty memtable adds nothing.
-            if !m.is_empty() {
+            if !m.has_no_entries() {
                 sources.push(Box::new(MemIter::new(m.clone(), reverse)));
             }
         }
@@ -391,13 +401,50 @@ impl Db {
         self.inner.drop_all()
     }
 
-    /// Deletes every key starting with `prefix`. Writes wait while it runs: it
-    /// removes every write ordered before it and none ordered after it. It is
-    /// not atomic across keys: a reader while it runs, or a reopen after a
-    /// crash in its middle, may still find some keys of the prefix, each with
-    /// its value from before the drop (never an older one).
+    /// Deletes every key starting with `prefix`: one range delete over the
+    /// prefix ([`Db::delete_range`]), so it is atomic (readers and a reopen
+    /// after a crash see every key of the prefix or none), ordered like any
+    /// write (it removes every write ordered before it and none ordered
+    /// after it), and writers do not wait. Compaction reclaims the space
+    /// later ([`Db::flatten`] at once). An empty prefix is [`Db::drop_all`].
     pub fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
+        if prefix.is_empty() {
+            return self.inner.drop_all();
+        }
+        self.inner.check_range(prefix, &[])?;
+        let mut b = WriteBatch::new();
+        // An all-0xff prefix has no successor: the range is unbounded above.
+        b.delete_range_raw(
+            prefix.to_vec(),
+            key::prefix_successor(prefix).unwrap_or_default(),
+        );
+        self.write(b)
+    }
+
+    /// The drop of [`Db::drop_prefix`] before range deletes: rewrites every
+    /// table holding keys of the prefix while writes wait. Kept for the
+    /// benchmark that compares the two (`sett-bench range-delete`).
+    #[doc(hidden)]
+    pub fn drop_prefix_rewriting(&self, prefix: &[u8]) -> Result<()> {
         self.inner.drop_prefix(prefix)
+    }
+
+    /// Deletes every key in `[start, end)` with one record (a range
+    /// tombstone, RocksDB's DeleteRange), however many keys the range holds.
+    /// It is a write like a put: ordered with other writes, atomic, as
+    /// durable as `sync_writes` makes it, and writers do not wait for it.
+    /// Reads, iterators and snapshots taken before it still see the keys.
+    /// Compaction drops the deleted versions later (their value-log bytes
+    /// count as garbage for GC); [`Db::flatten`] does it at once.
+    /// An empty `end` means no upper bound; otherwise `start < end` is
+    /// required ([`Error::InvalidArgument`]). A read-write transaction that
+    /// read any key and commits after a range delete committed past its
+    /// start fails with [`Error::Conflict`] (the oracle tracks keys by
+    /// fingerprint, not by place; see core/FORMAT.md).
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write(b)
     }
 
     /// A persisted sequence of integers under `key`, leased `bandwidth` at a time.
@@ -534,6 +581,26 @@ impl DbInner {
         Ok(())
     }
 
+    /// Checks the bounds of a range delete: each at most `max_key_size`,
+    /// `start < end`; an empty `end` (unbounded) only from inside the crate.
+    pub(crate) fn check_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        for (what, k) in [("range start", start), ("range end", end)] {
+            if k.len() > self.opts.max_key_size {
+                return Err(Error::TooBig {
+                    what,
+                    len: k.len(),
+                    max: self.opts.max_key_size,
+                });
+            }
+        }
+        if !end.is_empty() && start >= end {
+            return Err(Error::InvalidArgument(format!(
+                "range delete needs start < end, got start {start:?} and end {end:?}"
+            )));
+        }
+        Ok(())
+    }
+
     fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
         self.check_open()?;
         // State first, then the sequence: see DbInner::iter.
@@ -625,7 +692,15 @@ impl DbInner {
         let (lower, upper) = crate::iter::bounds(&opts);
         sources.extend(st.sources(opts.reverse, lower.as_deref(), upper.as_deref()));
         let merge = MergeIter::new(sources, opts.reverse);
-        DbIterator::new(self.clone(), st.vlogs.clone(), merge, snap, reads, opts)
+        DbIterator::new(
+            self.clone(),
+            st.vlogs.clone(),
+            merge,
+            st.range_dels.clone(),
+            snap,
+            reads,
+            opts,
+        )
     }
 
     fn stats(&self) -> Stats {

@@ -7,6 +7,7 @@ use crate::fs::sync_dir;
 use crate::fs::Fs;
 use crate::levels::Version;
 use crate::manifest::{self, Edit, ManifestState};
+use crate::range_del::{RangeDels, RangeTombstone};
 use crate::table::Table;
 use crate::vlog::VlogFile;
 use crate::wal::{self, WAL_MAGIC, WAL_VERSION};
@@ -202,6 +203,9 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
             imm: Vec::new(),
             version: Arc::new(version),
             vlogs: Arc::new(vlogs),
+            range_dels: Arc::new(RangeDels::new(
+                mstate.range_dels.iter().cloned().chain(mem.range_dels()),
+            )),
         })),
         visible_seq: AtomicU64::new(last_seq),
         queue: Mutex::new(Queue {
@@ -309,6 +313,9 @@ fn replay_wal(
         let rec = batch::decode_record(payload)
             .ok_or_else(|| Error::corruption(path, offset, "undecodable batch record"))?;
         for (_, v) in &rec.entries {
+            if value::decode_range_delete(v).is_some() {
+                continue;
+            }
             let decoded = value::decode(v).ok_or_else(|| {
                 Error::corruption(path, offset, "undecodable value record in batch")
             })?;
@@ -320,7 +327,14 @@ fn replay_wal(
             }
         }
         for (k, v) in &rec.entries {
-            mem.insert(k, rec.seq, v);
+            match value::decode_range_delete(v) {
+                Some(end) => mem.add_range_del(RangeTombstone {
+                    start: k.to_vec(),
+                    end: end.to_vec(),
+                    seq: rec.seq,
+                }),
+                None => mem.insert(k, rec.seq, v),
+            }
         }
         *last_seq = (*last_seq).max(rec.seq);
         *seqs = (seqs.0.min(rec.seq), seqs.1.max(rec.seq));
@@ -419,6 +433,7 @@ impl DbInner {
             imm: Vec::new(),
             version: st.version.clone(),
             vlogs,
+            range_dels: st.range_dels.clone(),
         });
         *lock(&self.log) = Some(LogState {
             wal,

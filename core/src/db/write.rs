@@ -11,6 +11,7 @@ use super::*;
 use crate::batch;
 use crate::fs::sync_dir;
 use crate::manifest::Edit;
+use crate::range_del::RangeTombstone;
 use crate::value::ValuePointer;
 use crate::vlog::VlogFile;
 use crate::wal;
@@ -109,6 +110,10 @@ pub(crate) struct TxnCheck {
 impl DbInner {
     fn validate(&self, batch: &WriteBatch) -> Result<usize> {
         for op in &batch.ops {
+            if let Some(end) = &op.range_end {
+                self.check_range(&op.key, end)?;
+                continue;
+            }
             self.check_key(&op.key)?;
             if let Some(v) = &op.value {
                 if v.len() > self.opts.max_value_size {
@@ -159,8 +164,10 @@ impl DbInner {
                         seq,
                         b.ops
                             .iter()
+                            .filter(|op| op.range_end.is_none())
                             .map(|op| crate::txn::fingerprint(&op.key))
                             .collect(),
+                        b.has_range_delete(),
                     );
                 }
                 seq
@@ -281,13 +288,22 @@ impl DbInner {
         let mut framed = std::mem::take(&mut log.framed);
         framed.clear();
         let mut applied: Vec<(Arc<Writer>, EncodedBatch)> = Vec::with_capacity(group.len());
+        let mut tombs = Vec::new();
         let mut last = 0;
         for w in group {
             let Some(WriterKind::Batch(batch)) = lock(&w.kind).take() else {
                 continue;
             };
             let mut entries = Vec::with_capacity(batch.ops.len());
+            // Range deletes go last in the WAL record and never into the memtable.
+            let mut ranges = Vec::new();
             for op in batch.ops {
+                if let Some(end) = op.range_end {
+                    let mut rec = Vec::with_capacity(4 + end.len());
+                    value::encode_range_delete(&mut rec, &end);
+                    ranges.push((op.key, rec));
+                    continue;
+                }
                 let expires = if op.expires_at != 0 {
                     op.expires_at
                 } else {
@@ -310,11 +326,23 @@ impl DbInner {
                 }
                 entries.push((op.key, rec));
             }
+            let n_entries = entries.len();
+            entries.append(&mut ranges);
             let synced = log.wal.synced();
             wal::frame_with(&mut framed, |buf| {
                 let refs = entries.iter().map(|(k, v)| (&k[..], &v[..]));
                 batch::encode_wal_record_to(buf, synced, w.seq, refs);
             });
+            for (start, rec) in entries.drain(n_entries..) {
+                let end = value::decode_range_delete(&rec)
+                    .unwrap_or_default()
+                    .to_vec();
+                tombs.push(RangeTombstone {
+                    start,
+                    end,
+                    seq: w.seq,
+                });
+            }
             applied.push((w.clone(), entries));
             last = w.seq;
         }
@@ -325,6 +353,19 @@ impl DbInner {
         }
         appended?;
         let batches = applied.len() as u64;
+        if !tombs.is_empty() {
+            // Before the group is published: a read that sees its sequence sees them.
+            for t in &tombs {
+                mem.add_range_del(t.clone());
+            }
+            self.update_state(|st| ReadState {
+                mem: st.mem.clone(),
+                imm: st.imm.clone(),
+                version: st.version.clone(),
+                vlogs: st.vlogs.clone(),
+                range_dels: Arc::new(st.range_dels.with(&tombs)),
+            });
+        }
         self.insert_group(&mem, applied);
         self.publish(last);
         self.counters.groups.fetch_add(1, Ordering::Relaxed);
@@ -483,6 +524,7 @@ impl DbInner {
             imm: st.imm.clone(),
             version: st.version.clone(),
             vlogs: Arc::new(st.vlogs.with(sealed).with(file)),
+            range_dels: st.range_dels.clone(),
         });
         log.vlog = vlog;
         Ok(())
@@ -566,6 +608,7 @@ impl DbInner {
                 imm,
                 version: st.version.clone(),
                 vlogs: st.vlogs.clone(),
+                range_dels: st.range_dels.clone(),
             }
         });
         let _bg = lock(&self.bg);

@@ -5,6 +5,7 @@ use super::{MergeIter, Source};
 use crate::db::{lock, DbInner, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::key;
+use crate::range_del::RangeDels;
 use crate::value::{self, Stored, ValuePointer};
 use crate::vlog::{ScanAhead, ValueBytes, VlogSet};
 use std::collections::HashSet;
@@ -88,6 +89,8 @@ pub struct DbIterator {
     now: u64,
     merge: MergeIter,
     read_seq: u64,
+    /// Range tombstones: a key's chosen version is dropped when one hides it.
+    range_dels: Arc<RangeDels>,
     _snapshot: SnapshotGuard,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
@@ -114,6 +117,7 @@ impl DbIterator {
         db: Arc<DbInner>,
         vlogs: Arc<VlogSet>,
         merge: MergeIter,
+        range_dels: Arc<RangeDels>,
         snapshot: SnapshotGuard,
         reads: Option<Arc<Mutex<HashSet<u64>>>>,
         opts: IterOptions,
@@ -128,6 +132,7 @@ impl DbIterator {
             now,
             merge,
             read_seq,
+            range_dels,
             _snapshot: snapshot,
             lower,
             upper,
@@ -244,6 +249,7 @@ impl DbIterator {
             // The newest version at or below read_seq: forward walks meet it first
             // among the visible ones, reverse walks meet it last.
             let mut chosen: Option<Option<Val>> = None;
+            let mut chosen_seq = 0;
             while self.merge.valid() {
                 let (k, seq) = key::split(self.merge.key());
                 if k != &self.bytes[key_start..key_end] {
@@ -255,16 +261,24 @@ impl DbIterator {
                     // A later pick (reverse) replaces an inline value kept before.
                     self.bytes.truncate(key_end);
                     chosen = Some(self.decode_current()?);
+                    chosen_seq = seq;
                 }
                 self.merge.next()?;
             }
+            let hidden = chosen.is_some()
+                && self.range_dels.hides(
+                    &self.bytes[key_start..key_end],
+                    chosen_seq,
+                    self.read_seq,
+                );
             match chosen {
-                Some(Some(val)) => {
+                Some(Some(val)) if !hidden => {
                     let key = (key_start as u32, (key_end - key_start) as u32);
                     self.items.push(Item { key, val });
                     return Ok(true);
                 }
-                // A tombstone, or nothing visible: drop the key and go on.
+                // A tombstone, a range tombstone over it, or nothing
+                // visible: drop the key and go on.
                 _ => self.bytes.truncate(key_start),
             }
         }

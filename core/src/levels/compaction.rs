@@ -12,6 +12,7 @@ use crate::filename;
 use crate::iter::{MergeIter, Source};
 use crate::key;
 use crate::options::Options;
+use crate::range_del::RangeDels;
 use crate::table::{Table, TableBuilder, TableIter, TableMeta};
 use crate::value::{self, Stored};
 use std::collections::{HashMap, HashSet};
@@ -167,6 +168,60 @@ pub(crate) fn pick(
     None
 }
 
+/// True when `t` may hold a version that a tombstone every reader sees
+/// (sequence at most `snapshot`) hides: a compaction then rewrites it
+/// rather than moving it down as it is.
+pub(crate) fn needs_cleaning(t: &Table, dels: &RangeDels, snapshot: u64) -> bool {
+    let (lo, hi) = (key::user_key(t.smallest()), key::user_key(t.largest()));
+    dels.iter()
+        .any(|d| d.seq <= snapshot && d.seq > t.range_clean() && d.meets(lo, hi))
+}
+
+/// A compaction that drops what range tombstones hide, for when no
+/// compaction is due: the first table (deepest level first) that
+/// [`needs_cleaning`] and whose compaction takes no busy table. L0 goes down
+/// whole (age order); the last level is rewritten in place.
+pub(crate) fn pick_cleaning(
+    v: &Version,
+    busy: &HashSet<u64>,
+    dels: &RangeDels,
+    snapshot: u64,
+) -> Option<Compaction> {
+    if dels.is_empty() {
+        return None;
+    }
+    let last = v.levels.len().checked_sub(1)?;
+    let free = |c: &Compaction| c.all_tables().all(|t| !busy.contains(&t.id()));
+    for level in (0..=last).rev() {
+        for t in v.levels[level].iter() {
+            if !needs_cleaning(t, dels, snapshot) {
+                continue;
+            }
+            let c = if level == 0 {
+                Compaction::down(v, 0, v.levels[0].clone(), None)
+            } else if level == last {
+                Compaction {
+                    level,
+                    inputs: vec![t.clone()],
+                    next: Vec::new(),
+                    out_level: level,
+                    bottom: true,
+                    drop_prefix: None,
+                }
+            } else {
+                Compaction::down(v, level, vec![t.clone()], None)
+            };
+            if level == 0 && last == 0 {
+                return None;
+            }
+            if free(&c) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
 /// Flatten's step: all of `level` merged into the next level, if it holds any
 /// table (LevelDB's CompactRange beside PickCompaction).
 pub(crate) fn whole_level(v: &Version, level: usize) -> Option<Compaction> {
@@ -214,17 +269,32 @@ pub(crate) fn drop_prefix(v: &Version, level: usize, prefix: &[u8]) -> Vec<Compa
         .collect()
 }
 
+/// What a compaction may drop, as of its start.
+pub(crate) struct At<'a> {
+    /// The oldest sequence any reader may still read at.
+    pub smallest_snapshot: u64,
+    /// Unix seconds: decides which entries have expired.
+    pub now: u64,
+    /// Live range tombstones, read after `smallest_snapshot`: those at or
+    /// below it are all there.
+    pub range_dels: &'a RangeDels,
+}
+
 /// Merges the compaction's tables into new tables of the output level.
-/// `smallest_snapshot` is the oldest sequence any reader may still read at;
-/// `now` (unix seconds) decides which entries have expired.
+/// A version hidden by a range tombstone every reader sees is dropped (its
+/// separated value counted as garbage), as is one shadowed by a newer version.
 pub(crate) fn run(
     c: &Compaction,
     opts: &Options,
     dir: &Path,
-    smallest_snapshot: u64,
-    now: u64,
+    at: At<'_>,
     mut new_id: impl FnMut() -> u64,
 ) -> Result<Output> {
+    let At {
+        smallest_snapshot,
+        now,
+        range_dels,
+    } = at;
     // Newest first: L0 inputs are already newest first, and every input is newer than `next`.
     let sources: Vec<Box<dyn Source>> = c
         .all_tables()
@@ -262,7 +332,8 @@ pub(crate) fn run(
                 Error::corruption(dir, 0, "undecodable value record met during compaction")
             })?;
             let dropped_by_prefix = c.drop_prefix.as_ref().is_some_and(|p| uk.starts_with(p));
-            let mut drop = shadowed || dropped_by_prefix;
+            let mut drop =
+                shadowed || dropped_by_prefix || range_dels.hides(uk, seq, smallest_snapshot);
             if !drop && seq <= smallest_snapshot {
                 shadowed = true;
                 let expired = rec.expired(now);

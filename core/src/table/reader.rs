@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::OnceLock;
 
 /// One data block in the index. The block's last key lies in the table's
@@ -55,6 +55,11 @@ pub(crate) struct Table {
     /// A read of the mapping failed (SIGBUS caught by `read_guard`): every
     /// later read of this table is an I/O error.
     read_failed: AtomicBool,
+    /// No range tombstone of sequence at most this hides any entry of the
+    /// table: set on a table this process built, by the flush or compaction
+    /// that dropped what such tombstones hid (0: unknown, a table opened
+    /// from disk). Decides when a tombstone may be retired.
+    range_clean: AtomicU64,
 }
 
 impl Table {
@@ -97,6 +102,7 @@ impl Table {
             version,
             obsolete: OnceLock::new(),
             read_failed,
+            range_clean: AtomicU64::new(0),
         })
     }
 
@@ -157,6 +163,16 @@ impl Table {
 
     pub(crate) fn max_seq(&self) -> u64 {
         self.max_seq
+    }
+
+    /// See the field: tombstones of sequence at most this hide nothing here.
+    pub(crate) fn range_clean(&self) -> u64 {
+        self.range_clean.load(AtomicOrdering::Acquire)
+    }
+
+    /// Records that tombstones of sequence at most `seq` hide nothing here.
+    pub(crate) fn set_range_clean(&self, seq: u64) {
+        self.range_clean.fetch_max(seq, AtomicOrdering::AcqRel);
     }
 
     pub(crate) fn entries(&self) -> u64 {

@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 pub(crate) struct Oracle {
     /// Read timestamps of the read-write transactions still open.
     active: BTreeMap<u64, usize>,
-    /// (commit sequence, fingerprints of the keys written), in commit order.
-    committed: VecDeque<(u64, HashSet<u64>)>,
+    /// (commit sequence, fingerprints of the keys written, whether it held a
+    /// range delete), in commit order.
+    committed: VecDeque<(u64, HashSet<u64>, bool)>,
 }
 
 impl Oracle {
@@ -32,17 +33,22 @@ impl Oracle {
         !self.active.is_empty()
     }
 
-    pub(crate) fn record(&mut self, seq: u64, writes: HashSet<u64>) {
-        self.committed.push_back((seq, writes));
+    /// Records a commit; `ranged` when it held a range delete.
+    pub(crate) fn record(&mut self, seq: u64, writes: HashSet<u64>, ranged: bool) {
+        self.committed.push_back((seq, writes, ranged));
     }
 
     /// True if a write committed after `read_ts` touched a key of `reads`.
+    /// Reads are fingerprints, which say nothing of where a key lies, so a
+    /// range delete committed after `read_ts` conflicts with every
+    /// transaction that read anything (sound; it may retry some that did
+    /// not read inside the range).
     pub(crate) fn conflicts(&self, read_ts: u64, reads: &HashSet<u64>) -> bool {
         self.committed
             .iter()
             .rev()
-            .take_while(|(seq, _)| *seq > read_ts)
-            .any(|(_, writes)| !writes.is_disjoint(reads))
+            .take_while(|(seq, _, _)| *seq > read_ts)
+            .any(|(_, writes, ranged)| (*ranged && !reads.is_empty()) || !writes.is_disjoint(reads))
     }
 
     /// Forgets commits no open transaction can conflict with.
@@ -53,7 +59,7 @@ impl Oracle {
                 while self
                     .committed
                     .front()
-                    .is_some_and(|(seq, _)| *seq <= oldest)
+                    .is_some_and(|(seq, _, _)| *seq <= oldest)
                 {
                     self.committed.pop_front();
                 }
@@ -109,7 +115,7 @@ mod tests {
     fn a_write_after_read_ts_to_a_read_key_conflicts() {
         let mut o = Oracle::default();
         o.begin(10);
-        o.record(11, HashSet::from([1, 2]));
+        o.record(11, HashSet::from([1, 2]), false);
         assert!(o.conflicts(10, &HashSet::from([2])));
         assert!(!o.conflicts(10, &HashSet::from([3])));
         assert!(
@@ -119,12 +125,25 @@ mod tests {
     }
 
     #[test]
+    fn a_range_delete_after_read_ts_conflicts_with_any_transaction_that_read() {
+        let mut o = Oracle::default();
+        o.begin(10);
+        o.record(11, HashSet::new(), true);
+        assert!(o.conflicts(10, &HashSet::from([7])));
+        assert!(
+            !o.conflicts(10, &HashSet::new()),
+            "a blind write reads nothing"
+        );
+        assert!(!o.conflicts(11, &HashSet::from([7])));
+    }
+
+    #[test]
     fn commits_older_than_every_open_transaction_are_forgotten() {
         let mut o = Oracle::default();
         o.begin(5);
         o.begin(8);
-        o.record(6, HashSet::from([1]));
-        o.record(9, HashSet::from([1]));
+        o.record(6, HashSet::from([1]), false);
+        o.record(9, HashSet::from([1]), false);
         o.end(5);
         assert_eq!(o.committed_len(), 1);
         o.end(8);

@@ -202,6 +202,9 @@ pub struct Stats {
     pub gc_pending_files: u64,
     /// Bytes of those files.
     pub gc_pending_bytes: u64,
+    /// Live range tombstones ([`Db::delete_range`]): in memtables, or in the
+    /// manifest until compaction has dropped every version they hide.
+    pub range_tombstones: usize,
 }
 
 #[derive(Default)]
@@ -747,6 +750,7 @@ impl DbInner {
             gc_micros: self.counters.gc_micros.load(Ordering::Relaxed),
             gc_pending_files,
             gc_pending_bytes,
+            range_tombstones: st.range_dels.iter().count(),
         }
     }
 

@@ -532,6 +532,112 @@ mod tests {
         assert_eq!(cs[0].out_level, 1);
     }
 
+    /// A table of `(key, seq, value record)` entries, given in internal-key order.
+    fn versions(dir: &Path, id: u64, entries: &[(&[u8], u64, Vec<u8>)]) -> Arc<Table> {
+        let path = filename::table(dir, id);
+        let mut b = crate::table::test_builder(&path, 4096);
+        for (k, seq, v) in entries {
+            b.add(&key::encode(k, *seq), v).unwrap();
+        }
+        b.finish().unwrap();
+        Arc::new(Table::open(&path, id).unwrap())
+    }
+
+    fn pointer(file: u32, len: u32) -> Vec<u8> {
+        let mut v = Vec::new();
+        let p = crate::value::ValuePointer {
+            file,
+            offset: 0,
+            len,
+        };
+        value::encode(&mut v, &Stored::Pointer(p), 0, 0);
+        v
+    }
+
+    /// (user key, seq) of every entry of the output tables.
+    fn output_entries(dir: &Path, out: &Output) -> Vec<(Vec<u8>, u64)> {
+        let mut all = Vec::new();
+        for (id, _) in &out.tables {
+            let t = Arc::new(Table::open(&filename::table(dir, *id), *id).unwrap());
+            let mut it = TableIter::streaming(t);
+            it.rewind().unwrap();
+            while it.valid() {
+                let (k, seq) = key::split(it.key());
+                all.push((k.to_vec(), seq));
+                it.next().unwrap();
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn compaction_drops_versions_a_visible_range_tombstone_hides_and_counts_their_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::new(dir.path());
+        // The tombstone: [b, f) at 6. Newer table: b@7 and e@8 (after it),
+        // c2@6 (in its own batch). Older: a@2 and g@1 (outside), c@4 and d@5
+        // (hidden: nothing newer shadows them).
+        let newer = versions(
+            dir.path(),
+            1,
+            &[
+                (b"b", 7, pointer(9, 100)),
+                (b"c2", 6, pointer(9, 10)),
+                (b"e", 8, pointer(9, 1)),
+            ],
+        );
+        let older = versions(
+            dir.path(),
+            2,
+            &[
+                (b"a", 2, pointer(8, 1)),
+                (b"c", 4, pointer(8, 300)),
+                (b"d", 5, pointer(8, 4000)),
+                (b"g", 1, pointer(8, 50000)),
+            ],
+        );
+        let dels = RangeDels::new([crate::range_del::RangeTombstone {
+            start: b"b".to_vec(),
+            end: b"f".to_vec(),
+            seq: 6,
+        }]);
+        let c = Compaction {
+            level: 0,
+            inputs: vec![newer, older],
+            next: Vec::new(),
+            out_level: 1,
+            bottom: true,
+            drop_prefix: None,
+        };
+        let mut next_id = 10;
+        let mut run_at = |snapshot| {
+            let at = At {
+                smallest_snapshot: snapshot,
+                now: 0,
+                range_dels: &dels,
+            };
+            next_id += 1;
+            let id = next_id;
+            run(&c, &opts, dir.path(), at, || id).unwrap()
+        };
+        let out = run_at(10);
+        let kept = output_entries(dir.path(), &out);
+        let want: Vec<(Vec<u8>, u64)> = vec![
+            (b"a".to_vec(), 2),
+            (b"b".to_vec(), 7),
+            (b"c2".to_vec(), 6),
+            (b"e".to_vec(), 8),
+            (b"g".to_vec(), 1),
+        ];
+        assert_eq!(kept, want);
+        assert_eq!(out.discard.get(&8), Some(&4300), "c@4 and d@5 are garbage");
+        assert_eq!(out.discard.get(&9), None);
+        // A reader older than the tombstone keeps every version.
+        let out = run_at(5);
+        assert_eq!(output_entries(dir.path(), &out).len(), 7);
+        assert!(out.discard.is_empty());
+    }
+
     #[test]
     fn an_idle_db_merges_any_l0_table_down_and_a_busy_one_waits_for_the_trigger() {
         let dir = tempfile::tempdir().unwrap();

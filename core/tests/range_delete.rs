@@ -438,3 +438,21 @@ fn an_incremental_backup_across_a_range_delete_compaction_already_retired_is_ref
     let now = db.backup(&mut Vec::new(), 0).unwrap();
     db.backup(&mut Vec::new(), now).unwrap();
 }
+
+#[test]
+fn a_memtable_whose_every_entry_a_range_delete_hides_flushes_to_no_table_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(tiny_options(dir.path())).unwrap();
+    db.put(b"p/1", &[7; 100]).unwrap();
+    db.put(b"p/2", b"small").unwrap();
+    db.drop_prefix(b"p/").unwrap();
+    // Killed before any flush: the reopen replays both and flushes them.
+    let copy = copy_dir(dir.path());
+    db.flush().unwrap();
+    assert_eq!(db.stats().table_entries, 0);
+    assert_eq!(db.stats().range_tombstones, 0, "nothing left to hide");
+    drop(db);
+    let db = Db::open(tiny_options(copy.path())).unwrap();
+    assert_eq!(db.iter(IterOptions::default()).unwrap().count(), 0);
+    assert_eq!(db.stats().table_entries, 0);
+}

@@ -100,18 +100,27 @@ impl DbInner {
                     shadowed = seq <= snapshot;
                     b.add(k, v)
                 })
-                .and_then(|_| b.finish());
+                // Range deletes may have hidden every entry: then no table.
+                .and_then(|_| match b.is_empty() {
+                    true => Ok(None),
+                    false => b.finish().map(Some),
+                });
             let meta = built.inspect_err(|_| {
                 let _ = self.opts.fs.remove(&path);
             })?;
-            sync_dir(&self.opts.fs, &self.dir)?;
-            let t = Arc::new(Table::open(&path, id)?);
-            t.set_range_clean(snapshot);
-            edits.push(Edit::AddTable {
-                level: 0,
-                table: TableRecord::built(id, &meta),
-            });
-            added.push((0, t));
+            match meta {
+                None => remove(&self.opts.fs, &path)?,
+                Some(meta) => {
+                    sync_dir(&self.opts.fs, &self.dir)?;
+                    let t = Arc::new(Table::open(&path, id)?);
+                    t.set_range_clean(snapshot);
+                    edits.push(Edit::AddTable {
+                        level: 0,
+                        table: TableRecord::built(id, &meta),
+                    });
+                    added.push((0, t));
+                }
+            }
         }
         for (&id, &bytes) in &discard {
             edits.push(Edit::VlogDiscard { id, bytes });

@@ -1,7 +1,9 @@
 //! Model-based test: long random sequences of operations against a `BTreeMap`,
 //! with tiny memtables and tables so that flushes, compactions, trivial moves
 //! and several value-log files all happen, and values on both sides of the
-//! value threshold.
+//! value threshold. Range deletes (alone, in batches and as `drop_prefix`)
+//! are in the mix, and so are kills (the files copied as a killed process
+//! leaves them, opened without a close).
 
 mod common;
 
@@ -57,6 +59,21 @@ fn expected_range(model: &Model, o: &IterOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
     items
 }
 
+/// Removes the model's keys in `[start, end)` (an empty end is unbounded).
+fn model_delete_range(model: &mut Model, start: &[u8], end: &[u8]) {
+    model.retain(|k, _| !(k.as_slice() >= start && (end.is_empty() || k.as_slice() < end)));
+}
+
+/// A random range of keys, `start < end`.
+fn random_range(rng: &mut Rng) -> (Vec<u8>, Vec<u8>) {
+    loop {
+        let (a, b) = (random_key(rng), random_key(rng));
+        if a != b {
+            return if a < b { (a, b) } else { (b, a) };
+        }
+    }
+}
+
 fn random_iter_options(rng: &mut Rng) -> IterOptions {
     let mut o = IterOptions {
         reverse: rng.chance(50),
@@ -87,6 +104,37 @@ fn check_iter(db: &Db, model: &Model, o: IterOptions, ctx: &str) {
     assert!(got == want, "{ctx}: iterator contents differ with {o:?}");
 }
 
+/// The files of `db` copied as a kill would leave them, and the copy opened.
+/// Copying a directory is not atomic: a flush or compaction running beside it
+/// can delete a file between the listing and its copy, or leave a copied
+/// MANIFEST naming a table made after the listing. Such a copy is no state a
+/// kill leaves, so it is taken again once background work is idle.
+fn killed_copy(db: &Db, opts: &sett::Options) -> (tempfile::TempDir, Db) {
+    for _ in 0..100 {
+        let s = db.stats();
+        if s.compactions_running > 0 || s.immutable_memtables > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            continue;
+        }
+        let to = tempfile::tempdir().unwrap();
+        let copied = std::fs::read_dir(&opts.dir).unwrap().all(|e| {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, to.path().join(p.file_name().unwrap())).is_ok()
+        });
+        if !copied {
+            continue;
+        }
+        let mut o = opts.clone();
+        o.dir = to.path().to_path_buf();
+        match Db::open(o) {
+            Ok(opened) => return (to, opened),
+            Err(sett::Error::Corruption { what, .. }) if what.contains("missing") => continue,
+            Err(e) => panic!("opening a killed copy: {e}"),
+        }
+    }
+    panic!("background work never let a consistent copy be taken");
+}
+
 fn run(seed: u64, ops: usize) {
     run_with(seed, ops, false)
 }
@@ -108,24 +156,56 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
     let mut checkpoints = 0;
     let mut model = Model::new();
     let mut rng = Rng::new(seed);
+    // Directories of the copies a kill left, opened in turn.
+    let mut killed: Vec<tempfile::TempDir> = Vec::new();
+    let mut range_deletes = 0;
     for step in 0..ops {
         let ctx = format!("seed {seed} step {step}");
         match rng.below(100) {
-            0..=44 => {
+            0..=42 => {
                 let (k, v) = (random_key(&mut rng), random_value(&mut rng, compress));
                 db.put(&k, &v).unwrap();
                 model.insert(k, v);
             }
-            45..=54 => {
+            43..=52 => {
                 let k = random_key(&mut rng);
                 db.delete(&k).unwrap();
                 model.remove(&k);
+            }
+            53..=54 => {
+                // Mostly narrow ranges, so that the data does not empty out.
+                let (start, end) = if rng.chance(70) {
+                    let k = random_key(&mut rng);
+                    let mut e = k.clone();
+                    e.push(b'5');
+                    (k, e)
+                } else if rng.chance(50) {
+                    let p = format!("k{}", 1 + rng.below(29)).into_bytes();
+                    db.drop_prefix(&p).unwrap();
+                    // "k<digits>": the prefix's successor bumps its last byte.
+                    let mut end = p.clone();
+                    let last = end.len() - 1;
+                    end[last] += 1;
+                    model_delete_range(&mut model, &p, &end);
+                    range_deletes += 1;
+                    continue;
+                } else {
+                    random_range(&mut rng)
+                };
+                db.delete_range(&start, &end).unwrap();
+                model_delete_range(&mut model, &start, &end);
+                range_deletes += 1;
             }
             55..=64 => {
                 let mut b = WriteBatch::new();
                 for _ in 0..1 + rng.below(20) {
                     let k = random_key(&mut rng);
-                    if rng.chance(80) {
+                    if rng.chance(5) {
+                        let (start, end) = random_range(&mut rng);
+                        b.delete_range(start.clone(), end.clone());
+                        model_delete_range(&mut model, &start, &end);
+                        range_deletes += 1;
+                    } else if rng.chance(80) {
                         let v = random_value(&mut rng, compress);
                         b.put(k.clone(), v.clone());
                         model.insert(k, v);
@@ -165,13 +245,32 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                 std::fs::remove_dir_all(&target).unwrap();
                 checkpoints += 1;
             }
-            _ => {
+            _ if rng.chance(50) => {
                 db.close().unwrap();
                 drop(db);
                 db = Db::open(opts.clone()).unwrap();
             }
+            _ => {
+                // A kill: the files as the process leaves them, no close.
+                let (copy, opened) = killed_copy(&db, &opts);
+                db.close().unwrap();
+                drop(db);
+                opts.dir = copy.path().to_path_buf();
+                killed.push(copy);
+                if killed.len() > 2 {
+                    killed.remove(0);
+                }
+                db = opened;
+                check_iter(
+                    &db,
+                    &model,
+                    IterOptions::default(),
+                    &format!("{ctx}: killed"),
+                );
+            }
         }
     }
+    assert!(range_deletes > 0, "seed {seed}: no range delete");
     assert!(
         checkpoints > 0,
         "seed {seed}: no checkpoint in {ops} operations"

@@ -282,6 +282,19 @@ impl DbInner {
                 m.discard.insert(id, bytes);
             }
         }
+        // The state's range tombstones but those of its memtables (which
+        // are not in the checkpoint: their writes after the flush are not).
+        let unflushed: Vec<_> = std::iter::once(&st.mem)
+            .chain(&st.imm)
+            .flat_map(|mem| mem.range_dels())
+            .collect();
+        m.range_dels = st
+            .range_dels
+            .iter()
+            .filter(|t| !unflushed.contains(t))
+            .cloned()
+            .collect();
+        m.range_dels_retired = source.range_dels_retired;
         m.next_file_id = source.next_file_id.max(max_id + 1);
         // No WAL comes along: every WAL id is below this.
         m.log_number = m.next_file_id;

@@ -36,14 +36,16 @@ impl DbInner {
             let rec = value::decode(merge.value()).ok_or_else(|| {
                 Error::corruption(&self.dir, 0, "undecodable value record met by verify")
             })?;
-            let user_key = key::split(merge.key()).0;
+            let (user_key, seq) = key::split(merge.key());
             // Garbage collection moves only the newest version of a key, so an
             // older version may point into a file that is already gone.
-            // Garbage collection also skips expired values.
+            // Garbage collection also skips expired values, and versions a
+            // range tombstone hides (their key reads as absent).
             let shadowed = r.entries > 0 && user_key == prev_user_key.as_slice();
             let expired = rec.expired(self.now());
+            let hidden = st.range_dels.hides(user_key, seq, crate::key::MAX_SEQ);
             if let Stored::Pointer(p) = rec.stored {
-                if !(shadowed || expired) || vlogs.get(p.file).is_some() {
+                if !(shadowed || expired || hidden) || vlogs.get(p.file).is_some() {
                     vlogs.read(p, &self.dir)?;
                     r.values += 1;
                 }

@@ -1029,6 +1029,34 @@ int sett_options_set_sync_writes(struct sett_options_t *opts, uint32_t value);
 int sett_options_set_read_only(struct sett_options_t *opts, uint32_t value);
 
 /**
+ * Deletes every key in [start, end) with one record (a range tombstone,
+ * RocksDB's DeleteRange), however many keys the range holds. Ordered,
+ * atomic and durable like any write; writers do not wait for it, and
+ * snapshots taken before it still see the keys. Compaction reclaims the
+ * space later (sett_flatten() at once). An empty `end` (end_len 0) means
+ * no upper bound; otherwise start < end is required (SETT_INVALID_ARGUMENT).
+ * Thread-safe.
+ */
+int sett_delete_range(struct sett_db_t *db,
+                      const uint8_t *start,
+                      size_t start_len,
+                      const uint8_t *end,
+                      size_t end_len,
+                      struct sett_error_t **err);
+
+/**
+ * Adds a delete of every key in [start, end) to the batch; operations added
+ * before it on keys in the range are removed from the batch, later ones
+ * are kept. The range is checked when the batch is written (as for
+ * sett_delete_range()).
+ */
+int sett_batch_delete_range(struct sett_batch_t *batch,
+                            const uint8_t *start,
+                            size_t start_len,
+                            const uint8_t *end,
+                            size_t end_len);
+
+/**
  * Streams a backup to `write` (called with `ctx`): the live entries if `since`
  * is 0, else every version after `since`; the same bytes sett_backup() writes
  * to a file. *next_since (may be NULL) receives the `since` for the next

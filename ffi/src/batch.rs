@@ -32,7 +32,7 @@ pub unsafe extern "C" fn sett_batch_free(batch: *mut sett_batch_t) {
     }
 }
 
-fn with_batch(
+pub(crate) fn with_batch(
     batch: *mut sett_batch_t,
     f: impl FnOnce(&mut WriteBatch) -> Result<(), FfiError>,
 ) -> c_int {

@@ -13,6 +13,7 @@ mod error;
 mod inspect;
 mod iter;
 mod options;
+mod range;
 mod stream;
 mod txn;
 mod util;
@@ -26,6 +27,7 @@ pub use error::*;
 pub use inspect::*;
 pub use iter::*;
 pub use options::*;
+pub use range::*;
 pub use stream::*;
 pub use txn::*;
 

@@ -1270,6 +1270,76 @@ static void test_null_handles_are_errors_naming_the_handle(void) {
     CHECK(v.data == NULL);
 }
 
+static int count_keys(sett_db_t *db) {
+    sett_iter_t *it = NULL;
+    CHECK_RC(sett_iter_new(db, NULL, &it, NULL), SETT_OK);
+    int n = 0;
+    while (it != NULL && sett_iter_valid(it)) {
+        CHECK_RC(sett_iter_next(it, NULL), SETT_OK);
+        n++;
+    }
+    sett_iter_free(it);
+    return n;
+}
+
+static void test_range_deletes_hide_their_range_in_reads_batches_and_after_flatten(void) {
+    sett_db_t *db = open_db("range", NULL);
+    char k[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof k, "k%03d", i);
+        CHECK_RC(sett_put(db, B(k), 4, B("value"), 5, NULL), SETT_OK);
+    }
+    sett_buf_t v = {0};
+    CHECK_RC(sett_delete_range(db, B("k020"), 4, B("k030"), 4, NULL), SETT_OK);
+    CHECK_RC(sett_get(db, B("k025"), 4, &v, NULL), SETT_NOT_FOUND);
+    CHECK_RC(sett_get(db, B("k020"), 4, &v, NULL), SETT_NOT_FOUND);
+    CHECK_RC(sett_get(db, B("k030"), 4, &v, NULL), SETT_OK);
+    sett_buf_free(&v);
+    CHECK_RC(sett_get(db, B("k019"), 4, &v, NULL), SETT_OK);
+    sett_buf_free(&v);
+    CHECK(count_keys(db) == 90);
+
+    /* start >= end is refused with a message; nothing is deleted. */
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_delete_range(db, B("k090"), 4, B("k010"), 4, &err), SETT_INVALID_ARGUMENT);
+    CHECK(err != NULL && strstr(sett_error_message(err), "start < end") != NULL);
+    sett_error_free(err);
+    CHECK_RC(sett_delete_range(NULL, B("a"), 1, B("b"), 1, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_delete_range(db, NULL, 1, B("b"), 1, NULL), SETT_INVALID_ARGUMENT);
+    CHECK(count_keys(db) == 90);
+
+    /* In a batch: the range delete removes what the batch put before it, not after. */
+    sett_batch_t *b = sett_batch_new();
+    CHECK_RC(sett_batch_put(b, B("k050"), 4, B("early"), 5), SETT_OK);
+    CHECK_RC(sett_batch_delete_range(b, B("k040"), 4, B("k060"), 4), SETT_OK);
+    CHECK_RC(sett_batch_put(b, B("k055"), 4, B("late"), 4), SETT_OK);
+    CHECK_RC(sett_batch_delete_range(NULL, B("a"), 1, B("b"), 1), SETT_INVALID_ARGUMENT);
+    CHECK(sett_batch_count(b) == 2);
+    CHECK_RC(sett_write(db, b, NULL), SETT_OK);
+    sett_batch_free(b);
+    CHECK_RC(sett_get(db, B("k050"), 4, &v, NULL), SETT_NOT_FOUND);
+    CHECK_RC(sett_get(db, B("k045"), 4, &v, NULL), SETT_NOT_FOUND);
+    CHECK_RC(sett_get(db, B("k055"), 4, &v, NULL), SETT_OK);
+    CHECK(v.len == 4 && memcmp(v.data, "late", 4) == 0);
+    sett_buf_free(&v);
+    CHECK(count_keys(db) == 71);
+
+    /* An empty end reaches past the last key; flatten keeps it all. */
+    CHECK_RC(sett_delete_range(db, B("k090"), 4, NULL, 0, NULL), SETT_OK);
+    CHECK_RC(sett_flatten(db, NULL), SETT_OK);
+    CHECK(count_keys(db) == 61);
+    sett_stats_t st;
+    CHECK_RC(sett_stats(db, &st, NULL), SETT_OK);
+    CHECK(st.table_entries == 61);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+    db = open_db("range", NULL);
+    CHECK(count_keys(db) == 61);
+    CHECK_RC(sett_get(db, B("k095"), 4, &v, NULL), SETT_NOT_FOUND);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+}
+
 int main(void) {
     if (mkdtemp(dir_template) == NULL) {
         perror("mkdtemp");
@@ -1288,6 +1358,7 @@ int main(void) {
     test_checkpoint_opens_as_its_own_db();
     test_compression_per_level_reads_back_and_shrinks_tables();
     test_null_handles_are_errors_naming_the_handle();
+    test_range_deletes_hide_their_range_in_reads_batches_and_after_flatten();
     sett_options_t *o = sett_options_new();
     sett_options_set_memtable_size(o, 64 << 10);
     sett_options_set_value_threshold(o, 64);

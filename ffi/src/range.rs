@@ -1,0 +1,56 @@
+//! Range deletes: `sett_delete_range` and `sett_batch_delete_range`.
+
+use crate::batch::{sett_batch_t, with_batch};
+use crate::db::sett_db_t;
+use crate::error::sett_error_t;
+use crate::util::{bytes, guard_ok, live};
+use std::ffi::c_int;
+
+/// Deletes every key in [start, end) with one record (a range tombstone,
+/// RocksDB's DeleteRange), however many keys the range holds. Ordered,
+/// atomic and durable like any write; writers do not wait for it, and
+/// snapshots taken before it still see the keys. Compaction reclaims the
+/// space later (sett_flatten() at once). An empty `end` (end_len 0) means
+/// no upper bound; otherwise start < end is required (SETT_INVALID_ARGUMENT).
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn sett_delete_range(
+    db: *mut sett_db_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let h = live(db)?;
+        // SAFETY: `start` is NULL (refused unless start_len is 0) or points to `start_len` readable bytes, as sett.h requires of the caller.
+        let s = unsafe { bytes(start, start_len, "start") }?;
+        // SAFETY: as for `start`, with `end_len`.
+        let e = unsafe { bytes(end, end_len, "end") }?;
+        h.db.delete_range(s, e)?;
+        Ok(())
+    })
+}
+
+/// Adds a delete of every key in [start, end) to the batch; operations added
+/// before it on keys in the range are removed from the batch, later ones
+/// are kept. The range is checked when the batch is written (as for
+/// sett_delete_range()).
+#[no_mangle]
+pub unsafe extern "C" fn sett_batch_delete_range(
+    batch: *mut sett_batch_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+) -> c_int {
+    with_batch(batch, |b| {
+        // SAFETY: valid byte ranges (contract in sett.h).
+        let s = unsafe { bytes(start, start_len, "start") }?;
+        // SAFETY: valid byte range (contract in sett.h).
+        let e = unsafe { bytes(end, end_len, "end") }?;
+        b.delete_range(s, e);
+        Ok(())
+    })
+}

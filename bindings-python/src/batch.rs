@@ -56,6 +56,15 @@ impl Batch {
         Ok(())
     }
 
+    /// Adds a delete of every key in `[start, end)`; what the batch put before
+    /// it in the range is removed, what it puts after is kept.
+    fn delete_range(&mut self, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+        let s = bytes_arg(start, "start")?;
+        let e = bytes_arg(end, "end")?;
+        self.ops.delete_range(s, e);
+        Ok(())
+    }
+
     /// Applies every operation added since the last commit, atomically, and
     /// empties the batch (also when the write fails).
     fn commit(&mut self, py: Python<'_>) -> PyResult<()> {

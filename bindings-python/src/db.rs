@@ -381,7 +381,23 @@ impl Db {
         py.allow_threads(|| self.inner.drop_all()).map_err(to_py)
     }
 
-    /// Deletes every key starting with `prefix`.
+    /// Deletes every key in `[start, end)` with one range tombstone (RocksDB's
+    /// DeleteRange): atomic, ordered like any write, writers do not wait.
+    /// An empty `end` means no upper bound; else `start < end` is required.
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let s = bytes_arg(start, "start")?;
+        let e = bytes_arg(end, "end")?;
+        py.allow_threads(|| self.inner.delete_range(&s, &e))
+            .map_err(to_py)
+    }
+
+    /// Deletes every key starting with `prefix` (one range delete: atomic,
+    /// writers do not wait).
     fn drop_prefix(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<()> {
         let p = bytes_arg(prefix, "prefix")?;
         py.allow_threads(|| self.inner.drop_prefix(&p))

@@ -58,6 +58,19 @@ func (b *Batch) Delete(key []byte) error {
 	return status(rc, nil)
 }
 
+// DeleteRange adds a delete of every key in [start, end) (see DB.DeleteRange).
+// Operations added before it on keys in the range are removed from the batch;
+// later ones are kept. The range is checked when the batch is written.
+func (b *Batch) DeleteRange(start, end []byte) error {
+	if b.b == nil {
+		return ErrClosed
+	}
+	rc := C.sett_batch_delete_range(b.b, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)))
+	runtime.KeepAlive(start)
+	runtime.KeepAlive(end)
+	return status(rc, nil)
+}
+
 // Len is the number of operations in the batch (0 once it is freed).
 func (b *Batch) Len() int {
 	if b.b == nil {

@@ -28,8 +28,26 @@ func (d *DB) DropAll() error {
 	return d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int { return C.sett_drop_all(h, cerr) })
 }
 
-// DropPrefix deletes every key starting with any of the prefixes. An empty
-// prefix is ErrInvalidArgument (use DropAll).
+// DeleteRange deletes every key in [start, end) with one range tombstone
+// (RocksDB's DeleteRange), however many keys the range holds. It is a write
+// like Set: ordered, atomic, durable as SyncWrites makes it, and other
+// writers do not wait for it; snapshots taken before it still see the keys.
+// Compaction reclaims the space later (Flatten at once). An empty end means
+// no upper bound; otherwise start < end is required (ErrInvalidArgument).
+// A read-write transaction that read any key and commits after a range
+// delete committed past its start fails with ErrConflict.
+func (d *DB) DeleteRange(start, end []byte) error {
+	return d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int {
+		rc := C.sett_delete_range(h, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), cerr)
+		runtime.KeepAlive(start)
+		runtime.KeepAlive(end)
+		return rc
+	})
+}
+
+// DropPrefix deletes every key starting with any of the prefixes, each with
+// one range delete (atomic; writers do not wait). An empty prefix is
+// ErrInvalidArgument (use DropAll).
 func (d *DB) DropPrefix(prefixes ...[]byte) error {
 	for _, p := range prefixes {
 		if len(p) == 0 {

@@ -12,7 +12,8 @@
 //!
 //! The workload mixes batches, transactions, flushes, compactions (tiny
 //! memtables and tables, and `flatten`), value-log rotation (tiny value-log
-//! files) and GC, and starts with a bulk load or a backup restore for some seeds.
+//! files) and GC, range deletes (in batches with puts: atomic under the cut),
+//! and starts with a bulk load or a backup restore for some seeds.
 //!
 //! `cargo test -p sett --features unsafe-skip-fsync --test power_loss` (every
 //! fsync a no-op) must fail, and so must `--features unsafe-skip-dir-sync`:
@@ -39,6 +40,9 @@ enum Step {
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     /// The same through a transaction.
     Txn(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// A range delete of `[start, end)`, then the puts and deletes (and the
+    /// marker), as one batch.
+    Range(Vec<u8>, Vec<u8>, Vec<(Vec<u8>, Option<Vec<u8>>)>),
     /// Sorted entries through a bulk load (first step only: the Db must be empty).
     Bulk(Vec<(Vec<u8>, Vec<u8>)>),
     /// A full backup stream restored (first step only), and what it holds.
@@ -52,7 +56,7 @@ impl Step {
     fn writes(&self) -> bool {
         matches!(
             self,
-            Step::Batch(_) | Step::Txn(_) | Step::Bulk(_) | Step::Restore(..)
+            Step::Batch(_) | Step::Txn(_) | Step::Range(..) | Step::Bulk(_) | Step::Restore(..)
         )
     }
 
@@ -61,8 +65,11 @@ impl Step {
     }
 
     fn apply(&self, model: &mut Model) {
+        if let Step::Range(start, end, _) = self {
+            model.retain(|k, _| !(k >= start && k < end));
+        }
         match self {
-            Step::Batch(ops) | Step::Txn(ops) => {
+            Step::Batch(ops) | Step::Txn(ops) | Step::Range(_, _, ops) => {
                 for (k, v) in ops {
                     match v {
                         Some(v) => model.insert(k.clone(), v.clone()),
@@ -144,6 +151,11 @@ fn workload(seed: u64, len: usize) -> Vec<Step> {
                 ops.push((MARKER.to_vec(), Some(n.to_string().into_bytes())));
                 steps.push(if r % 4 == 0 {
                     Step::Txn(ops)
+                } else if r == 5 {
+                    let from = rng.below(120);
+                    let to = from + 1 + rng.below(30);
+                    let key = |i: u64| format!("k{i:03}").into_bytes();
+                    Step::Range(key(from), key(to), ops)
                 } else {
                     Step::Batch(ops)
                 });
@@ -174,6 +186,17 @@ fn run(db: &Db, steps: &[Step]) -> Outcome {
         }
         let res = match step {
             Step::Batch(ops) => db.write(common::batch_of(ops)),
+            Step::Range(start, end, ops) => {
+                let mut b = sett::WriteBatch::new();
+                b.delete_range(start.clone(), end.clone());
+                for (k, v) in ops {
+                    match v {
+                        Some(v) => b.put(k.clone(), v.clone()),
+                        None => b.delete(k.clone()),
+                    };
+                }
+                db.write(b)
+            }
             Step::Txn(ops) => db.update(|t| {
                 for (k, v) in ops {
                     match v {

@@ -79,8 +79,13 @@ impl DbInner {
             // as a compaction would: with large values a memtable holds many
             // versions of few keys, and compactions would find them late.
             // The snapshot first, then the tombstones: every tombstone at or
-            // below it was published, so it is in the set read after.
+            // below it was published, so it is in the set read after. Only
+            // durable tombstones may drop data: those of this memtable (the
+            // manifest records them with its table) and of older ones, which
+            // are all at or below its last sequence; a newer memtable's may
+            // still be lost to a power cut without `sync_writes`.
             let snapshot = self.smallest_snapshot();
+            let range_seq = snapshot.min(mem.max_seq());
             let dels = self.read_state().range_dels.clone();
             let mut user_key: Option<Vec<u8>> = None;
             let mut shadowed = false;
@@ -91,7 +96,7 @@ impl DbInner {
                         user_key = Some(uk.to_vec());
                         shadowed = false;
                     }
-                    if shadowed || dels.hides(uk, seq, snapshot) {
+                    if shadowed || dels.hides(uk, seq, range_seq) {
                         if let Some(Stored::Pointer(p)) = value::decode(v).map(|r| r.stored) {
                             *discard.entry(p.file).or_insert(0) += u64::from(p.len);
                         }
@@ -113,7 +118,7 @@ impl DbInner {
                 Some(meta) => {
                     sync_dir(&self.opts.fs, &self.dir)?;
                     let t = Arc::new(Table::open(&path, id)?);
-                    t.set_range_clean(snapshot);
+                    t.set_range_clean(range_seq);
                     edits.push(Edit::AddTable {
                         level: 0,
                         table: TableRecord::built(id, &meta),
@@ -178,9 +183,9 @@ impl DbInner {
                     } else {
                         compaction::pick(&version, &self.opts, busy, cursors, *idle).or_else(|| {
                             // Nothing due: drop what range tombstones hide.
+                            let (_, range_seq) = self.drop_seqs().ok()?;
                             let dels = self.read_state().range_dels.clone();
-                            let snapshot = self.smallest_snapshot();
-                            compaction::pick_cleaning(&version, busy, &dels, snapshot)
+                            compaction::pick_cleaning(&version, busy, &dels, range_seq)
                         })
                     };
                     if let Some(c) = picked {
@@ -230,10 +235,10 @@ impl DbInner {
         }
         let mut added = Vec::new();
         // The snapshot first, then the tombstones (as in a flush).
-        let snapshot = self.smallest_snapshot();
+        let (snapshot, range_seq) = self.drop_seqs()?;
         let dels = self.read_state().range_dels.clone();
         let trivial =
-            c.is_trivial_move() && !compaction::needs_cleaning(&c.inputs[0], &dels, snapshot);
+            c.is_trivial_move() && !compaction::needs_cleaning(&c.inputs[0], &dels, range_seq);
         if trivial {
             let t = &c.inputs[0];
             edits.push(Edit::AddTable {
@@ -244,6 +249,7 @@ impl DbInner {
         } else {
             let at = compaction::At {
                 smallest_snapshot: snapshot,
+                range_seq,
                 now: self.now(),
                 range_dels: &dels,
             };
@@ -259,7 +265,7 @@ impl DbInner {
             }
             for (id, meta) in result.tables {
                 let t = Table::open(&filename::table(&self.dir, id), id)?;
-                t.set_range_clean(snapshot);
+                t.set_range_clean(range_seq);
                 edits.push(Edit::AddTable {
                     level: out as u8,
                     table: TableRecord::built(id, &meta),
@@ -287,6 +293,22 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+
+    /// What a compaction may drop below: (the oldest snapshot, for shadowed
+    /// versions; the sequence at or below which range tombstones may drop
+    /// data). The second is also capped by what the manifest records as
+    /// flushed: a tombstone still in a memtable is lost to a power cut
+    /// without `sync_writes`, and the data it hid must not be gone with it.
+    /// Read the tombstones after calling this.
+    fn drop_seqs(&self) -> Result<(u64, u64)> {
+        let snapshot = self.smallest_snapshot();
+        let flushed = lock(&self.manifest)
+            .as_ref()
+            .ok_or(Error::Closed)?
+            .state()
+            .last_seq;
+        Ok((snapshot, snapshot.min(flushed)))
     }
 
     /// Stops automatic compactions and waits for running ones to finish; they
@@ -323,10 +345,10 @@ impl DbInner {
         loop {
             self.check_writable()?;
             let v = self.read_state().version.clone();
+            let (_, range_seq) = self.drop_seqs()?;
             let dels = self.read_state().range_dels.clone();
-            let snapshot = self.smallest_snapshot();
             let Some(c) =
-                compaction::pick_cleaning(&v, &none, &dels, snapshot).filter(|c| c.level == last)
+                compaction::pick_cleaning(&v, &none, &dels, range_seq).filter(|c| c.level == last)
             else {
                 return Ok(());
             };
@@ -369,14 +391,15 @@ impl DbInner {
         let old_vlogs: Vec<_> = st.vlogs.all().filter(|f| f.id() != head).cloned().collect();
         edits.extend(old_vlogs.iter().map(|f| Edit::DeleteVlog(f.id())));
         // No table is left, and every memtable is flushed: no tombstone hides anything.
-        let retired: Vec<RangeTombstone> = {
+        let logged = {
             let mut m = lock(&self.manifest);
             let m = m.as_mut().ok_or(Error::Closed)?;
-            let retired: Vec<_> = m.state().range_dels.iter().cloned().collect();
+            let retired: Vec<RangeTombstone> = m.state().range_dels.iter().cloned().collect();
             edits.extend(retired.iter().cloned().map(Edit::DeleteRangeDel));
-            m.log(&edits).inspect_err(|e| self.poison_with(e))?;
-            retired
+            m.log(&edits).map(|_| retired)
         };
+        // Poisoning takes `bg`: not under the manifest lock.
+        let retired = logged.inspect_err(|e| self.poison_with(e))?;
         let mut vlogs = (*st.vlogs).clone();
         for f in &old_vlogs {
             vlogs = vlogs.without(f.id());

@@ -168,13 +168,13 @@ pub(crate) fn pick(
     None
 }
 
-/// True when `t` may hold a version that a tombstone every reader sees
-/// (sequence at most `snapshot`) hides: a compaction then rewrites it
-/// rather than moving it down as it is.
-pub(crate) fn needs_cleaning(t: &Table, dels: &RangeDels, snapshot: u64) -> bool {
+/// True when `t` may hold a version that a tombstone of sequence at most
+/// `range_seq` (durable, and seen by every reader) hides: a compaction then
+/// rewrites it rather than moving it down as it is.
+pub(crate) fn needs_cleaning(t: &Table, dels: &RangeDels, range_seq: u64) -> bool {
     let (lo, hi) = (key::user_key(t.smallest()), key::user_key(t.largest()));
     dels.iter()
-        .any(|d| d.seq <= snapshot && d.seq > t.range_clean() && d.meets(lo, hi))
+        .any(|d| d.seq <= range_seq && d.seq > t.range_clean() && d.meets(lo, hi))
 }
 
 /// A compaction that drops what range tombstones hide, for when no
@@ -185,7 +185,7 @@ pub(crate) fn pick_cleaning(
     v: &Version,
     busy: &HashSet<u64>,
     dels: &RangeDels,
-    snapshot: u64,
+    range_seq: u64,
 ) -> Option<Compaction> {
     if dels.is_empty() {
         return None;
@@ -194,7 +194,7 @@ pub(crate) fn pick_cleaning(
     let free = |c: &Compaction| c.all_tables().all(|t| !busy.contains(&t.id()));
     for level in (0..=last).rev() {
         for t in v.levels[level].iter() {
-            if !needs_cleaning(t, dels, snapshot) {
+            if !needs_cleaning(t, dels, range_seq) {
                 continue;
             }
             let c = if level == 0 {
@@ -273,6 +273,9 @@ pub(crate) fn drop_prefix(v: &Version, level: usize, prefix: &[u8]) -> Vec<Compa
 pub(crate) struct At<'a> {
     /// The oldest sequence any reader may still read at.
     pub smallest_snapshot: u64,
+    /// Range tombstones at or below this sequence drop what they hide: at
+    /// most `smallest_snapshot`, and only durable tombstones.
+    pub range_seq: u64,
     /// Unix seconds: decides which entries have expired.
     pub now: u64,
     /// Live range tombstones, read after `smallest_snapshot`: those at or
@@ -292,6 +295,7 @@ pub(crate) fn run(
 ) -> Result<Output> {
     let At {
         smallest_snapshot,
+        range_seq,
         now,
         range_dels,
     } = at;
@@ -332,8 +336,7 @@ pub(crate) fn run(
                 Error::corruption(dir, 0, "undecodable value record met during compaction")
             })?;
             let dropped_by_prefix = c.drop_prefix.as_ref().is_some_and(|p| uk.starts_with(p));
-            let mut drop =
-                shadowed || dropped_by_prefix || range_dels.hides(uk, seq, smallest_snapshot);
+            let mut drop = shadowed || dropped_by_prefix || range_dels.hides(uk, seq, range_seq);
             if !drop && seq <= smallest_snapshot {
                 shadowed = true;
                 let expired = rec.expired(now);
@@ -613,6 +616,7 @@ mod tests {
         let mut run_at = |snapshot| {
             let at = At {
                 smallest_snapshot: snapshot,
+                range_seq: snapshot,
                 now: 0,
                 range_dels: &dels,
             };

@@ -18,7 +18,7 @@ fn key(i: u32) -> Vec<u8> {
 /// Values alternate between inline (short) and separated (long) ones.
 fn val(i: u32, version: u64) -> Vec<u8> {
     let k = key(i);
-    value_for(&k, version, if i % 2 == 0 { 20 } else { 120 })
+    value_for(&k, version, if i.is_multiple_of(2) { 20 } else { 120 })
 }
 
 fn filled(dir: &Path) -> Db {

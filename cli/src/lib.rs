@@ -4,7 +4,8 @@
 //! - `sett` (src/main.rs) is for operators: info, verify, backup, restore,
 //!   flatten, gc, checkpoint.
 //! - `sett-bench` (src/bin/sett-bench.rs) holds the benchmarks and the stress
-//!   harnesses: engine, load, ops, write, gc, checkpoint, bank, crashloop.
+//!   harnesses: engine, load, ops, write, gc, checkpoint, range-delete, bank,
+//!   crashloop.
 
 pub mod bank;
 pub mod bench;
@@ -14,6 +15,7 @@ pub mod gcbench;
 pub mod load;
 pub mod opsbench;
 pub mod progress;
+pub mod rangebench;
 pub mod tools;
 pub mod writebench;
 

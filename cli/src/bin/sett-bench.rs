@@ -10,6 +10,8 @@
 //!   10-key prefix scans; ops/s and CPU ns per op (issue 21).
 //! - `gc` — disk space under overwrites and deletes (`make bench-gc`).
 //! - `checkpoint` — checkpoint time, extra disk and writer throughput.
+//! - `range-delete` — writer throughput before, during and after deleting a
+//!   tenth of the keys with a range delete and with the rewriting drop.
 //! - `bank` — Badger's bank test; exits 1 on a violation.
 //! - `crashloop` — SIGKILL a writer at random moments and verify what survives.
 //!
@@ -17,7 +19,9 @@
 //! command line exits 2 (clap's error), a failed command or check 1.
 
 use clap::{CommandFactory, Parser, Subcommand};
-use sett_cli::{bank, bench, ckptbench, crashloop, gcbench, load, opsbench, writebench};
+use sett_cli::{
+    bank, bench, ckptbench, crashloop, gcbench, load, opsbench, rangebench, writebench,
+};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -45,6 +49,8 @@ enum Command {
     Gc(gcbench::GcBenchArgs),
     /// Checkpoint time, extra disk and a writer's throughput while a checkpoint is taken
     Checkpoint(ckptbench::CkptBenchArgs),
+    /// Writer throughput while a tenth of the keys is deleted: range delete against the rewriting drop_prefix
+    RangeDelete(rangebench::RangeBenchArgs),
     /// Badger's bank test: concurrent transfers must keep the total; exits 1 on a violation
     Bank(bank::BankArgs),
     /// SIGKILL a writer at random moments and verify what survives; exits 1 on a failure
@@ -78,6 +84,7 @@ fn main() -> ExitCode {
         Command::Write(a) => finish("write", ok(writebench::run(a))),
         Command::Gc(a) => finish("gc", ok(gcbench::run(a))),
         Command::Checkpoint(a) => finish("checkpoint", ok(ckptbench::run(a))),
+        Command::RangeDelete(a) => finish("range-delete", ok(rangebench::run(a))),
         Command::Bank(a) => finish("bank", bank::run(a)),
         Command::Crashloop(a) => finish("crashloop", crashloop::run(a)),
         Command::CrashloopChild(a) => finish("crashloop-child", ok(crashloop::child(a))),

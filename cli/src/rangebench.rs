@@ -129,7 +129,7 @@ fn run_way(a: &RangeBenchArgs, way: Way, dir: &Path) -> Result<serde_json::Value
                     x ^= x >> 7;
                     x ^= x << 17;
                     let mut i = x % keys;
-                    if i % 10 == 0 {
+                    if i.is_multiple_of(10) {
                         i += 1; // never the deleted prefix
                     }
                     let (n, t0) = (c.phase.load(Ordering::Relaxed), Instant::now());

@@ -76,6 +76,11 @@ fn commands() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
         (SETT_BENCH, "checkpoint", vec!["--size-mib", "--value-size"]),
         (
             SETT_BENCH,
+            "range-delete",
+            vec!["--keys", "--value-size", "--writers", "--window-ms"],
+        ),
+        (
+            SETT_BENCH,
             "bank",
             vec!["--dir", "--accounts", "--threads", "--seconds", "--sync"],
         ),
@@ -451,4 +456,29 @@ fn bench_checkpoint_reports_time_disk_and_writer_throughput() {
     );
     assert!(v["writer_puts_per_s_during"].as_f64().is_some(), "{v}");
     assert!(d.join("checkpoint").join("MANIFEST").exists());
+}
+
+#[test]
+fn range_delete_bench_deletes_the_tenth_both_ways_and_reports_each() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path().join("rb");
+    let d = dir.to_str().expect("utf-8");
+    let o = sett_bench(&["range-delete", d, "--keys", "2000", "--window-ms", "20"]);
+    expect_code(&o, 0, "sett-bench range-delete");
+    let results: Vec<Value> = text(&o.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("RESULT "))
+        .map(|j| serde_json::from_str(j).expect("RESULT parses"))
+        .collect();
+    let ways: Vec<&str> = results.iter().filter_map(|r| r["way"].as_str()).collect();
+    assert_eq!(ways, ["delete_range", "rewriting_drop_prefix"]);
+    for r in &results {
+        assert!(
+            r["before"]["puts_per_s"].as_f64().unwrap_or(0.0) > 0.0,
+            "{r}"
+        );
+    }
+    // A directory that is not empty is refused.
+    let o = sett_bench(&["range-delete", d, "--keys", "2000"]);
+    expect_code(&o, 1, "sett-bench range-delete into a used directory");
 }

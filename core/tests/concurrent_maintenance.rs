@@ -8,8 +8,8 @@
 //!    under, and a reader checks that no key ever goes back to an older value.
 //!    At the end, and after a reopen, the Db must match the model of
 //!    acknowledged writes, with what `Db::drop_prefix` promises for the prefix:
-//!    writes wait while it runs, so every write ordered before it is gone and
-//!    every write after it stays.
+//!    it is one range delete, ordered like any write, so every write ordered
+//!    before it is gone and every write after it stays.
 //! 2. A bulk load races with writers on fresh Dbs: either the load is refused
 //!    (the Db was no longer empty) or the writes are refused while it runs; the
 //!    load is all there or not at all, and every acknowledged write is there.

@@ -183,7 +183,7 @@ impl DbInner {
                     } else {
                         compaction::pick(&version, &self.opts, busy, cursors, *idle).or_else(|| {
                             // Nothing due: drop what range tombstones hide.
-                            let (_, range_seq) = self.drop_seqs().ok()?;
+                            let (_, range_seq) = self.drop_seqs();
                             let dels = self.read_state().range_dels.clone();
                             compaction::pick_cleaning(&version, busy, &dels, range_seq)
                         })
@@ -235,7 +235,7 @@ impl DbInner {
         }
         let mut added = Vec::new();
         // The snapshot first, then the tombstones (as in a flush).
-        let (snapshot, range_seq) = self.drop_seqs()?;
+        let (snapshot, range_seq) = self.drop_seqs();
         let dels = self.read_state().range_dels.clone();
         let trivial =
             c.is_trivial_move() && !compaction::needs_cleaning(&c.inputs[0], &dels, range_seq);
@@ -297,18 +297,23 @@ impl DbInner {
 
     /// What a compaction may drop below: (the oldest snapshot, for shadowed
     /// versions; the sequence at or below which range tombstones may drop
-    /// data). The second is also capped by what the manifest records as
-    /// flushed: a tombstone still in a memtable is lost to a power cut
-    /// without `sync_writes`, and the data it hid must not be gone with it.
-    /// Read the tombstones after calling this.
-    fn drop_seqs(&self) -> Result<(u64, u64)> {
+    /// data). The second also stays below every tombstone still in a
+    /// memtable: without `sync_writes` one may be lost to a power cut, and
+    /// the data it hid must survive it. (A tombstone published later is above
+    /// the snapshot.) Read the tombstones after calling this.
+    fn drop_seqs(&self) -> (u64, u64) {
         let snapshot = self.smallest_snapshot();
-        let flushed = lock(&self.manifest)
-            .as_ref()
-            .ok_or(Error::Closed)?
-            .state()
-            .last_seq;
-        Ok((snapshot, snapshot.min(flushed)))
+        let st = self.read_state();
+        let unflushed = std::iter::once(&st.mem)
+            .chain(&st.imm)
+            .flat_map(|m| m.range_dels())
+            .map(|t| t.seq)
+            .min();
+        let range_seq = match unflushed {
+            Some(seq) => snapshot.min(seq.saturating_sub(1)),
+            None => snapshot,
+        };
+        (snapshot, range_seq)
     }
 
     /// Stops automatic compactions and waits for running ones to finish; they
@@ -345,7 +350,7 @@ impl DbInner {
         loop {
             self.check_writable()?;
             let v = self.read_state().version.clone();
-            let (_, range_seq) = self.drop_seqs()?;
+            let (_, range_seq) = self.drop_seqs();
             let dels = self.read_state().range_dels.clone();
             let Some(c) =
                 compaction::pick_cleaning(&v, &none, &dels, range_seq).filter(|c| c.level == last)

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{copy_dir, tiny_options, value_for};
+use common::{tiny_options, value_for};
 use sett::{Db, Error, IterOptions, WriteBatch};
 use std::path::Path;
 
@@ -36,6 +36,34 @@ fn in_range(i: u32) -> bool {
 
 fn delete_middle(db: &Db) {
     db.delete_range(&key(100), &key(200)).unwrap();
+}
+
+/// The files of `dir` as a killed process leaves them: copied again until no
+/// background flush or compaction changed the directory during the copy.
+fn copy_dir(dir: &Path) -> tempfile::TempDir {
+    let listing = || {
+        let mut files: Vec<(std::ffi::OsString, u64)> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                Some((e.file_name(), e.metadata().ok()?.len()))
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    for _ in 0..200 {
+        let before = listing();
+        let to = tempfile::tempdir().unwrap();
+        let copied = before
+            .iter()
+            .all(|(name, _)| std::fs::copy(dir.join(name), to.path().join(name)).is_ok());
+        if copied && listing() == before {
+            return to;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("the directory never stayed still for a copy");
 }
 
 fn keys_of(it: sett::DbIterator) -> Vec<Vec<u8>> {

@@ -479,7 +479,9 @@ int sett_flatten(struct sett_db_t *db, struct sett_error_t **err);
 int sett_drop_all(struct sett_db_t *db, struct sett_error_t **err);
 
 /**
- * Deletes every key starting with `prefix`.
+ * Deletes every key starting with `prefix`: one range delete over the
+ * prefix (see sett_delete_range()), atomic, and writers do not wait.
+ * An empty prefix is sett_drop_all().
  */
 int sett_drop_prefix(struct sett_db_t *db,
                      const uint8_t *prefix,

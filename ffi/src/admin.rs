@@ -184,7 +184,9 @@ pub unsafe extern "C" fn sett_drop_all(db: *mut sett_db_t, err: *mut *mut sett_e
     })
 }
 
-/// Deletes every key starting with `prefix`.
+/// Deletes every key starting with `prefix`: one range delete over the
+/// prefix (see sett_delete_range()), atomic, and writers do not wait.
+/// An empty prefix is sett_drop_all().
 #[no_mangle]
 pub unsafe extern "C" fn sett_drop_prefix(
     db: *mut sett_db_t,

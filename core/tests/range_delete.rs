@@ -484,3 +484,55 @@ fn a_memtable_whose_every_entry_a_range_delete_hides_flushes_to_no_table_and_reo
     assert_eq!(db.iter(IterOptions::default()).unwrap().count(), 0);
     assert_eq!(db.stats().table_entries, 0);
 }
+
+#[test]
+fn a_transaction_s_own_range_delete_hides_the_range_from_its_reads_and_applies_at_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled(dir.path());
+    db.flatten().unwrap();
+    let mut txn = db.begin(true).unwrap();
+    txn.set(&key(150), b"early").unwrap();
+    txn.delete_range(&key(100), &key(200)).unwrap();
+    txn.set(&key(160), b"late").unwrap();
+    assert_eq!(
+        txn.get(&key(150)).unwrap(),
+        None,
+        "its earlier write is gone"
+    );
+    assert_eq!(txn.get(&key(120)).unwrap(), None);
+    assert_eq!(txn.get(&key(160)).unwrap(), Some(b"late".to_vec()));
+    assert_eq!(txn.get(&key(200)).unwrap(), Some(val(200, 1)));
+    for reverse in [false, true] {
+        let mut got = keys_of(
+            txn.iter(IterOptions {
+                start: Some(key(95)),
+                end: Some(key(205)),
+                reverse,
+                ..Default::default()
+            })
+            .unwrap(),
+        );
+        if reverse {
+            got.reverse();
+        }
+        let want: Vec<Vec<u8>> = (95..100).chain([160]).chain(200..205).map(key).collect();
+        assert_eq!(got, want, "reverse {reverse}");
+    }
+    // Nothing is applied before the commit.
+    assert_eq!(db.get(&key(120)).unwrap(), Some(val(120, 1)));
+    assert!(matches!(
+        txn.delete_range(b"b", b"a"),
+        Err(Error::InvalidArgument(_))
+    ));
+    txn.commit().unwrap();
+    assert_eq!(db.get(&key(120)).unwrap(), None);
+    assert_eq!(db.get(&key(150)).unwrap(), None);
+    assert_eq!(db.get(&key(160)).unwrap(), Some(b"late".to_vec()));
+    assert_eq!(db.iter(IterOptions::default()).unwrap().count(), 301);
+    // A read-only transaction cannot.
+    let mut ro = db.begin(false).unwrap();
+    assert!(matches!(
+        ro.delete_range(b"a", b"b"),
+        Err(Error::InvalidArgument(_))
+    ));
+}

@@ -688,9 +688,11 @@ impl DbInner {
         let snap = self.snapshot_at(seq);
         let mut sources = Vec::new();
         let mut reads = None;
+        let mut ranges = Arc::new(Vec::new());
         if let Some(view) = txn {
             sources.push(Box::new(PendingIter::new(view.pending, opts.reverse)) as Box<dyn Source>);
             reads = view.reads;
+            ranges = view.ranges;
         }
         let (lower, upper) = crate::iter::bounds(&opts);
         sources.extend(st.sources(opts.reverse, lower.as_deref(), upper.as_deref()));
@@ -699,7 +701,7 @@ impl DbInner {
             self.clone(),
             st.vlogs.clone(),
             merge,
-            st.range_dels.clone(),
+            (st.range_dels.clone(), ranges),
             snap,
             reads,
             opts,

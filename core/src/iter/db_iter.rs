@@ -91,6 +91,9 @@ pub struct DbIterator {
     read_seq: u64,
     /// Range tombstones: a key's chosen version is dropped when one hides it.
     range_dels: Arc<RangeDels>,
+    /// A transaction's pending range deletes: they hide every version but
+    /// its own pending writes.
+    pending_ranges: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
     _snapshot: SnapshotGuard,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
@@ -117,7 +120,7 @@ impl DbIterator {
         db: Arc<DbInner>,
         vlogs: Arc<VlogSet>,
         merge: MergeIter,
-        range_dels: Arc<RangeDels>,
+        (range_dels, pending_ranges): (Arc<RangeDels>, Arc<Vec<(Vec<u8>, Vec<u8>)>>),
         snapshot: SnapshotGuard,
         reads: Option<Arc<Mutex<HashSet<u64>>>>,
         opts: IterOptions,
@@ -133,6 +136,7 @@ impl DbIterator {
             merge,
             read_seq,
             range_dels,
+            pending_ranges,
             _snapshot: snapshot,
             lower,
             upper,
@@ -265,12 +269,14 @@ impl DbIterator {
                 }
                 self.merge.next()?;
             }
+            let uk = &self.bytes[key_start..key_end];
             let hidden = chosen.is_some()
-                && self.range_dels.hides(
-                    &self.bytes[key_start..key_end],
-                    chosen_seq,
-                    self.read_seq,
-                );
+                && (self.range_dels.hides(uk, chosen_seq, self.read_seq)
+                    || (chosen_seq != key::MAX_SEQ
+                        && self
+                            .pending_ranges
+                            .iter()
+                            .any(|(s, e)| crate::txn::in_range(uk, s, e))));
             match chosen {
                 Some(Some(val)) if !hidden => {
                     let key = (key_start as u32, (key_end - key_start) as u32);

@@ -53,6 +53,8 @@ struct PendingWrite {
 /// value record, sorted) and the read set to record keys in.
 pub(crate) struct TxnView {
     pub pending: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
+    /// Its pending range deletes: they hide the snapshot's keys in them.
+    pub ranges: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
     pub reads: Option<Arc<Mutex<HashSet<u64>>>>,
 }
 
@@ -65,6 +67,9 @@ pub struct Txn {
     state: Arc<ReadState>,
     update: bool,
     writes: BTreeMap<Vec<u8>, PendingWrite>,
+    /// Range deletes `[start, end)` (empty end: unbounded), applied at commit
+    /// before `writes` (a later write in a range was kept in `writes`).
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
     reads: Arc<Mutex<HashSet<u64>>>,
     size: usize,
     _snapshot: SnapshotGuard,
@@ -110,6 +115,7 @@ impl DbInner {
             state: self.read_state(),
             update,
             writes: BTreeMap::new(),
+            ranges: Vec::new(),
             reads: Arc::new(Mutex::new(HashSet::new())),
             size: 0,
             _snapshot: snapshot,
@@ -147,6 +153,9 @@ impl Txn {
                 version: 0,
             }));
         }
+        if self.ranges.iter().any(|(s, e)| in_range(key, s, e)) {
+            return Ok(None);
+        }
         if self.update {
             lock(&self.reads).insert(oracle::fingerprint(key));
         }
@@ -166,6 +175,33 @@ impl Txn {
     /// Buffers a delete.
     pub fn delete(&mut self, key: &[u8]) -> Result<()> {
         self.write(key, None, PutOptions::default())
+    }
+
+    /// Buffers a delete of every key in `[start, end)` (as
+    /// [`crate::Db::delete_range`]; an empty `end` is unbounded): this
+    /// transaction's reads and iterators no longer see the snapshot's keys
+    /// in the range, nor its own earlier writes there; later ones are kept.
+    /// At commit it is applied before the other writes, in the same batch.
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        if !self.update {
+            return Err(Error::InvalidArgument(
+                "write in a read-only transaction".into(),
+            ));
+        }
+        self.db.check_range(start, end)?;
+        let size = self.size + start.len() + end.len();
+        if size > self.db.opts.max_txn_size {
+            return Err(Error::TooBig {
+                what: "transaction",
+                len: size,
+                max: self.db.opts.max_txn_size,
+            });
+        }
+        self.size = size;
+        self.writes.retain(|k, _| !in_range(k, start, end));
+        self.ranges.push((start.to_vec(), end.to_vec()));
+        Ok(())
     }
 
     fn write(&mut self, key: &[u8], value: Option<&[u8]>, opts: PutOptions) -> Result<()> {
@@ -217,6 +253,7 @@ impl Txn {
         }
         let view = TxnView {
             pending: Arc::new(pending),
+            ranges: Arc::new(self.ranges.clone()),
             reads: self.update.then(|| self.reads.clone()),
         };
         self.db
@@ -227,10 +264,13 @@ impl Txn {
     /// committed since `read_ts` touched a key this transaction read.
     pub fn commit(mut self) -> Result<()> {
         self.check_usable()?;
-        let result = if self.writes.is_empty() {
+        let result = if self.writes.is_empty() && self.ranges.is_empty() {
             Ok(())
         } else {
             let mut batch = WriteBatch::new();
+            for (start, end) in std::mem::take(&mut self.ranges) {
+                batch.delete_range_raw(start, end);
+            }
             for (k, w) in std::mem::take(&mut self.writes) {
                 match w.value {
                     Some(v) => batch.put_with(k, v, w.opts),
@@ -272,6 +312,11 @@ impl Txn {
             }
         }
     }
+}
+
+/// True when `key` lies in `[start, end)` (an empty end is unbounded).
+pub(crate) fn in_range(key: &[u8], start: &[u8], end: &[u8]) -> bool {
+    key >= start && (end.is_empty() || key < end)
 }
 
 impl Drop for Txn {

@@ -13,6 +13,11 @@
 //! manifest) and when it is retired is in core/FORMAT.md ("Range tombstones").
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Key ranges `[start, end)` (an empty end is unbounded): a transaction's
+/// pending range deletes.
+pub(crate) type KeyRanges = Arc<Vec<(Vec<u8>, Vec<u8>)>>;
 
 /// One range delete: keys in `[start, end)` (an empty `end` is unbounded)
 /// written before `seq` are gone for reads at `seq` or later.

@@ -5,7 +5,7 @@ use super::{MergeIter, Source};
 use crate::db::{lock, DbInner, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::key;
-use crate::range_del::RangeDels;
+use crate::range_del::{KeyRanges, RangeDels};
 use crate::value::{self, Stored, ValuePointer};
 use crate::vlog::{ScanAhead, ValueBytes, VlogSet};
 use std::collections::HashSet;
@@ -93,7 +93,7 @@ pub struct DbIterator {
     range_dels: Arc<RangeDels>,
     /// A transaction's pending range deletes: they hide every version but
     /// its own pending writes.
-    pending_ranges: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
+    pending_ranges: KeyRanges,
     _snapshot: SnapshotGuard,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
@@ -120,7 +120,7 @@ impl DbIterator {
         db: Arc<DbInner>,
         vlogs: Arc<VlogSet>,
         merge: MergeIter,
-        (range_dels, pending_ranges): (Arc<RangeDels>, Arc<Vec<(Vec<u8>, Vec<u8>)>>),
+        (range_dels, pending_ranges): (Arc<RangeDels>, KeyRanges),
         snapshot: SnapshotGuard,
         reads: Option<Arc<Mutex<HashSet<u64>>>>,
         opts: IterOptions,

@@ -54,7 +54,7 @@ struct PendingWrite {
 pub(crate) struct TxnView {
     pub pending: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
     /// Its pending range deletes: they hide the snapshot's keys in them.
-    pub ranges: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
+    pub ranges: crate::range_del::KeyRanges,
     pub reads: Option<Arc<Mutex<HashSet<u64>>>>,
 }
 

@@ -89,7 +89,7 @@ impl ReadState {
         for m in std::iter::once(&self.mem).chain(&self.imm) {
             // A snapshot never sees later inserts, so an empty memtable adds nothing.
             if !m.is_empty() {
-                sources.push(Box::new(MemIter::new(m.clone(), reverse)));
+                sources.push(Box::new(MemIter::new(m.clone(), reverse, lower, upper)));
             }
         }
         self.version.sources(reverse, lower, upper, &mut sources);

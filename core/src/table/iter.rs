@@ -28,7 +28,15 @@ pub(crate) struct TableIter {
     ahead: ReadAhead,
     /// First read-ahead window after a seek or rewind.
     first_window: usize,
+    /// Blocks the walk stepped into since its last seek or rewind.
+    stepped: u32,
 }
+
+/// Read-ahead starts when a walk steps into its second block after a seek
+/// (RocksDB's auto read-ahead waits for two reads in a row too): a short scan,
+/// which crosses at most one block boundary, makes no call, where a
+/// MADV_WILLNEED over resident pages costs about as much as the scan.
+const STEPS_BEFORE_READ_AHEAD: u32 = 2;
 
 /// A compaction input gives back its consumed pages in steps of this many bytes.
 const RELEASE_STEP: usize = 1 << 20;
@@ -47,6 +55,7 @@ impl TableIter {
             release_from: None,
             ahead: ReadAhead::new(advice::FIRST_WINDOW),
             first_window: advice::FIRST_WINDOW,
+            stepped: 0,
         }
     }
 
@@ -63,13 +72,17 @@ impl TableIter {
     /// Forgets the read-ahead of an earlier position (after a seek or rewind).
     fn restart_read_ahead(&mut self) {
         self.ahead = ReadAhead::new(self.first_window);
+        self.stepped = 0;
     }
 
     /// Asks for read-ahead from the loaded block on, in the walk's direction:
     /// called when a walk steps into the next block, where a point lookup or a
-    /// seek that reads a few entries never goes.
+    /// seek that reads a few entries never goes; from the
+    /// [`STEPS_BEFORE_READ_AHEAD`]th such step after a seek, or at once for a
+    /// compaction input.
     fn step_into(&mut self) {
-        if !self.valid {
+        self.stepped = self.stepped.saturating_add(1);
+        if !self.valid || (self.stepped < STEPS_BEFORE_READ_AHEAD && self.release_from.is_none()) {
             return;
         }
         let range = if self.reverse {
@@ -84,14 +97,15 @@ impl TableIter {
     }
 
     fn load(&mut self, i: usize) -> Result<()> {
-        let (block, owned, base) = self.table.block(i)?;
+        // The block's buffers are reused; until it is loaded nothing is valid.
+        self.valid = false;
+        let (owned, base) = self.table.load_block(i, &mut self.block)?;
         if let Some(from) = self.release_from {
             if base >= from + RELEASE_STEP {
                 self.table.release_pages(from, base);
                 self.release_from = Some(base);
             }
         }
-        self.block = block;
         self.owned = owned;
         self.base = base;
         self.block_idx = i;
@@ -211,7 +225,7 @@ mod tests {
     use crate::advice::test_pages::{eventually, evict, resident, PAGE};
 
     #[test]
-    fn stepping_into_the_next_block_reads_ahead_and_a_seek_alone_does_not() {
+    fn a_walk_reads_ahead_from_its_second_block_and_a_seek_or_one_step_does_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.sst");
         let mut b = crate::table::test_builder(&path, 4096);
@@ -239,11 +253,23 @@ mod tests {
             "read ahead on a seek"
         );
 
-        // Stepping into block 1 asks for the first window from there.
+        // Stepping into block 1 does not ask either (a short scan)...
         while it.block_idx == 0 {
             it.next().unwrap();
         }
-        let from = table.index()[1].offset as usize;
+        let block2 = table.index()[2].offset as usize;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            pages(block2 / PAGE + 1..advice::FIRST_WINDOW / PAGE)
+                .iter()
+                .all(|&r| !r),
+            "read ahead on the first step into the next block"
+        );
+        // ...stepping into block 2 asks for the first window from there.
+        while it.block_idx == 1 {
+            it.next().unwrap();
+        }
+        let from = block2;
         let window = from / PAGE + 1..(from + advice::FIRST_WINDOW) / PAGE;
         eventually("first window resident", || {
             pages(window.clone()).iter().all(|&r| r)

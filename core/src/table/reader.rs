@@ -285,21 +285,42 @@ impl Table {
         Ok(self.index.len())
     }
 
-    /// Decodes block `i`, checking its crc the first time. Returns the block,
-    /// the buffer its value ranges point into when it was decompressed (else
-    /// they are ranges of the file from the offset), and its file offset.
+    /// [`Table::load_block`] into a new block, returned first.
+    #[cfg(test)]
     pub(crate) fn block(&self, i: usize) -> Result<(DecodedBlock, Option<Vec<u8>>, usize)> {
+        let mut block = DecodedBlock::default();
+        let (owned, base) = self.load_block(i, &mut block)?;
+        Ok((block, owned, base))
+    }
+
+    /// Decodes block `i` into `block` (reusing its buffers), checking its crc
+    /// the first time. Returns the buffer the block's value ranges point into
+    /// when it was decompressed (else they are ranges of the file from the
+    /// offset), and its file offset. On an error `block` is left empty.
+    pub(crate) fn load_block(
+        &self,
+        i: usize,
+        block: &mut DecodedBlock,
+    ) -> Result<(Option<Vec<u8>>, usize)> {
         let e = &self.index[i];
-        let (block, owned) = self.guarded(|| {
+        let owned = self.guarded(|| {
             let data = self.contents(i, self.block_bytes(i)?)?;
-            let block = DecodedBlock::decode(&data)
-                .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+            if !block.decode_into(&data) {
+                return Err(Error::corruption(
+                    &self.path,
+                    e.offset,
+                    "malformed data block",
+                ));
+            }
             Ok(match data {
-                Contents::Raw(_) => (block, None),
-                Contents::Owned(v) => (block, Some(v)),
+                Contents::Raw(_) => None,
+                Contents::Owned(v) => Some(v),
             })
-        })?;
-        Ok((block, owned, e.offset as usize))
+        });
+        if owned.is_err() {
+            block.decode_into(&[]);
+        }
+        Ok((owned?, e.offset as usize))
     }
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).

@@ -698,7 +698,9 @@ mod tests {
             o.l0_stop_trigger as u64,
         ];
         assert_eq!(set.to_vec(), (1000..1008).collect::<Vec<u64>>());
-        assert!(parse_tuning("block_size=4096").unwrap_err().contains("not one of"));
+        assert!(parse_tuning("block_size=4096")
+            .unwrap_err()
+            .contains("not one of"));
         assert!(parse_tuning("memtable_size").is_err());
         assert!(parse_tuning("memtable_size=64M").is_err());
     }

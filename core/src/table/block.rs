@@ -123,6 +123,11 @@ impl DecodedBlock {
         let entries_end = data.len().checked_sub(4 + n.checked_mul(4)?)?;
         let d = self;
         d.keys.reserve(entries_end);
+        // At most RESTART_INTERVAL entries per restart point: one allocation
+        // each, not a chain of doublings (bounded by what the bytes can hold).
+        let most = n.saturating_mul(RESTART_INTERVAL).min(entries_end / 3 + 1);
+        d.key_ends.reserve(most);
+        d.values.reserve(most);
         let mut pos = 0;
         let mut prev_start = 0usize;
         while pos < entries_end {

@@ -42,6 +42,9 @@ pub(crate) enum Cached {
     Block(Arc<Vec<u8>>),
 }
 
+/// A decompressed block, shared with the cache.
+pub(crate) type SharedBlock = Arc<Vec<u8>>;
+
 /// The cache every table of a database shares (`Options::cache_size`).
 pub(crate) type TableCache = Cache<Cached>;
 
@@ -508,7 +511,7 @@ impl Table {
         meta: &Meta,
         i: usize,
         fill: bool,
-    ) -> Result<(DecodedBlock, Option<Arc<Vec<u8>>>, usize)> {
+    ) -> Result<(DecodedBlock, Option<SharedBlock>, usize)> {
         let e = &meta.index[i];
         let (block, owned) = self.guarded(|| {
             let data = self.contents(meta, i, fill)?;

@@ -14,6 +14,20 @@
 //! the budget serves the LRU. A shard's pinned plus LRU bytes never exceed its
 //! capacity: pinning evicts LRU entries first, or fails.
 //!
+//! Uncompressed data blocks are not cached here, unlike RocksDB, whose block
+//! cache holds every data block it reads (uncompressed), because RocksDB
+//! reads blocks with `pread` into its own heap buffers. sett reads them in
+//! place from a read-only shared mapping of the table: their bytes are the
+//! OS page cache's pages, shared with every process and dropped by the
+//! kernel under memory pressure, not process heap. Copying them into the
+//! cache would charge the budget for a second copy of memory the kernel
+//! already manages. Compressed blocks have no such copy to read in place
+//! (the mapping holds the compressed bytes), so their decompressed bytes
+//! are heap and belong in the budget. The flip side: on a machine where the
+//! page cache is squeezed, hot uncompressed blocks are read from the device
+//! again where RocksDB would keep them; RocksDB users who run with a small
+//! block cache and rely on the page cache (a common setup) see the same.
+//!
 //! Shards are at least `MIN_SHARD` bytes, so that the meta of a default 64 MiB
 //! table (a few MiB) fits in one; an entry larger than a shard's room is not
 //! cached (the caller uses it once and drops it).

@@ -319,3 +319,46 @@ fn a_damaged_index_or_filter_found_at_load_is_corruption_and_other_tables_stay_r
     assert!(db.stats().cache_usage <= BUDGET as u64);
     db.close().unwrap();
 }
+
+#[test]
+fn readers_in_flight_keep_what_eviction_takes_from_the_cache() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let c = Compression::Lz4;
+    load(dir.path(), c);
+    let n = keys(c);
+    let db = std::sync::Arc::new(Db::open(options(dir.path(), BUDGET, c)).unwrap());
+    // Four threads read and scan at once: each one's index, filter and
+    // blocks are evicted by the others' loads while it still uses them.
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ (t + 1));
+                for _ in 0..30 {
+                    let start = rng.below(n - 200);
+                    let mut it = db.iter(IterOptions::default()).unwrap();
+                    it.seek(&key(start)).unwrap();
+                    for i in start..start + 200 {
+                        assert_eq!(it.key(), &key(i)[..]);
+                        assert_eq!(it.value(), &value(i)[..]);
+                        // A get between the steps loads other tables' metas.
+                        let j = rng.below(n);
+                        assert_eq!(db.get(&key(j)).unwrap(), Some(value(j)));
+                        it.advance().unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = db.stats();
+    assert!(s.cache_usage <= s.cache_capacity, "{s:?}");
+    assert!(
+        s.cache_index_filter_misses > 1000,
+        "evictions happened: {s:?}"
+    );
+    db.close().unwrap();
+}

@@ -957,16 +957,21 @@ mod tests {
                 let mut bad = good.clone();
                 bad[off] ^= 0x5a;
                 std::fs::write(&path, &bad).unwrap();
-                let Ok(t) = Table::open(&path, 1, &crate::table::test_cache()) else {
-                    continue;
-                };
-                let _ = t.verify();
-                for i in (0..300u32).step_by(7) {
-                    let k = format!("key{i:06}");
-                    match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
-                        Ok(Some((_, v))) => assert_eq!(v, json(i), "{c:?} offset {off}"),
-                        Ok(None) => panic!("{c:?} offset {off}: existing key reported missing"),
-                        Err(e) => assert!(e.is_corruption(), "{c:?} offset {off}: {e}"),
+                // Pinned at open, and loaded at each read (a cache of nothing).
+                for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
+                    let Ok(t) = Table::open(&path, 1, &cache) else {
+                        continue;
+                    };
+                    let _ = t.verify();
+                    for i in (0..300u32).step_by(7) {
+                        let k = format!("key{i:06}");
+                        match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
+                            Ok(Some((_, v))) => assert_eq!(v, json(i), "{c:?} offset {off}"),
+                            Ok(None) => {
+                                panic!("{c:?} offset {off}: existing key reported missing")
+                            }
+                            Err(e) => assert!(e.is_corruption(), "{c:?} offset {off}: {e}"),
+                        }
                     }
                 }
             }
@@ -982,17 +987,20 @@ mod tests {
             let mut bad = good.clone();
             bad[off] ^= 0x5a;
             std::fs::write(&path, &bad).unwrap();
-            let Ok(t) = Table::open(&path, 1, &crate::table::test_cache()) else {
-                continue;
-            };
-            for i in 0..60u32 {
-                let k = format!("k{i:05}");
-                match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
-                    Ok(Some((_, v))) => {
-                        assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}")
+            // Pinned at open, and loaded at each read (a cache of nothing).
+            for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
+                let Ok(t) = Table::open(&path, 1, &cache) else {
+                    continue;
+                };
+                for i in 0..60u32 {
+                    let k = format!("k{i:05}");
+                    match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
+                        Ok(Some((_, v))) => {
+                            assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}")
+                        }
+                        Ok(None) => panic!("offset {off}: existing key reported missing"),
+                        Err(e) => assert!(e.is_corruption(), "offset {off}: {e}"),
                     }
-                    Ok(None) => panic!("offset {off}: existing key reported missing"),
-                    Err(e) => assert!(e.is_corruption(), "offset {off}: {e}"),
                 }
             }
         }

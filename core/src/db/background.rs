@@ -101,7 +101,7 @@ impl DbInner {
                 let _ = self.opts.fs.remove(&path);
             })?;
             sync_dir(&self.opts.fs, &self.dir)?;
-            let t = Arc::new(Table::open(&path, id)?);
+            let t = Arc::new(Table::open(&path, id, &self.cache)?);
             edits.push(Edit::AddTable {
                 level: 0,
                 table: TableRecord::built(id, &meta),
@@ -218,7 +218,7 @@ impl DbInner {
                 edits.push(Edit::VlogDiscard { id, bytes });
             }
             for (id, meta) in result.tables {
-                let t = Table::open(&filename::table(&self.dir, id), id)?;
+                let t = Table::open(&filename::table(&self.dir, id), id, &self.cache)?;
                 edits.push(Edit::AddTable {
                     level: out as u8,
                     table: TableRecord::built(id, &meta),

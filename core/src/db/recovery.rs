@@ -7,7 +7,7 @@ use crate::fs::sync_dir;
 use crate::fs::Fs;
 use crate::levels::Version;
 use crate::manifest::{self, Edit, ManifestState};
-use crate::table::Table;
+use crate::table::{Table, TableCache};
 use crate::vlog::VlogFile;
 use crate::wal::{self, WAL_MAGIC, WAL_VERSION};
 
@@ -131,11 +131,12 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     };
 
     // Tables and value-log files named by the manifest must all be there.
+    let cache = Arc::new(TableCache::new(opts.cache_size));
     let mut added = Vec::new();
     for (level, tables) in mstate.levels.iter().enumerate() {
         for rec in tables.values() {
             let path = filename::table(&dir, rec.id);
-            let t = Table::open(&path, rec.id)
+            let t = Table::open(&path, rec.id, &cache)
                 .map_err(|e| missing_is_corruption(e, "table listed in MANIFEST is missing"))?;
             added.push((level, Arc::new(t)));
         }
@@ -227,6 +228,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         gc_lock: Mutex::new(()),
         bulk_active: AtomicBool::new(false),
         holds: Mutex::new(Default::default()),
+        cache,
         read_only_recovery: opts.read_only.then(|| (mstate.clone(), replayed.clone())),
         opts,
     });
@@ -257,7 +259,12 @@ fn check_orphan_tables(
             continue;
         }
         // An orphan that does not even open is a table cut by the crash.
-        let Ok(t) = Table::open(&filename::table(dir, *id), *id) else {
+        // Opened only to read its footer: no cache room is taken.
+        let Ok(t) = Table::open(
+            &filename::table(dir, *id),
+            *id,
+            &Arc::new(TableCache::new(0)),
+        ) else {
             continue;
         };
         let newest = t.max_seq();

@@ -329,7 +329,7 @@ mod tests {
                 .unwrap();
         }
         b.finish().unwrap();
-        Arc::new(Table::open(&path, id).unwrap())
+        Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap())
     }
 
     #[test]

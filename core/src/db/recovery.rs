@@ -36,19 +36,36 @@ fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
             .open(&path)
     }
     .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    let res = if shared {
-        file.try_lock_shared()
-    } else {
-        file.try_lock()
-    };
-    match res {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(Error::io(format!("locking {}", path.display()), e))
+    // A flock belongs to the open file description, which a child process
+    // shares between its fork and its exec: a lock released by close can
+    // look held for that moment when another thread is starting a process.
+    // A lock still held after LOCK_PATIENCE is another Db's.
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        let res = if shared {
+            file.try_lock_shared()
+        } else {
+            file.try_lock()
+        };
+        match res {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::Locked(dir.to_path_buf()));
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::io(format!("locking {}", path.display()), e))
+            }
         }
     }
 }
+
+/// How long an open waits for a directory lock that looks held.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Removes a file; a file already gone is fine.
 pub(crate) fn remove(fs: &Fs, path: &Path) -> Result<()> {

@@ -155,8 +155,16 @@ type Stats struct {
 	MemtableBytes uint64
 	// Memtables waiting to be flushed.
 	ImmutableMemtables uint64
-	// Bytes of table indexes and bloom filters held in memory.
+	// Bytes held by the tables themselves: key ranges and the indexes and
+	// filters pinned in the cache (those loaded through it count in CacheUsage).
 	IndexFilterBytes uint64
+	// The memory budget (Options.CacheSize) and the bytes its cache holds
+	// now, never above it; of those, the indexes and filters pinned by tables.
+	CacheCapacity, CacheUsage, CachePinnedBytes uint64
+	// Lookups of indexes and filters not pinned: found in the cache, or loaded.
+	CacheIndexFilterHits, CacheIndexFilterMisses uint64
+	// Reads of compressed data blocks: found decompressed, or decompressed.
+	CacheDataHits, CacheDataMisses uint64
 	// The last sequence number (version) given out.
 	LastSeq uint64
 	// Entries in tables (not counting memtables).
@@ -215,6 +223,14 @@ func (d *DB) Stats() (Stats, error) {
 		GCTime:             time.Duration(cs.gc_micros) * time.Microsecond,
 		GCPendingFiles:     uint64(cs.gc_pending_files),
 		GCPendingBytes:     uint64(cs.gc_pending_bytes),
+
+		CacheCapacity:          uint64(cs.cache_capacity),
+		CacheUsage:             uint64(cs.cache_usage),
+		CachePinnedBytes:       uint64(cs.cache_pinned_bytes),
+		CacheIndexFilterHits:   uint64(cs.cache_index_filter_hits),
+		CacheIndexFilterMisses: uint64(cs.cache_index_filter_misses),
+		CacheDataHits:          uint64(cs.cache_data_hits),
+		CacheDataMisses:        uint64(cs.cache_data_misses),
 	}
 	for i := 0; i < n; i++ {
 		st.LevelTables[i] = uint64(cs.level_tables[i])

@@ -486,6 +486,38 @@ func TestStatsReportTheBackgroundGCBacklogUntilItIsWorkedOff(t *testing.T) {
 	}
 }
 
+func TestCacheSizeIsTheBudgetStatsReport(t *testing.T) {
+	db := openTempWith(t, &Options{CacheSize: 3 << 20, MemTableSize: 64 << 10, Compression: CompressionLZ4})
+	val := func(i int) string { return fmt.Sprintf(`{"id": %d, "name": "user"}`, i) }
+	for i := 0; i < 3000; i++ {
+		mustSet(t, db, fmt.Sprintf("k%05d", i), val(i))
+	}
+	if err := db.Flatten(); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 3000; i += 7 {
+			if got := mustGet(t, db, fmt.Sprintf("k%05d", i)); got != val(i) {
+				t.Fatalf("k%05d: %q", i, got)
+			}
+		}
+	}
+	st, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CacheCapacity != 3<<20 || st.CacheUsage == 0 || st.CacheUsage > st.CacheCapacity || st.CachePinnedBytes == 0 {
+		t.Fatalf("cache sizes: %+v", st)
+	}
+	// Compressed blocks read again come decompressed from the cache.
+	if st.CacheDataMisses == 0 || st.CacheDataHits <= st.CacheDataMisses {
+		t.Fatalf("cache counters: %+v", st)
+	}
+	if _, err := Open(t.TempDir(), &Options{CacheSize: 1000}); err == nil || !strings.Contains(err.Error(), "cache_size") {
+		t.Fatalf("a 1000-byte budget: %v", err)
+	}
+}
+
 func TestCheckpointOpensAsItsOwnDBAndLeavesTheSourceAlone(t *testing.T) {
 	db := openTempWith(t, &Options{ValueThreshold: 64, MemTableSize: 16 << 10, ValueLogFileSize: 16 << 10})
 	want := map[string]string{}

@@ -49,6 +49,12 @@ type Options struct {
 	// BloomBitsPerKey: bloom filter bits per key (default 10). A negative
 	// value builds no bloom filters (C: 0).
 	BloomBitsPerKey int
+	// CacheSize: the memory budget for reading, in bytes (default 256 MiB, at
+	// least 1 MiB): one cache holds table indexes and bloom filters and the
+	// decompressed blocks of compressed tables (Badger's IndexCacheSize and
+	// BlockCacheSize in one). Uncompressed blocks are read from the OS page
+	// cache and not counted. Stats reports its capacity and usage.
+	CacheSize int64
 	// BaseTableSize: target size of one SST in bytes (default 64 MiB).
 	BaseTableSize int64
 	// BaseLevelSize: target size of level 1 in bytes (default 256 MiB).
@@ -145,6 +151,9 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 		C.sett_options_set_bloom_bits_per_key(co, 0)
 	} else if o.BloomBitsPerKey > 0 {
 		C.sett_options_set_bloom_bits_per_key(co, C.size_t(o.BloomBitsPerKey))
+	}
+	if check("CacheSize", o.CacheSize) {
+		C.sett_options_set_cache_size(co, C.uint64_t(o.CacheSize))
 	}
 	if check("BaseTableSize", o.BaseTableSize) {
 		C.sett_options_set_table_size(co, C.uint64_t(o.BaseTableSize))

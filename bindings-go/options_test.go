@@ -21,6 +21,7 @@ func allOptions() Options {
 		CompressionPerLevel:        []Compression{CompressionNone, CompressionLZ4, CompressionZSTD},
 		ZSTDCompressionLevel:       5,
 		BloomBitsPerKey:            12,
+		CacheSize:                  16 << 20,
 		BaseTableSize:              2 << 20,
 		BaseLevelSize:              8 << 20,
 		LevelSizeMultiplier:        8,
@@ -60,6 +61,9 @@ func TestEveryOptionIsAcceptedAndTheDatabaseWorks(t *testing.T) {
 	}
 	if len(st.LevelTables) != 5 {
 		t.Fatalf("MaxLevels 5 gave %d levels", len(st.LevelTables))
+	}
+	if st.CacheCapacity != 16<<20 {
+		t.Fatalf("CacheSize 16 MiB gave a capacity of %d", st.CacheCapacity)
 	}
 }
 

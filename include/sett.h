@@ -347,7 +347,8 @@ typedef struct sett_stats_ex_t {
    */
   uint64_t immutable_memtables;
   /**
-   * Bytes of table indexes and bloom filters held in memory.
+   * Bytes held by the tables themselves: key ranges and pinned indexes
+   * and filters (those loaded through the cache are in cache_usage).
    */
   uint64_t index_filter_bytes;
   /**
@@ -396,6 +397,27 @@ typedef struct sett_stats_ex_t {
    */
   uint64_t gc_pending_files;
   uint64_t gc_pending_bytes;
+  /**
+   * The memory budget (sett_options_set_cache_size) and the bytes its
+   * cache holds now, never above it: pinned and cached table indexes and
+   * filters, and decompressed blocks of compressed tables.
+   */
+  uint64_t cache_capacity;
+  uint64_t cache_usage;
+  /**
+   * Of cache_usage, the indexes and filters pinned by their tables.
+   */
+  uint64_t cache_pinned_bytes;
+  /**
+   * Lookups of indexes and filters not pinned: found in the cache, or loaded.
+   */
+  uint64_t cache_index_filter_hits;
+  uint64_t cache_index_filter_misses;
+  /**
+   * Reads of compressed data blocks: found decompressed, or decompressed.
+   */
+  uint64_t cache_data_hits;
+  uint64_t cache_data_misses;
 } sett_stats_ex_t;
 
 /**
@@ -995,6 +1017,14 @@ int sett_options_set_vlog_file_size(struct sett_options_t *opts,
  * in [0, 1), checked at open). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_vlog_gc_ratio(struct sett_options_t *opts, double value);
+
+/**
+ * The memory budget for reading, in bytes (default 256 MiB, at least 1 MiB,
+ * checked at open): one cache for table indexes and bloom filters and the
+ * decompressed blocks of compressed tables. Returns SETT_INVALID_ARGUMENT for
+ * NULL opts.
+ */
+int sett_options_set_cache_size(struct sett_options_t *opts, uint64_t value);
 
 /**
  * Bytes per second the background value-log GC reads and rewrites at most

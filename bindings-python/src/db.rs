@@ -37,6 +37,7 @@ fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()>
         }
         "zstd_level" => o.zstd_level = v.extract().map_err(bad)?,
         "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract().map_err(bad)?,
+        "cache_size" => o.cache_size = v.extract().map_err(bad)?,
         "table_size" => o.table_size = v.extract().map_err(bad)?,
         "level_base_size" => o.level_base_size = v.extract().map_err(bad)?,
         "level_multiplier" => o.level_multiplier = v.extract().map_err(bad)?,
@@ -518,6 +519,13 @@ impl Db {
         d.set_item("gc_seconds", s.gc_micros as f64 / 1e6)?;
         d.set_item("gc_pending_files", s.gc_pending_files)?;
         d.set_item("gc_pending_bytes", s.gc_pending_bytes)?;
+        d.set_item("cache_capacity", s.cache_capacity)?;
+        d.set_item("cache_usage", s.cache_usage)?;
+        d.set_item("cache_pinned_bytes", s.cache_pinned_bytes)?;
+        d.set_item("cache_index_filter_hits", s.cache_index_filter_hits)?;
+        d.set_item("cache_index_filter_misses", s.cache_index_filter_misses)?;
+        d.set_item("cache_data_hits", s.cache_data_hits)?;
+        d.set_item("cache_data_misses", s.cache_data_misses)?;
         Ok(d.into_any().unbind())
     }
 

@@ -180,3 +180,21 @@ def test_stats_count_value_log_gc(db_path):
         # Background GC is off (ratio 0): nothing is its backlog.
         assert (s["gc_pending_files"], s["gc_pending_bytes"]) == (0, 0)
         assert s["batches_written"] >= 1200 and s["compactions_running"] == 0
+
+
+def test_cache_size_is_the_budget_stats_report(db_path):
+    with sett.open(db_path, cache_size=3 << 20, memtable_size=64 << 10, compression="lz4") as d:
+        for i in range(3000):
+            d[b"k%05d" % i] = b'{"id": %d, "name": "user"}' % i
+        d.flatten()
+        for _ in range(3):
+            for i in range(0, 3000, 7):
+                assert d[b"k%05d" % i] == b'{"id": %d, "name": "user"}' % i
+        s = d.stats()
+        assert s["cache_capacity"] == 3 << 20
+        assert 0 < s["cache_usage"] <= s["cache_capacity"]
+        assert s["cache_pinned_bytes"] > 0
+        # Compressed blocks read again come decompressed from the cache.
+        assert s["cache_data_hits"] > s["cache_data_misses"] > 0
+    with pytest.raises(sett.InvalidOptionError, match="cache_size"):
+        sett.open(db_path, cache_size=1000)

@@ -70,6 +70,11 @@ pub struct Config {
     /// zstd level where zstd is used (default: sett's, 3)
     #[arg(long, value_name = "LEVEL")]
     zstd_level: Option<i32>,
+    /// A tuning option of the LSM tree, repeatable: memtable_size,
+    /// max_memtables, table_size, level_base_size, level_multiplier,
+    /// l0_compaction_trigger, l0_slowdown_trigger, l0_stop_trigger (bytes or counts)
+    #[arg(long = "opt", value_name = "NAME=VALUE", value_parser = parse_tuning)]
+    tuning: Vec<(String, u64)>,
     /// Before the read phases, flush the memtable and wait (up to 120 s) until
     /// no flush or compaction is pending or running, so that reads and scans
     /// measure tables, not background work beside them (the wait is reported)
@@ -140,6 +145,9 @@ impl Config {
         if let Some(l) = self.zstd_level {
             a.extend(["--zstd-level".into(), l.to_string()]);
         }
+        for (name, v) in &self.tuning {
+            a.extend(["--opt".into(), format!("{name}={v}")]);
+        }
         a.extend([
             "--compression".into(),
             self.compression.name().into(),
@@ -157,6 +165,57 @@ impl Config {
             }
         }
         a
+    }
+}
+
+/// Bytes this process caused to be written to storage (`write_bytes` of
+/// /proc/self/io: page-cache pages it dirtied, counted when dirtied), or
+/// `None` where the kernel does not say.
+fn storage_write_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The tuning options `--opt` takes.
+const TUNING: [&str; 8] = [
+    "memtable_size",
+    "max_memtables",
+    "table_size",
+    "level_base_size",
+    "level_multiplier",
+    "l0_compaction_trigger",
+    "l0_slowdown_trigger",
+    "l0_stop_trigger",
+];
+
+fn parse_tuning(s: &str) -> Result<(String, u64), String> {
+    let (name, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
+    if !TUNING.contains(&name) {
+        return Err(format!("{name:?} is not one of {}", TUNING.join(", ")));
+    }
+    let v = v
+        .parse::<u64>()
+        .map_err(|e| format!("{name}: {v:?} is not a count of bytes or tables: {e}"))?;
+    Ok((name.to_string(), v))
+}
+
+/// Sets one option `parse_tuning` accepted; a value out of range is refused
+/// by the Db's own checks at open.
+fn set_tuning(o: &mut Options, name: &str, v: u64) {
+    let n = usize::try_from(v).unwrap_or(usize::MAX);
+    match name {
+        "memtable_size" => o.memtable_size = n,
+        "max_memtables" => o.max_memtables = n,
+        "table_size" => o.table_size = v,
+        "level_base_size" => o.level_base_size = v,
+        "level_multiplier" => o.level_multiplier = v,
+        "l0_compaction_trigger" => o.l0_compaction_trigger = n,
+        "l0_slowdown_trigger" => o.l0_slowdown_trigger = n,
+        _ => o.l0_stop_trigger = n,
     }
 }
 
@@ -390,6 +449,9 @@ fn run_one(
     if let Some(l) = c.zstd_level {
         opts.zstd_level = l;
     }
+    for (name, v) in &c.tuning {
+        set_tuning(&mut opts, name, *v);
+    }
     say!(
         c,
         "\n== value size {valsz} B ({} values), {keys} keys, value_threshold {} B, compression {} (zstd level {}), dir {}",
@@ -461,6 +523,22 @@ fn run_one(
         "  populate: {n} keys in {:.2}s = {keys_per_s:.0} keys/s ({mb_per_s:.1} MB/s)",
         populate.as_secs_f64()
     );
+    let user_bytes = n * (valsz as u64 + 22);
+    let amplification = |written: Option<u64>| {
+        written.map_or("unknown".to_string(), |w| {
+            format!(
+                "{} MiB, {:.2}x the user bytes",
+                w >> 20,
+                w as f64 / user_bytes as f64
+            )
+        })
+    };
+    let populate_written = storage_write_bytes();
+    say!(
+        c,
+        "  written to storage during populate: {}",
+        amplification(populate_written)
+    );
     let mut settle_seconds = 0.0;
     if c.settle {
         p.phase(Phase::wait("settling"));
@@ -478,7 +556,9 @@ fn run_one(
         settle_seconds = start.elapsed().as_secs_f64();
         say!(
             c,
-            "  settle: flushed and waited {settle_seconds:.2}s for background work"
+            "  settle: flushed and waited {settle_seconds:.2}s for background work; \
+             written to storage by then: {}",
+            amplification(storage_write_bytes())
         );
     }
     let stats = db.stats();
@@ -582,6 +662,8 @@ fn run_one(
         "populate_keys_per_s": keys_per_s,
         "populate_mb_per_s": mb_per_s,
         "settle_seconds": settle_seconds,
+        "populate_storage_write_bytes": populate_written,
+        "tuning": c.tuning.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "stats_after_populate": crate::tools::stats_json(&stats),
         "random_get_ns_per_op": ns_per_op,
         "random_get_hit_rate": hit,
@@ -592,4 +674,34 @@ fn run_one(
         "disk_allocated_bytes": allocated,
         "peak_rss_bytes": peak,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tuning_option_named_reaches_the_options_and_unknown_ones_are_refused() {
+        let mut o = Options::new("/unused");
+        for (i, name) in TUNING.iter().enumerate() {
+            let (n, v) = parse_tuning(&format!("{name}={}", 1000 + i)).expect(name);
+            set_tuning(&mut o, &n, v);
+        }
+        let set = [
+            o.memtable_size as u64,
+            o.max_memtables as u64,
+            o.table_size,
+            o.level_base_size,
+            o.level_multiplier,
+            o.l0_compaction_trigger as u64,
+            o.l0_slowdown_trigger as u64,
+            o.l0_stop_trigger as u64,
+        ];
+        assert_eq!(set.to_vec(), (1000..1008).collect::<Vec<u64>>());
+        assert!(parse_tuning("block_size=4096")
+            .unwrap_err()
+            .contains("not one of"));
+        assert!(parse_tuning("memtable_size").is_err());
+        assert!(parse_tuning("memtable_size=64M").is_err());
+    }
 }

@@ -122,6 +122,13 @@ pub fn stats_json(s: &Stats) -> Value {
         "gc_seconds": s.gc_micros as f64 / 1e6,
         "gc_pending_files": s.gc_pending_files,
         "gc_pending_bytes": s.gc_pending_bytes,
+        "cache_capacity": s.cache_capacity,
+        "cache_usage": s.cache_usage,
+        "cache_pinned_bytes": s.cache_pinned_bytes,
+        "cache_index_filter_hits": s.cache_index_filter_hits,
+        "cache_index_filter_misses": s.cache_index_filter_misses,
+        "cache_data_hits": s.cache_data_hits,
+        "cache_data_misses": s.cache_data_misses,
     })
 }
 
@@ -148,7 +155,16 @@ pub fn info(a: &InfoArgs) -> Result<(), String> {
         "memtables          {} (replayed WAL)",
         mib(s.memtable_bytes as u64)
     );
-    println!("index+filter mem   {}", mib(s.index_filter_bytes as u64));
+    println!(
+        "table memory       {} (key ranges, pinned indexes and filters)",
+        mib(s.index_filter_bytes as u64)
+    );
+    println!(
+        "cache              {} used of {} ({} pinned)",
+        mib(s.cache_usage),
+        mib(s.cache_capacity),
+        mib(s.cache_pinned_bytes)
+    );
     Ok(())
 }
 

@@ -233,6 +233,16 @@ fn info_json_reports_the_database() {
     assert_eq!(v["table_entries"], want.table_entries);
     assert_eq!(v["last_seq"], want.last_seq);
     assert_eq!(v["vlog_files"], want.vlog_files);
+    // The memory budget: the default, and what the tables pinned in it.
+    assert_eq!(v["cache_capacity"], want.cache_capacity, "{v}");
+    assert_eq!(v["cache_capacity"], 256 << 20);
+    let pinned = v["cache_pinned_bytes"]
+        .as_u64()
+        .expect("cache_pinned_bytes");
+    assert!(
+        pinned > 0 && pinned <= v["cache_usage"].as_u64().unwrap_or(0),
+        "{v}"
+    );
     let levels = v["levels"].as_array().expect("levels is an array");
     assert_eq!(levels.len(), want.levels.len());
     let tables: u64 = levels.iter().filter_map(|l| l["tables"].as_u64()).sum();
@@ -245,6 +255,11 @@ fn info_json_reports_the_database() {
     let o = sett(&["info", d]);
     expect_code(&o, 0, "sett info");
     assert!(text(&o.stdout).contains("table entries      300"));
+    assert!(
+        text(&o.stdout).contains("of 256.0 MiB"),
+        "{}",
+        text(&o.stdout)
+    );
 }
 
 /// Tiny bench flags: a few thousand keys, done in a second or two.

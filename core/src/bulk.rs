@@ -169,7 +169,7 @@ impl BulkLoader {
         for (id, meta) in &self.tables {
             added.push((
                 last as usize,
-                Arc::new(Table::open(&filename::table(&db.dir, *id), *id)?),
+                Arc::new(Table::open(&filename::table(&db.dir, *id), *id, &db.cache)?),
             ));
             edits.push(Edit::AddTable {
                 level: last,

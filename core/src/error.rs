@@ -51,7 +51,8 @@ pub enum Error {
         /// The configured limit in bytes.
         max: usize,
     },
-    /// Another process holds the directory lock.
+    /// Another Db (in this process or another) holds the directory lock; open
+    /// waits up to 200 ms for it before saying so.
     Locked(PathBuf),
     /// The Db was opened read-only and a write was attempted.
     ReadOnly,

@@ -62,6 +62,7 @@ mod advice;
 mod backup;
 mod batch;
 mod bulk;
+mod cache;
 mod coding;
 mod db;
 mod error;

@@ -255,26 +255,40 @@ impl Memtable {
         (uk == user_key).then(|| (seq, e.key().value().to_vec()))
     }
 
-    /// Up to `limit` entries after `from` (or from the start), in order, by
-    /// reference (no copies: they stay valid while the memtable lives).
-    pub(crate) fn scan_forward(&self, from: Bound<&[u8]>, limit: usize, out: &mut Vec<EntryRef>) {
-        let from = map_bound(from);
+    /// Up to `limit` entries after `from` (or from the start) and before
+    /// `until`, in order, by reference (no copies: they stay valid while the
+    /// memtable lives).
+    pub(crate) fn scan_forward(
+        &self,
+        from: Bound<&[u8]>,
+        until: Bound<&[u8]>,
+        limit: usize,
+        out: &mut Vec<EntryRef>,
+    ) {
+        let (from, until) = (map_bound(from), map_bound(until));
         out.clear();
         out.extend(
             self.map
-                .range::<KeyRef, _>((from, Bound::Unbounded))
+                .range::<KeyRef, _>((from, until))
                 .take(limit)
                 .map(|e| EntryRef(*e.key())),
         );
     }
 
-    /// Up to `limit` entries before `to` (or from the end), in reverse order.
-    pub(crate) fn scan_backward(&self, to: Bound<&[u8]>, limit: usize, out: &mut Vec<EntryRef>) {
-        let to = map_bound(to);
+    /// Up to `limit` entries before `to` (or from the end) and after `until`,
+    /// in reverse order.
+    pub(crate) fn scan_backward(
+        &self,
+        to: Bound<&[u8]>,
+        until: Bound<&[u8]>,
+        limit: usize,
+        out: &mut Vec<EntryRef>,
+    ) {
+        let (to, until) = (map_bound(to), map_bound(until));
         out.clear();
         out.extend(
             self.map
-                .range::<KeyRef, _>((Bound::Unbounded, to))
+                .range::<KeyRef, _>((until, to))
                 .rev()
                 .take(limit)
                 .map(|e| EntryRef(*e.key())),
@@ -362,7 +376,7 @@ mod tests {
         }
         let from = key::encode(b"b", key::MAX_SEQ);
         let mut fwd = Vec::new();
-        m.scan_forward(Bound::Included(&from), 2, &mut fwd);
+        m.scan_forward(Bound::Included(&from), Bound::Unbounded, 2, &mut fwd);
         // SAFETY: `m` outlives these references.
         let keys: Vec<&[u8]> = fwd
             .iter()
@@ -370,10 +384,29 @@ mod tests {
             .collect();
         assert_eq!(keys, vec![&b"b"[..], b"c"]);
         let mut back = Vec::new();
-        m.scan_backward(Bound::Excluded(&from), 10, &mut back);
+        m.scan_backward(Bound::Excluded(&from), Bound::Unbounded, 10, &mut back);
         assert_eq!(back.len(), 1);
         // SAFETY: as above.
         assert_eq!(key::user_key(unsafe { back[0].key() }), b"a");
+        // A far bound stops either walk before it.
+        let c = key::encode(b"c", key::MAX_SEQ);
+        m.scan_forward(Bound::Included(&from), Bound::Excluded(&c), 10, &mut fwd);
+        assert_eq!(fwd.len(), 1);
+        let d = key::encode(b"d", key::MAX_SEQ);
+        m.scan_backward(Bound::Unbounded, Bound::Included(&c), 10, &mut back);
+        // SAFETY: as above.
+        let keys: Vec<&[u8]> = back
+            .iter()
+            .map(|e| key::user_key(unsafe { e.key() }))
+            .collect();
+        assert_eq!(keys, vec![&b"d"[..], b"c"]);
+        m.scan_backward(Bound::Unbounded, Bound::Included(&d), 10, &mut back);
+        assert_eq!(back.len(), 1);
+        // A start past the far bound (a seek beyond an iterator's end) finds nothing.
+        m.scan_forward(Bound::Included(&d), Bound::Excluded(&c), 10, &mut fwd);
+        assert!(fwd.is_empty());
+        m.scan_backward(Bound::Excluded(&from), Bound::Included(&d), 10, &mut back);
+        assert!(back.is_empty());
         assert!(m.size() > 0);
     }
 

@@ -73,6 +73,16 @@ pub struct Options {
     pub zstd_level: i32,
     /// Bloom filter bits per key (0 disables the filter). Default 10 (about 1% false positives).
     pub bloom_bits_per_key: usize,
+    /// The memory budget for reading, in bytes: one cache holds every table's
+    /// index and bloom filter and the decompressed data blocks of compressed
+    /// tables, charged by their heap size (RocksDB's block cache with
+    /// `cache_index_and_filter_blocks`). Indexes and filters that fit in half
+    /// of it are pinned (read without a lock); the rest are loaded on demand.
+    /// Uncompressed data blocks are read in place from the file mapping and
+    /// left to the OS page cache, so they are not counted. Default 256 MiB
+    /// (RocksDB's and Badger's usual block cache size): the index and filter
+    /// of about 100 million keys. At least 1 MiB.
+    pub cache_size: usize,
     /// Target size of one SST produced by compaction. Default 64 MiB.
     pub table_size: u64,
     /// Target size of level 1; level N+1 targets `level_multiplier` times level N. Default 256 MiB.
@@ -134,6 +144,7 @@ impl Options {
             compression_per_level: Vec::new(),
             zstd_level: 3,
             bloom_bits_per_key: 10,
+            cache_size: 256 << 20,
             table_size: 64 << 20,
             level_base_size: 256 << 20,
             level_multiplier: 10,
@@ -234,6 +245,16 @@ impl Options {
             return bad(
                 "bloom_bits_per_key",
                 format!("{} is outside 0..=64", self.bloom_bits_per_key),
+            );
+        }
+        if self.cache_size < (1 << 20) {
+            return bad(
+                "cache_size",
+                format!(
+                    "{} is below 1 MiB: a budget that cannot hold a table's index makes \
+                     every read parse it again",
+                    self.cache_size
+                ),
             );
         }
         if self.table_size < 4096 {

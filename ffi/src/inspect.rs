@@ -145,7 +145,8 @@ pub struct sett_stats_ex_t {
     pub memtable_bytes: u64,
     /// Immutable memtables waiting to be flushed.
     pub immutable_memtables: u64,
-    /// Bytes of table indexes and bloom filters held in memory.
+    /// Bytes held by the tables themselves: key ranges and pinned indexes
+    /// and filters (those loaded through the cache are in cache_usage).
     pub index_filter_bytes: u64,
     /// Sequence number (version) of the last write.
     pub last_seq: u64,
@@ -173,11 +174,25 @@ pub struct sett_stats_ex_t {
     /// GC is off. A benchmark waits for it as for compactions_pending.
     pub gc_pending_files: u64,
     pub gc_pending_bytes: u64,
+    /// The memory budget (sett_options_set_cache_size) and the bytes its
+    /// cache holds now, never above it: pinned and cached table indexes and
+    /// filters, and decompressed blocks of compressed tables.
+    pub cache_capacity: u64,
+    pub cache_usage: u64,
+    /// Of cache_usage, the indexes and filters pinned by their tables.
+    pub cache_pinned_bytes: u64,
+    /// Lookups of indexes and filters not pinned: found in the cache, or loaded.
+    pub cache_index_filter_hits: u64,
+    pub cache_index_filter_misses: u64,
+    /// Reads of compressed data blocks: found decompressed, or decompressed.
+    pub cache_data_hits: u64,
+    pub cache_data_misses: u64,
 }
 
 // SAFETY: #[repr(C)], first field usize, the rest u64 and arrays of u64.
 unsafe impl Extensible for sett_stats_ex_t {
-    const MIN_SIZE: usize = size_of::<sett_stats_ex_t>();
+    // The first version ended at gc_micros: a caller built against it still works.
+    const MIN_SIZE: usize = std::mem::offset_of!(sett_stats_ex_t, gc_pending_files);
     const NAME: &'static str = "sett_stats_ex_t";
 }
 
@@ -220,6 +235,13 @@ pub unsafe extern "C" fn sett_stats_ex(
             gc_micros: s.gc_micros,
             gc_pending_files: s.gc_pending_files,
             gc_pending_bytes: s.gc_pending_bytes,
+            cache_capacity: s.cache_capacity,
+            cache_usage: s.cache_usage,
+            cache_pinned_bytes: s.cache_pinned_bytes,
+            cache_index_filter_hits: s.cache_index_filter_hits,
+            cache_index_filter_misses: s.cache_index_filter_misses,
+            cache_data_hits: s.cache_data_hits,
+            cache_data_misses: s.cache_data_misses,
         };
         for (i, (n, b)) in s.levels.iter().take(SETT_MAX_LEVELS).enumerate() {
             st.level_tables[i] = *n as u64;

@@ -297,6 +297,21 @@ pub unsafe extern "C" fn sett_options_set_vlog_gc_ratio(
     })
 }
 
+/// The memory budget for reading, in bytes (default 256 MiB, at least 1 MiB,
+/// checked at open): one cache for table indexes and bloom filters and the
+/// decompressed blocks of compressed tables. Returns SETT_INVALID_ARGUMENT for
+/// NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_cache_size(
+    opts: *mut sett_options_t,
+    value: u64,
+) -> c_int {
+    set(opts, |o| {
+        o.cache_size = usize::try_from(value).unwrap_or(usize::MAX);
+        Ok(())
+    })
+}
+
 /// Bytes per second the background value-log GC reads and rewrites at most
 /// (default 64 MiB/s; 0: no limit). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]

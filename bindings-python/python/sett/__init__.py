@@ -176,7 +176,9 @@ def open(  # noqa: A001 (mirrors sett.open of the docs)
     read_only, max_value_size, ... Table compression: ``compression="lz4"``
     (or ``"zstd"``, ``"none"``, the default) for every level, or
     ``compression_per_level=["none", "none", "lz4", "zstd"]`` (entry N for
-    level N, the last repeating), and ``zstd_level`` (default 3). An unknown
+    level N, the last repeating), and ``zstd_level`` (default 3). The memory
+    budget for reading: ``cache_size`` in bytes (default 256 MiB), reported by
+    ``stats()`` as ``cache_capacity`` and ``cache_usage``. An unknown
     option is a TypeError, a value of the wrong type a TypeError naming it, an
     unknown codec name a ValueError naming it; a value out of range raises
     InvalidOptionError naming it."""

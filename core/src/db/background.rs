@@ -117,7 +117,7 @@ impl DbInner {
                 None => remove(&self.opts.fs, &path)?,
                 Some(meta) => {
                     sync_dir(&self.opts.fs, &self.dir)?;
-                    let t = Arc::new(Table::open(&path, id)?);
+                    let t = Arc::new(Table::open(&path, id, &self.cache)?);
                     t.set_range_clean(range_seq);
                     edits.push(Edit::AddTable {
                         level: 0,
@@ -264,7 +264,7 @@ impl DbInner {
                 edits.push(Edit::VlogDiscard { id, bytes });
             }
             for (id, meta) in result.tables {
-                let t = Table::open(&filename::table(&self.dir, id), id)?;
+                let t = Table::open(&filename::table(&self.dir, id), id, &self.cache)?;
                 t.set_range_clean(range_seq);
                 edits.push(Edit::AddTable {
                     level: out as u8,

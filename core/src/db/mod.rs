@@ -99,7 +99,7 @@ impl ReadState {
         for m in std::iter::once(&self.mem).chain(&self.imm) {
             // A snapshot never sees later inserts, so an empty memtable adds nothing.
             if !m.has_no_entries() {
-                sources.push(Box::new(MemIter::new(m.clone(), reverse)));
+                sources.push(Box::new(MemIter::new(m.clone(), reverse, lower, upper)));
             }
         }
         self.version.sources(reverse, lower, upper, &mut sources);
@@ -168,8 +168,26 @@ pub struct Stats {
     pub memtable_bytes: usize,
     /// Immutable memtables waiting to be flushed.
     pub immutable_memtables: usize,
-    /// Bytes held in memory by table indexes and bloom filters.
+    /// Bytes held in memory by the tables themselves: their key ranges and
+    /// the indexes and bloom filters pinned in the cache (`cache_pinned_bytes`).
+    /// Indexes and filters loaded through the cache's LRU are counted in
+    /// `cache_usage` only.
     pub index_filter_bytes: usize,
+    /// The memory budget, `Options::cache_size`, in bytes.
+    pub cache_capacity: u64,
+    /// Bytes the cache holds now (pinned indexes and filters, cached indexes,
+    /// filters and decompressed data blocks); never above `cache_capacity`.
+    pub cache_usage: u64,
+    /// Of `cache_usage`, the indexes and filters pinned by their tables.
+    pub cache_pinned_bytes: u64,
+    /// Lookups of an index and filter not pinned, found in the cache.
+    pub cache_index_filter_hits: u64,
+    /// Lookups of an index and filter not pinned that had to load them.
+    pub cache_index_filter_misses: u64,
+    /// Reads of a compressed data block found decompressed in the cache.
+    pub cache_data_hits: u64,
+    /// Reads of a compressed data block that decompressed it.
+    pub cache_data_misses: u64,
     /// Sequence number of the last write.
     pub last_seq: u64,
     /// Entries (all versions, tombstones included) held in tables.
@@ -259,6 +277,8 @@ pub(crate) struct DbInner {
     pub(crate) bulk_active: AtomicBool,
     /// Value-log files a checkpoint is linking, and removals deferred meanwhile.
     pub(crate) holds: Mutex<checkpoint::FileHolds>,
+    /// The memory budget (`Options::cache_size`) every table reads through.
+    pub(crate) cache: Arc<crate::table::TableCache>,
     /// A read-only Db: the manifest it loaded and the WAL ids it replayed
     /// (what a checkpoint of it holds).
     pub(crate) read_only_recovery: Option<(crate::manifest::ManifestState, Vec<u64>)>,
@@ -711,6 +731,7 @@ impl DbInner {
     fn stats(&self) -> Stats {
         let (gc_pending_files, gc_pending_bytes) = self.gc_due();
         let st = self.read_state();
+        let cache = self.cache.stats();
         let discard = lock(&self.manifest)
             .as_ref()
             .map(|m| m.state().discard.iter().map(|(&id, &b)| (id, b)).collect())
@@ -727,6 +748,13 @@ impl DbInner {
             memtable_bytes: st.mem.size() + st.imm.iter().map(|m| m.size()).sum::<usize>(),
             immutable_memtables: st.imm.len(),
             index_filter_bytes: st.version.levels.iter().flatten().map(|t| t.memory()).sum(),
+            cache_capacity: cache.capacity,
+            cache_usage: cache.usage,
+            cache_pinned_bytes: cache.pinned,
+            cache_index_filter_hits: cache.meta_hits,
+            cache_index_filter_misses: cache.meta_misses,
+            cache_data_hits: cache.data_hits,
+            cache_data_misses: cache.data_misses,
             last_seq: self.visible_seq.load(Ordering::Acquire),
             table_entries: st
                 .version

@@ -8,7 +8,7 @@ use crate::fs::Fs;
 use crate::levels::Version;
 use crate::manifest::{self, Edit, ManifestState};
 use crate::range_del::{RangeDels, RangeTombstone};
-use crate::table::Table;
+use crate::table::{Table, TableCache};
 use crate::vlog::VlogFile;
 use crate::wal::{self, WAL_MAGIC, WAL_VERSION};
 
@@ -37,19 +37,36 @@ fn lock_dir(dir: &Path, shared: bool) -> Result<File> {
             .open(&path)
     }
     .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    let res = if shared {
-        file.try_lock_shared()
-    } else {
-        file.try_lock()
-    };
-    match res {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(Error::io(format!("locking {}", path.display()), e))
+    // A flock belongs to the open file description, which a child process
+    // shares between its fork and its exec: a lock released by close can
+    // look held for that moment when another thread is starting a process.
+    // A lock still held after LOCK_PATIENCE is another Db's.
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        let res = if shared {
+            file.try_lock_shared()
+        } else {
+            file.try_lock()
+        };
+        match res {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::Locked(dir.to_path_buf()));
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::io(format!("locking {}", path.display()), e))
+            }
         }
     }
 }
+
+/// How long an open waits for a directory lock that looks held.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Removes a file; a file already gone is fine.
 pub(crate) fn remove(fs: &Fs, path: &Path) -> Result<()> {
@@ -132,11 +149,12 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     };
 
     // Tables and value-log files named by the manifest must all be there.
+    let cache = Arc::new(TableCache::new(opts.cache_size));
     let mut added = Vec::new();
     for (level, tables) in mstate.levels.iter().enumerate() {
         for rec in tables.values() {
             let path = filename::table(&dir, rec.id);
-            let t = Table::open(&path, rec.id)
+            let t = Table::open(&path, rec.id, &cache)
                 .map_err(|e| missing_is_corruption(e, "table listed in MANIFEST is missing"))?;
             added.push((level, Arc::new(t)));
         }
@@ -231,6 +249,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         gc_lock: Mutex::new(()),
         bulk_active: AtomicBool::new(false),
         holds: Mutex::new(Default::default()),
+        cache,
         read_only_recovery: opts.read_only.then(|| (mstate.clone(), replayed.clone())),
         opts,
     });
@@ -261,7 +280,12 @@ fn check_orphan_tables(
             continue;
         }
         // An orphan that does not even open is a table cut by the crash.
-        let Ok(t) = Table::open(&filename::table(dir, *id), *id) else {
+        // Opened only to read its footer: no cache room is taken.
+        let Ok(t) = Table::open(
+            &filename::table(dir, *id),
+            *id,
+            &Arc::new(TableCache::new(0)),
+        ) else {
             continue;
         };
         let newest = t.max_seq();

@@ -16,16 +16,29 @@ const MAX_CHUNK: usize = 256;
 pub(crate) struct MemIter {
     mem: Arc<Memtable>,
     reverse: bool,
+    /// The internal key where the walk ends (forward: excluded, reverse:
+    /// included), from the iterator's bounds: a short prefix scan copies no
+    /// entry past its prefix.
+    stop: Option<Vec<u8>>,
     buf: Vec<EntryRef>,
     pos: usize,
     chunk: usize,
 }
 
 impl MemIter {
-    pub(crate) fn new(mem: Arc<Memtable>, reverse: bool) -> MemIter {
+    /// A walk over the user keys in `[lower, upper)` (`None`: unbounded).
+    pub(crate) fn new(
+        mem: Arc<Memtable>,
+        reverse: bool,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> MemIter {
+        // Every version of a user key sorts after `key@MAX_SEQ`.
+        let stop = if reverse { lower } else { upper };
         MemIter {
             mem,
             reverse,
+            stop: stop.map(|k| crate::key::encode(k, crate::key::MAX_SEQ)),
             buf: Vec::new(),
             pos: 0,
             chunk: FIRST_CHUNK,
@@ -33,12 +46,33 @@ impl MemIter {
     }
 
     fn fill(&mut self, bound: Bound<&[u8]>) {
-        if self.reverse {
-            self.mem.scan_backward(bound, self.chunk, &mut self.buf);
-        } else {
-            self.mem.scan_forward(bound, self.chunk, &mut self.buf);
-        }
+        fill(
+            &self.mem,
+            self.reverse,
+            &self.stop,
+            bound,
+            self.chunk,
+            &mut self.buf,
+        );
         self.pos = 0;
+    }
+}
+
+/// Up to `chunk` entries of `mem` from `bound` on, in the walk's direction, short of `stop`.
+fn fill(
+    mem: &Memtable,
+    reverse: bool,
+    stop: &Option<Vec<u8>>,
+    bound: Bound<&[u8]>,
+    chunk: usize,
+    buf: &mut Vec<EntryRef>,
+) {
+    if reverse {
+        let until = stop.as_deref().map_or(Bound::Unbounded, Bound::Included);
+        mem.scan_backward(bound, until, chunk, buf);
+    } else {
+        let until = stop.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        mem.scan_forward(bound, until, chunk, buf);
     }
 }
 
@@ -64,11 +98,14 @@ impl Source for MemIter {
             let mem = self.mem.clone();
             // SAFETY: `last` came from `mem`, held alive here.
             let last_key = unsafe { last.key() };
-            if self.reverse {
-                mem.scan_backward(Bound::Excluded(last_key), self.chunk, &mut self.buf);
-            } else {
-                mem.scan_forward(Bound::Excluded(last_key), self.chunk, &mut self.buf);
-            }
+            fill(
+                &mem,
+                self.reverse,
+                &self.stop,
+                Bound::Excluded(last_key),
+                self.chunk,
+                &mut self.buf,
+            );
             self.pos = 0;
         } else {
             self.pos = self.buf.len();

@@ -403,7 +403,7 @@ mod tests {
                 .unwrap();
         }
         b.finish().unwrap();
-        Arc::new(Table::open(&path, id).unwrap())
+        Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap())
     }
 
     #[test]
@@ -543,7 +543,7 @@ mod tests {
             b.add(&key::encode(k, *seq), v).unwrap();
         }
         b.finish().unwrap();
-        Arc::new(Table::open(&path, id).unwrap())
+        Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap())
     }
 
     fn pointer(file: u32, len: u32) -> Vec<u8> {
@@ -561,7 +561,9 @@ mod tests {
     fn output_entries(dir: &Path, out: &Output) -> Vec<(Vec<u8>, u64)> {
         let mut all = Vec::new();
         for (id, _) in &out.tables {
-            let t = Arc::new(Table::open(&filename::table(dir, *id), *id).unwrap());
+            let t = Arc::new(
+                Table::open(&filename::table(dir, *id), *id, &crate::table::test_cache()).unwrap(),
+            );
             let mut it = TableIter::streaming(t);
             it.rewind().unwrap();
             while it.valid() {

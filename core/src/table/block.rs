@@ -97,13 +97,37 @@ pub(crate) struct DecodedBlock {
 impl DecodedBlock {
     /// Decodes every entry; `None` if the block is malformed.
     pub(crate) fn decode(data: &[u8]) -> Option<DecodedBlock> {
+        let mut d = DecodedBlock::default();
+        d.decode_into(data).then_some(d)
+    }
+
+    /// Decodes every entry into this block's buffers, replacing what they
+    /// held: an iterator stepping from block to block allocates nothing once
+    /// its buffers are large enough. False if the block is malformed (the
+    /// block is then empty).
+    pub(crate) fn decode_into(&mut self, data: &[u8]) -> bool {
+        self.keys.clear();
+        self.key_ends.clear();
+        self.values.clear();
+        let ok = self.decode_entries(data).is_some();
+        if !ok {
+            self.keys.clear();
+            self.key_ends.clear();
+            self.values.clear();
+        }
+        ok
+    }
+
+    fn decode_entries(&mut self, data: &[u8]) -> Option<()> {
         let n = u32_at(data, data.len().checked_sub(4)?)? as usize;
         let entries_end = data.len().checked_sub(4 + n.checked_mul(4)?)?;
-        let mut d = DecodedBlock {
-            keys: Vec::with_capacity(entries_end),
-            key_ends: Vec::new(),
-            values: Vec::new(),
-        };
+        let d = self;
+        d.keys.reserve(entries_end);
+        // At most RESTART_INTERVAL entries per restart point: one allocation
+        // each, not a chain of doublings (bounded by what the bytes can hold).
+        let most = n.saturating_mul(RESTART_INTERVAL).min(entries_end / 3 + 1);
+        d.key_ends.reserve(most);
+        d.values.reserve(most);
         let mut pos = 0;
         let mut prev_start = 0usize;
         while pos < entries_end {
@@ -135,7 +159,7 @@ impl DecodedBlock {
             d.key_ends.push(d.keys.len() as u32);
             prev_start = start;
         }
-        (pos == entries_end && !d.values.is_empty()).then_some(d)
+        (pos == entries_end && !d.values.is_empty()).then_some(())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -292,5 +316,24 @@ mod tests {
         }
         assert!(DecodedBlock::decode(&[]).is_none());
         assert!(DecodedBlock::decode(&[0, 0, 0, 0]).is_none());
+    }
+
+    #[test]
+    fn a_block_decoded_into_reused_buffers_holds_only_its_own_entries() {
+        let (big, _) = build(100);
+        let (small, keys) = build(3);
+        let mut d = DecodedBlock::default();
+        assert!(d.decode_into(&big));
+        assert!(d.decode_into(&small));
+        assert_eq!(d.len(), 3);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(d.key(i), &k[..]);
+            assert_eq!(&small[d.value_range(i)], format!("v{i}").as_bytes());
+        }
+        // A malformed block leaves nothing of the one before it.
+        assert!(!d.decode_into(&big[..big.len() / 2]));
+        assert_eq!(d.len(), 0);
+        assert!(d.decode_into(&big));
+        assert_eq!(d.len(), 100);
     }
 }

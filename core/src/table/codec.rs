@@ -7,9 +7,9 @@
 //! A block that a codec does not shrink by at least an eighth is stored as
 //! type 0 (RocksDB's rule): reading it then costs no copy.
 //!
-//! Reading a compressed block decompresses it into an owned buffer on every
-//! read; uncompressed blocks stay zero-copy slices of the mapping. There is no
-//! cache of decompressed blocks yet (the memory budget of issue 16 is not built).
+//! Reading a compressed block decompresses it into an owned buffer, which the
+//! table reader keeps in the block cache (`crate::cache`); uncompressed
+//! blocks stay zero-copy slices of the mapping.
 
 use crate::coding::{get_varint, put_varint};
 use std::cell::RefCell;
@@ -162,6 +162,8 @@ impl std::fmt::Display for Bad {
 pub(crate) enum Contents<'a> {
     Raw(&'a [u8]),
     Owned(Vec<u8>),
+    /// Decompressed bytes shared with the block cache.
+    Shared(std::sync::Arc<Vec<u8>>),
 }
 
 impl std::ops::Deref for Contents<'_> {
@@ -170,6 +172,7 @@ impl std::ops::Deref for Contents<'_> {
         match self {
             Contents::Raw(b) => b,
             Contents::Owned(v) => v,
+            Contents::Shared(v) => v,
         }
     }
 }

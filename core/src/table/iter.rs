@@ -1,7 +1,7 @@
 //! Walks one table forward or backward.
 
 use super::block::DecodedBlock;
-use super::Table;
+use super::{Meta, Table};
 use crate::advice::{self, ReadAhead};
 use crate::error::Result;
 use crate::iter::Source;
@@ -11,12 +11,18 @@ use std::sync::Arc;
 
 pub(crate) struct TableIter {
     table: Arc<Table>,
+    /// The table's index and filter, loaded at the first seek or rewind and
+    /// held (an `Arc`) while the iterator lives, evicted from the cache or not.
+    meta: Option<Arc<Meta>>,
+    /// Whether blocks decompressed by this walk enter the cache (not for
+    /// compaction inputs: they would push hot blocks out).
+    fill_cache: bool,
     reverse: bool,
     block_idx: usize,
     block: DecodedBlock,
     /// The decompressed bytes of the loaded block, if it was compressed
     /// (values are then ranges of this, not of the file).
-    owned: Option<Vec<u8>>,
+    owned: Option<Arc<Vec<u8>>>,
     base: usize,
     pos: usize,
     valid: bool,
@@ -28,7 +34,15 @@ pub(crate) struct TableIter {
     ahead: ReadAhead,
     /// First read-ahead window after a seek or rewind.
     first_window: usize,
+    /// Blocks the walk stepped into since its last seek or rewind.
+    stepped: u32,
 }
+
+/// Read-ahead starts when a walk steps into its second block after a seek
+/// (RocksDB's auto read-ahead waits for two reads in a row too): a short scan,
+/// which crosses at most one block boundary, makes no call, where a
+/// MADV_WILLNEED over resident pages costs about as much as the scan.
+const STEPS_BEFORE_READ_AHEAD: u32 = 2;
 
 /// A compaction input gives back its consumed pages in steps of this many bytes.
 const RELEASE_STEP: usize = 1 << 20;
@@ -37,6 +51,8 @@ impl TableIter {
     pub(crate) fn new(table: Arc<Table>, reverse: bool) -> TableIter {
         TableIter {
             table,
+            meta: None,
+            fill_cache: true,
             reverse,
             block_idx: 0,
             block: DecodedBlock::default(),
@@ -47,6 +63,7 @@ impl TableIter {
             release_from: None,
             ahead: ReadAhead::new(advice::FIRST_WINDOW),
             first_window: advice::FIRST_WINDOW,
+            stepped: 0,
         }
     }
 
@@ -56,24 +73,42 @@ impl TableIter {
     pub(crate) fn streaming(table: Arc<Table>) -> TableIter {
         let mut it = TableIter::new(table, false);
         it.release_from = Some(0);
+        it.fill_cache = false;
         it.first_window = advice::MAX_WINDOW;
         it
     }
 
-    /// Forgets the read-ahead of an earlier position (after a seek or rewind).
-    fn restart_read_ahead(&mut self) {
+    /// Forgets the read-ahead of an earlier position (after a seek or rewind)
+    /// and loads the table's meta if not held yet. Returns the meta.
+    fn restart(&mut self) -> Result<Arc<Meta>> {
         self.ahead = ReadAhead::new(self.first_window);
+        self.stepped = 0;
+        if let Some(m) = &self.meta {
+            return Ok(m.clone());
+        }
+        let m = self.table.meta()?.to_arc();
+        self.meta = Some(m.clone());
+        Ok(m)
+    }
+
+    /// Number of blocks (0 before the first seek or rewind).
+    fn blocks(&self) -> usize {
+        self.meta.as_ref().map_or(0, |m| m.blocks())
     }
 
     /// Asks for read-ahead from the loaded block on, in the walk's direction:
     /// called when a walk steps into the next block, where a point lookup or a
-    /// seek that reads a few entries never goes.
+    /// seek that reads a few entries never goes; from the
+    /// [`STEPS_BEFORE_READ_AHEAD`]th such step after a seek, or at once for a
+    /// compaction input.
     fn step_into(&mut self) {
-        if !self.valid {
+        self.stepped = self.stepped.saturating_add(1);
+        if !self.valid || (self.stepped < STEPS_BEFORE_READ_AHEAD && self.release_from.is_none()) {
             return;
         }
+        let Some(meta) = &self.meta else { return };
         let range = if self.reverse {
-            let len = self.table.index()[self.block_idx].len as usize;
+            let len = meta.entry(self.block_idx).len as usize;
             self.ahead.backward(self.base + len)
         } else {
             self.ahead.forward(self.base, self.table.bytes().len())
@@ -84,14 +119,20 @@ impl TableIter {
     }
 
     fn load(&mut self, i: usize) -> Result<()> {
-        let (block, owned, base) = self.table.block(i)?;
+        // The block's buffers are reused; until it is loaded nothing is valid.
+        self.valid = false;
+        let Some(meta) = &self.meta else {
+            return Ok(());
+        };
+        let (owned, base) = self
+            .table
+            .load_block(meta, i, self.fill_cache, &mut self.block)?;
         if let Some(from) = self.release_from {
             if base >= from + RELEASE_STEP {
                 self.table.release_pages(from, base);
                 self.release_from = Some(base);
             }
         }
-        self.block = block;
         self.owned = owned;
         self.base = base;
         self.block_idx = i;
@@ -101,7 +142,7 @@ impl TableIter {
     /// Positions at the first entry of block `i` or later (forward).
     fn first_from(&mut self, i: usize) -> Result<()> {
         self.valid = false;
-        if i < self.table.index().len() {
+        if i < self.blocks() {
             self.load(i)?;
             self.pos = 0;
             self.valid = true;
@@ -123,9 +164,9 @@ impl TableIter {
 
 impl Source for TableIter {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.restart_read_ahead();
-        let b = self.table.find_block(target);
-        let nblocks = self.table.index().len();
+        let meta = self.restart()?;
+        let b = meta.find_block(target);
+        let nblocks = meta.blocks();
         if !self.reverse {
             self.first_from(b)?;
             if self.valid {
@@ -155,9 +196,9 @@ impl Source for TableIter {
     }
 
     fn rewind(&mut self) -> Result<()> {
-        self.restart_read_ahead();
+        self.restart()?;
         if self.reverse {
-            self.last_of(self.table.index().len().checked_sub(1))?;
+            self.last_of(self.blocks().checked_sub(1))?;
         } else {
             self.first_from(0)?;
         }
@@ -211,7 +252,7 @@ mod tests {
     use crate::advice::test_pages::{eventually, evict, resident, PAGE};
 
     #[test]
-    fn stepping_into_the_next_block_reads_ahead_and_a_seek_alone_does_not() {
+    fn a_walk_reads_ahead_from_its_second_block_and_a_seek_or_one_step_does_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.sst");
         let mut b = crate::table::test_builder(&path, 4096);
@@ -224,7 +265,7 @@ mod tests {
             eprintln!("page cache cannot be dropped here; skipped");
             return;
         }
-        let table = Arc::new(Table::open(&path, 1).unwrap());
+        let table = Arc::new(Table::open(&path, 1, &crate::table::test_cache()).unwrap());
         assert!(table.size() > 3 << 20);
         let pages = |r: std::ops::Range<usize>| resident(table.bytes())[r].to_vec();
 
@@ -232,18 +273,31 @@ mod tests {
         let mut it = TableIter::new(table.clone(), false);
         it.seek(&key::encode(b"key00000000", 1)).unwrap();
         assert!(it.valid());
-        let first_block = table.index()[0].len as usize + 4; // and its crc
+        let meta = table.meta().unwrap();
+        let first_block = meta.entry(0).len as usize + 4; // and its crc
         let ahead = first_block.div_ceil(PAGE)..advice::FIRST_WINDOW / PAGE;
         assert!(
             pages(ahead.clone()).iter().all(|&r| !r),
             "read ahead on a seek"
         );
 
-        // Stepping into block 1 asks for the first window from there.
+        // Stepping into block 1 does not ask either (a short scan)...
         while it.block_idx == 0 {
             it.next().unwrap();
         }
-        let from = table.index()[1].offset as usize;
+        let block2 = meta.entry(2).offset as usize;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            pages(block2 / PAGE + 1..advice::FIRST_WINDOW / PAGE)
+                .iter()
+                .all(|&r| !r),
+            "read ahead on the first step into the next block"
+        );
+        // ...stepping into block 2 asks for the first window from there.
+        while it.block_idx == 1 {
+            it.next().unwrap();
+        }
+        let from = block2;
         let window = from / PAGE + 1..(from + advice::FIRST_WINDOW) / PAGE;
         eventually("first window resident", || {
             pages(window.clone()).iter().all(|&r| r)

@@ -3,6 +3,8 @@
 //! Layout: data blocks (each followed by its crc32), a filter block, an index
 //! block (each with crc32), then a 56-byte footer. See `core/FORMAT.md`.
 //! Data blocks may be compressed (version 3, `codec`); index and filter never are.
+//! What a table keeps in memory for reading is bounded by the database's
+//! cache (`crate::cache`, see `reader`).
 
 pub(crate) mod block;
 pub(crate) mod bloom;
@@ -18,7 +20,13 @@ pub(crate) use builder::{TableBuilder, TableMeta};
 pub(crate) use codec::Codec;
 pub use codec::Compression;
 pub(crate) use iter::TableIter;
-pub(crate) use reader::Table;
+pub(crate) use reader::{Meta, Table, TableCache};
+
+/// A cache large enough that every table of a test pins its meta.
+#[cfg(test)]
+pub(crate) fn test_cache() -> std::sync::Arc<TableCache> {
+    std::sync::Arc::new(TableCache::new(256 << 20))
+}
 
 /// Magic at the end of every table.
 pub(crate) const MAGIC: u64 = 0x5345_5454_5353_5431; // "SETTSST1"

@@ -1,15 +1,25 @@
-//! An open table: memory-mapped data, index and filter held in memory.
+//! An open table: memory-mapped data; index and filter through the cache.
 //!
-//! Uncompressed data blocks are read in place from the mapping (no copy).
-//! A compressed block (version 3) is decompressed into an owned buffer each
-//! time it is read: a point lookup pays one decompression, an iterator one
-//! per block it enters. No cache of decompressed blocks exists yet.
+//! Open checks the footer and the index block (crc and structure: the key
+//! range must be known to place the table in its level) and keeps only the
+//! key range. The parsed index and the bloom filter ("meta") are then either
+//! pinned, when the cache has room for them (see `cache`), or loaded on
+//! demand, checked (crc of both blocks, structure of the index) and cached
+//! once per load. Readers hold an `Arc` of the meta, so an eviction never
+//! pulls it from under a read in flight.
+//!
+//! Uncompressed data blocks are read in place from the mapping (no copy, no
+//! cache entry: the page cache holds them, outside the process heap). A
+//! compressed block (version 3) is decompressed once and cached by (table id,
+//! offset), so repeated reads of a hot block pay no decompression; compaction
+//! inputs read around the cache (they would only push hot blocks out).
 
 use super::block::DecodedBlock;
 use super::codec::{self, Contents};
-use super::footer::{self, Bad, Footer};
+use super::footer::{self, Bad, Footer, Handle};
 use super::{bloom, PAGE, VERSION, VERSION_COMPRESSED};
 use crate::advice::{self, ReadAhead};
+use crate::cache::{self, Cache, Kind, ENTRY_OVERHEAD, META};
 use crate::coding::Reader;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
@@ -18,13 +28,28 @@ use crate::read_guard;
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
 use std::fs::File;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering as AtomicOrdering};
+use std::sync::{Arc, OnceLock};
 
-/// One data block in the index. The block's last key lies in the table's
-/// `index_keys` arena: a binary search walks two contiguous arrays instead of
+/// What the table cache holds.
+#[derive(Clone)]
+pub(crate) enum Cached {
+    /// A table's parsed index and filter.
+    Meta(Arc<Meta>),
+    /// A decompressed data block.
+    Block(Arc<Vec<u8>>),
+}
+
+/// A decompressed block, shared with the cache.
+pub(crate) type SharedBlock = Arc<Vec<u8>>;
+
+/// The cache every table of a database shares (`Options::cache_size`).
+pub(crate) type TableCache = Cache<Cached>;
+
+/// One data block in the index. The block's last key lies in the meta's
+/// `keys` arena: a binary search walks two contiguous arrays instead of
 /// chasing one heap allocation per block.
 pub(crate) struct IndexEntry {
     key_start: u32,
@@ -33,25 +58,126 @@ pub(crate) struct IndexEntry {
     pub len: u32,
 }
 
+/// Block states in `Meta::checked`.
+const UNCHECKED: u8 = 0;
+/// Crc checked; the block is read in place (version < 3, or stored raw).
+const IN_PLACE: u8 = 1;
+/// Crc checked; the block is compressed (read through the cache).
+const COMPRESSED: u8 = 2;
+
+/// A table's parsed index and bloom filter: what the cache charges per table.
+pub(crate) struct Meta {
+    index: Vec<IndexEntry>,
+    keys: Vec<u8>,
+    filter: Vec<u8>,
+    /// Per block: whether its crc was checked in this load of the meta (the
+    /// file never changes while open, so later reads skip the crc: a 4 KiB
+    /// crc costs about as much as the lookup), and whether it is compressed.
+    checked: Vec<AtomicU8>,
+    /// Heap bytes held, as charged to the cache.
+    charge: usize,
+}
+
+impl Meta {
+    fn new(index: Vec<IndexEntry>, keys: Vec<u8>, filter: Vec<u8>) -> Meta {
+        let charge = meta_charge(&index, &keys, filter.len());
+        let checked = index.iter().map(|_| AtomicU8::new(UNCHECKED)).collect();
+        Meta {
+            index,
+            keys,
+            filter,
+            checked,
+            charge,
+        }
+    }
+
+    /// Number of data blocks.
+    pub(crate) fn blocks(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Where block `i` lies.
+    pub(crate) fn entry(&self, i: usize) -> &IndexEntry {
+        &self.index[i]
+    }
+
+    /// The last key of block `i`.
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let e = &self.index[i];
+        let start = e.key_start as usize;
+        &self.keys[start..start + e.key_len as usize]
+    }
+
+    /// Index of the first block whose last key is ≥ `target` (may be `blocks()`).
+    pub(crate) fn find_block(&self, target: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.index.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if key::compare(self.key(mid), target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// The bytes a meta of this index and a filter of `filter_len` bytes holds.
+fn meta_charge(index: &Vec<IndexEntry>, keys: &Vec<u8>, filter_len: usize) -> usize {
+    std::mem::size_of::<Meta>()
+        + ENTRY_OVERHEAD
+        + index.capacity() * std::mem::size_of::<IndexEntry>()
+        + keys.capacity()
+        + filter_len
+        + index.len() // checked
+}
+
+/// A table's meta as a reader holds it: borrowed from the table when pinned,
+/// else a clone of the cache's `Arc`.
+pub(crate) enum MetaRef<'a> {
+    Pinned(&'a Arc<Meta>),
+    Loaded(Arc<Meta>),
+}
+
+impl MetaRef<'_> {
+    /// An owned handle, for a reader that outlives the borrow (an iterator).
+    pub(crate) fn to_arc(&self) -> Arc<Meta> {
+        match self {
+            MetaRef::Pinned(m) => Arc::clone(m),
+            MetaRef::Loaded(m) => Arc::clone(m),
+        }
+    }
+}
+
+impl Deref for MetaRef<'_> {
+    type Target = Meta;
+    fn deref(&self) -> &Meta {
+        match self {
+            MetaRef::Pinned(m) => m,
+            MetaRef::Loaded(m) => m,
+        }
+    }
+}
+
 pub(crate) struct Table {
     id: u64,
     path: PathBuf,
     mmap: Mmap,
-    index: Vec<IndexEntry>,
-    index_keys: Vec<u8>,
     smallest: Box<[u8]>,
-    filter: Vec<u8>,
+    largest: Box<[u8]>,
+    index_at: Handle,
+    filter_at: Handle,
     max_seq: u64,
     entries: u64,
     /// Format version (footer): 3 means data blocks end with a compression type.
     version: u32,
-    /// Set when the table left the live set; the file is deleted when the last user drops it.
+    /// The meta, when the cache had room to pin it (charged there until drop).
+    pinned: OnceLock<Arc<Meta>>,
+    cache: Arc<TableCache>,
     /// Set when compaction replaced the table: the file is removed, through
     /// this file system, when the last reader lets go.
     obsolete: OnceLock<Fs>,
-    /// Blocks whose checksum was checked once: the file never changes while open,
-    /// so later reads skip the crc (a 4 KiB crc costs about as much as the lookup).
-    verified: Vec<AtomicBool>,
     /// A read of the mapping failed (SIGBUS caught by `read_guard`): every
     /// later read of this table is an I/O error.
     read_failed: AtomicBool,
@@ -62,9 +188,19 @@ pub(crate) struct Table {
     range_clean: AtomicU64,
 }
 
+/// What `Table::open` reads from the end of a table.
+struct Opened {
+    footer: Footer,
+    smallest: Box<[u8]>,
+    index: Vec<IndexEntry>,
+    keys: Vec<u8>,
+}
+
 impl Table {
-    /// Opens table `id` at `path`, checking footer, index and filter checksums.
-    pub(crate) fn open(path: &Path, id: u64) -> Result<Table> {
+    /// Opens table `id` at `path`, checking the footer and the index block
+    /// (its crc and structure). Its filter is checked when it is first
+    /// loaded: here if the cache can pin the meta, else on the first read.
+    pub(crate) fn open(path: &Path, id: u64, cache: &Arc<TableCache>) -> Result<Table> {
         let file =
             File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let len = file
@@ -85,33 +221,54 @@ impl Table {
             path,
             failed: &read_failed,
         };
-        let (smallest, index_keys, index, filter, max_seq, entries, version) =
-            read_guard::read(mapped, || Self::parse(path, &mmap))?;
-        let verified = index.iter().map(|_| AtomicBool::new(false)).collect();
-        Ok(Table {
+        let o = read_guard::read(mapped, || Self::parse(path, &mmap))?;
+        let largest = o
+            .index
+            .len()
+            .checked_sub(1)
+            .map(|i| {
+                let e = &o.index[i];
+                o.keys[e.key_start as usize..][..e.key_len as usize].into()
+            })
+            .unwrap_or_default();
+        let t = Table {
             id,
             path: path.to_path_buf(),
             mmap,
-            verified,
-            index,
-            index_keys,
-            smallest,
-            filter,
-            max_seq,
-            entries,
-            version,
+            smallest: o.smallest,
+            largest,
+            index_at: o.footer.index,
+            filter_at: o.footer.filter,
+            max_seq: o.footer.max_seq,
+            entries: o.footer.entries,
+            version: o.footer.version,
+            pinned: OnceLock::new(),
+            cache: cache.clone(),
             obsolete: OnceLock::new(),
             read_failed,
             range_clean: AtomicU64::new(0),
-        })
+        };
+        // The index is parsed already: keep it if the cache can pin it (with
+        // the filter, whose size the footer gives), as before the cache.
+        let charge = meta_charge(&o.index, &o.keys, o.footer.filter.len as usize);
+        if t.cache.try_pin(&t.meta_key(), charge) {
+            match t.guarded(|| t.load_filter()) {
+                Ok(filter) => {
+                    let m = Meta::new(o.index, o.keys, filter);
+                    debug_assert_eq!(m.charge, charge);
+                    let _ = t.pinned.set(Arc::new(m));
+                }
+                Err(e) => {
+                    t.cache.unpin(&t.meta_key(), charge);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(t)
     }
 
-    /// Checks and parses the footer, index and filter of a mapped table.
-    #[allow(clippy::type_complexity)]
-    fn parse(
-        path: &Path,
-        mmap: &Mmap,
-    ) -> Result<(Box<[u8]>, Vec<u8>, Vec<IndexEntry>, Vec<u8>, u64, u64, u32)> {
+    /// Checks and parses the footer and the index of a mapped table.
+    fn parse(path: &Path, mmap: &Mmap) -> Result<Opened> {
         let fpos = mmap.len() - footer::LEN;
         let footer = &mmap[fpos..];
         let corrupt =
@@ -126,21 +283,72 @@ impl Table {
                 supported: VERSION,
             },
         })?;
-        let (index_off, index_len) = (f.index.offset, f.index.len);
-        let (filter_off, filter_len) = (f.filter.offset, f.filter.len);
         // Filter, index and footer lie together at the end: one read, not a fault per page.
         advice::will_need(
             mmap,
-            usize::try_from(filter_off).unwrap_or(usize::MAX),
+            usize::try_from(f.filter.offset).unwrap_or(usize::MAX),
             fpos,
         );
-        let filter = checked_slice(path, mmap, filter_off, filter_len, fpos)?.to_vec();
-        let index_bytes = checked_slice(path, mmap, index_off, index_len, fpos)?;
-        let (smallest, index_keys, index) = parse_index(index_bytes, filter_off, f.version)
-            .ok_or_else(|| corrupt(index_off as usize, "malformed index block"))?;
-        Ok((
-            smallest, index_keys, index, filter, f.max_seq, f.entries, f.version,
-        ))
+        let (smallest, keys, index) = parse_index_at(path, mmap, &f)?;
+        Ok(Opened {
+            footer: f,
+            smallest,
+            index,
+            keys,
+        })
+    }
+
+    /// The cache key of this table's meta.
+    fn meta_key(&self) -> cache::Key {
+        (self.id, META)
+    }
+
+    /// The filter block, crc checked.
+    fn load_filter(&self) -> Result<Vec<u8>> {
+        let (off, len) = (self.filter_at.offset, self.filter_at.len);
+        let fpos = self.mmap.len() - footer::LEN;
+        Ok(checked_slice(&self.path, &self.mmap, off, len, fpos)?.to_vec())
+    }
+
+    /// Reads the index and the filter from the mapping, checking both.
+    fn load_meta(&self) -> Result<Meta> {
+        let footer = Footer {
+            index: self.index_at,
+            filter: self.filter_at,
+            entries: self.entries,
+            max_seq: self.max_seq,
+            version: self.version,
+        };
+        let (_, keys, index) = parse_index_at(&self.path, &self.mmap, &footer)?;
+        Ok(Meta::new(index, keys, self.load_filter()?))
+    }
+
+    /// This table's index and filter: the pinned ones (no lock), else from
+    /// the cache, else loaded, checked, and pinned or cached.
+    pub(crate) fn meta(&self) -> Result<MetaRef<'_>> {
+        match self.pinned.get() {
+            Some(m) => Ok(MetaRef::Pinned(m)),
+            None => self.meta_slow().map(MetaRef::Loaded),
+        }
+    }
+
+    #[cold]
+    fn meta_slow(&self) -> Result<Arc<Meta>> {
+        let key = self.meta_key();
+        if let Some(Cached::Meta(m)) = self.cache.get(&key, Kind::Meta) {
+            return Ok(m);
+        }
+        let meta = Arc::new(self.guarded(|| self.load_meta())?);
+        if self.cache.try_pin(&key, meta.charge) {
+            if self.pinned.set(meta.clone()).is_err() {
+                // Another reader pinned it first.
+                self.cache.unpin(&key, meta.charge);
+            }
+        } else {
+            self.cache
+                .insert(key, Cached::Meta(meta.clone()), meta.charge);
+        }
+        Ok(meta)
     }
 
     /// Runs `f`, a read of this table's mapping, with device errors under the
@@ -184,58 +392,38 @@ impl Table {
     }
 
     pub(crate) fn largest(&self) -> &[u8] {
-        self.index
-            .len()
-            .checked_sub(1)
-            .map_or(&[], |i| self.index_key(i))
-    }
-
-    pub(crate) fn index(&self) -> &[IndexEntry] {
-        &self.index
-    }
-
-    /// The last key of block `i`.
-    pub(crate) fn index_key(&self, i: usize) -> &[u8] {
-        let e = &self.index[i];
-        let start = e.key_start as usize;
-        &self.index_keys[start..start + e.key_len as usize]
+        &self.largest
     }
 
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.mmap
     }
 
-    /// Memory held by the index and the filter.
+    /// Memory this table holds itself: its key range and, when pinned, its
+    /// index and filter (also counted in the cache's usage). A meta loaded
+    /// through the cache's LRU is counted there only.
     pub(crate) fn memory(&self) -> usize {
-        self.filter.len()
+        std::mem::size_of::<Table>()
             + self.smallest.len()
-            + self.index_keys.len()
-            + self.index.len() * std::mem::size_of::<IndexEntry>()
+            + self.largest.len()
+            + self.pinned.get().map_or(0, |m| m.charge)
+    }
+
+    /// Whether the index and filter are pinned (held by the table).
+    #[cfg(test)]
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pinned.get().is_some()
     }
 
     /// True if `user_key` lies within this table's key range.
     pub(crate) fn covers(&self, user_key: &[u8]) -> bool {
-        key::user_key(&self.smallest) <= user_key && user_key <= key::user_key(self.largest())
+        key::user_key(&self.smallest) <= user_key && user_key <= key::user_key(&self.largest)
     }
 
-    /// Index of the first block whose last key is ≥ `target` (may be `index.len()`).
-    pub(crate) fn find_block(&self, target: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.index.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if key::compare(self.index_key(mid), target) == Ordering::Less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    /// The bytes of block `i`, its crc checked the first time.
-    fn block_bytes(&self, i: usize) -> Result<&[u8]> {
-        let e = &self.index[i];
-        if self.verified[i].load(AtomicOrdering::Acquire) {
+    /// The stored bytes of block `i`, its crc checked the first time.
+    fn block_bytes(&self, meta: &Meta, i: usize) -> Result<&[u8]> {
+        let e = &meta.index[i];
+        if meta.checked[i].load(AtomicOrdering::Acquire) != UNCHECKED {
             // Offsets were checked against the file size when the index was parsed.
             let start = e.offset as usize;
             return Ok(&self.mmap[start..start + e.len as usize]);
@@ -249,7 +437,11 @@ impl Table {
             advice::will_need(&self.mmap, start, end);
         }
         let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
-        self.verified[i].store(true, AtomicOrdering::Release);
+        let state = match data.last() {
+            Some(&t) if self.version >= VERSION_COMPRESSED && t != 0 => COMPRESSED,
+            _ => IN_PLACE,
+        };
+        meta.checked[i].store(state, AtomicOrdering::Release);
         Ok(data)
     }
 
@@ -259,21 +451,41 @@ impl Table {
         self.version
     }
 
-    /// The entries of block `i` from its stored bytes: the bytes themselves
-    /// before version 3 or when stored raw, else decompressed (an owned copy).
-    fn contents<'a>(&self, i: usize, stored: &'a [u8]) -> Result<Contents<'a>> {
+    /// The entries of block `i`: the stored bytes themselves before version 3
+    /// or when stored raw, else its decompressed bytes, from the cache or
+    /// decompressed now (and cached if `fill`).
+    fn contents<'a>(&'a self, meta: &Meta, i: usize, fill: bool) -> Result<Contents<'a>> {
         if self.version < VERSION_COMPRESSED {
-            return Ok(Contents::Raw(stored));
+            return Ok(Contents::Raw(self.block_bytes(meta, i)?));
         }
-        codec::decode(stored)
-            .map_err(|bad| Error::corruption(&self.path, self.index[i].offset, bad.to_string()))
+        let off = meta.index[i].offset;
+        let key = (self.id, off);
+        if meta.checked[i].load(AtomicOrdering::Relaxed) != IN_PLACE {
+            if let Some(Cached::Block(b)) = self.cache.get(&key, Kind::Data) {
+                return Ok(Contents::Shared(b));
+            }
+        }
+        let stored = self.block_bytes(meta, i)?;
+        match codec::decode(stored) {
+            Ok(Contents::Owned(v)) => {
+                let v = Arc::new(v);
+                if fill {
+                    let charge = v.capacity() + ENTRY_OVERHEAD;
+                    self.cache.insert(key, Cached::Block(v.clone()), charge);
+                }
+                Ok(Contents::Shared(v))
+            }
+            Ok(c) => Ok(c),
+            Err(bad) => Err(Error::corruption(&self.path, off, bad.to_string())),
+        }
     }
 
     /// Checks every block's crc and format; returns the number of blocks.
     pub(crate) fn verify(&self) -> Result<usize> {
+        let meta = self.meta()?;
         let mut ahead = ReadAhead::new(advice::MAX_WINDOW);
         let mut prev_end = 0u64;
-        for (i, e) in self.index.iter().enumerate() {
+        for e in &meta.index {
             if let Some(r) = ahead.forward(e.offset as usize, self.mmap.len()) {
                 self.will_need(r);
             }
@@ -290,32 +502,67 @@ impl Table {
                         "non-zero byte in the padding before a data block",
                     ));
                 }
+                // The stored bytes, checked again even if a read did already.
                 let stored =
                     checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
-                let data = self.contents(i, stored)?;
+                let data = if self.version < VERSION_COMPRESSED {
+                    Contents::Raw(stored)
+                } else {
+                    codec::decode(stored)
+                        .map_err(|bad| Error::corruption(&self.path, e.offset, bad.to_string()))?
+                };
                 DecodedBlock::decode(&data)
                     .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))
             })?;
-            self.verified[i].store(true, AtomicOrdering::Release);
         }
-        Ok(self.index.len())
+        Ok(meta.index.len())
     }
 
-    /// Decodes block `i`, checking its crc the first time. Returns the block,
-    /// the buffer its value ranges point into when it was decompressed (else
-    /// they are ranges of the file from the offset), and its file offset.
-    pub(crate) fn block(&self, i: usize) -> Result<(DecodedBlock, Option<Vec<u8>>, usize)> {
-        let e = &self.index[i];
-        let (block, owned) = self.guarded(|| {
-            let data = self.contents(i, self.block_bytes(i)?)?;
-            let block = DecodedBlock::decode(&data)
-                .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+    /// [`Table::load_block`] into a new block, returned first.
+    #[cfg(test)]
+    pub(crate) fn block(
+        &self,
+        meta: &Meta,
+        i: usize,
+        fill: bool,
+    ) -> Result<(DecodedBlock, Option<SharedBlock>, usize)> {
+        let mut block = DecodedBlock::default();
+        let (owned, base) = self.load_block(meta, i, fill, &mut block)?;
+        Ok((block, owned, base))
+    }
+
+    /// Decodes block `i` of `meta` (this table's) into `block`, reusing its
+    /// buffers, and checks its crc the first time. Returns the buffer the
+    /// block's value ranges point into when it was decompressed (else they
+    /// are ranges of the file from the offset), and its file offset. `fill`:
+    /// cache a block decompressed now. On an error `block` is left empty.
+    pub(crate) fn load_block(
+        &self,
+        meta: &Meta,
+        i: usize,
+        fill: bool,
+        block: &mut DecodedBlock,
+    ) -> Result<(Option<SharedBlock>, usize)> {
+        let e = &meta.index[i];
+        let owned = self.guarded(|| {
+            let data = self.contents(meta, i, fill)?;
+            if !block.decode_into(&data) {
+                return Err(Error::corruption(
+                    &self.path,
+                    e.offset,
+                    "malformed data block",
+                ));
+            }
             Ok(match data {
-                Contents::Raw(_) => (block, None),
-                Contents::Owned(v) => (block, Some(v)),
+                Contents::Raw(_) => None,
+                Contents::Owned(v) => Some(Arc::new(v)),
+                Contents::Shared(v) => Some(v),
             })
-        })?;
-        Ok((block, owned, e.offset as usize))
+        });
+        if owned.is_err() {
+            block.decode_into(&[]);
+        }
+        Ok((owned?, e.offset as usize))
     }
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
@@ -326,15 +573,19 @@ impl Table {
         hash: u64,
         read_seq: u64,
     ) -> Result<Option<(u64, Vec<u8>)>> {
-        if !self.covers(user_key) || !bloom::may_contain(&self.filter, hash) {
+        if !self.covers(user_key) {
+            return Ok(None);
+        }
+        let meta = self.meta()?;
+        if !bloom::may_contain(&meta.filter, hash) {
             return Ok(None);
         }
         let target = key::encode(user_key, read_seq);
         self.guarded(|| {
-            let mut b = self.find_block(&target);
-            while b < self.index.len() {
-                let e = &self.index[b];
-                let data = self.contents(b, self.block_bytes(b)?)?;
+            let mut b = meta.find_block(&target);
+            while b < meta.index.len() {
+                let e = &meta.index[b];
+                let data = self.contents(&meta, b, true)?;
                 let found = super::block::seek(&data, &target).ok_or_else(|| {
                     Error::corruption(&self.path, e.offset, "malformed data block")
                 })?;
@@ -383,6 +634,12 @@ impl Table {
 
 impl Drop for Table {
     fn drop(&mut self) {
+        let key = self.meta_key();
+        if let Some(m) = self.pinned.get() {
+            self.cache.unpin(&key, m.charge);
+        }
+        // Its data blocks, if cached, age out (no key is reused: ids are not).
+        self.cache.erase(&key);
         if let Some(fs) = self.obsolete.get() {
             // Best effort: an orphaned table is also removed at the next open.
             let _ = fs.remove(&self.path);
@@ -417,6 +674,15 @@ fn checked_slice<'a>(
 
 /// The index block: (smallest key, last-key arena, entries).
 type ParsedIndex = (Box<[u8]>, Vec<u8>, Vec<IndexEntry>);
+
+/// The index block named by `f`, crc and structure checked.
+fn parse_index_at(path: &Path, mmap: &[u8], f: &Footer) -> Result<ParsedIndex> {
+    let fpos = mmap.len() - footer::LEN;
+    let (index_off, index_len) = (f.index.offset, f.index.len);
+    let index_bytes = checked_slice(path, mmap, index_off, index_len, fpos)?;
+    parse_index(index_bytes, f.filter.offset, f.version)
+        .ok_or_else(|| Error::corruption(path, index_off, "malformed index block"))
+}
 
 fn parse_index(data: &[u8], data_end: u64, version: u32) -> Option<ParsedIndex> {
     // Version 2 may pad before a block to start it on a page: less than a page.
@@ -456,6 +722,7 @@ fn parse_index(data: &[u8], data_end: u64, version: u32) -> Option<ParsedIndex> 
             len,
         });
     }
+    keys.shrink_to_fit();
     (r.remaining() == 0 && n > 0 && smallest.len() >= key::SUFFIX_LEN)
         .then_some((smallest, keys, index))
 }
@@ -464,6 +731,7 @@ fn parse_index(data: &[u8], data_end: u64, version: u32) -> Option<ParsedIndex> 
 mod tests {
     use super::super::{Compression, TableBuilder};
     use super::*;
+    use std::sync::Arc;
 
     fn write_table(dir: &Path, n: u32) -> PathBuf {
         let path = dir.join("000001.sst");
@@ -493,10 +761,11 @@ mod tests {
                 .unwrap();
         }
         b.finish().unwrap();
-        let t = Table::open(&path, 1).unwrap();
+        let t = Table::open(&path, 1, &crate::table::test_cache()).unwrap();
         let mut padding = 0;
         let mut prev_end = 0;
-        for e in t.index() {
+        let meta = t.meta().unwrap();
+        for e in &meta.index {
             let end = e.offset + u64::from(e.len) + 4;
             assert_eq!(
                 e.offset / PAGE,
@@ -507,7 +776,7 @@ mod tests {
             padding += e.offset - prev_end;
             prev_end = end;
         }
-        assert!(t.index().len() > 100);
+        assert!(meta.blocks() > 100);
         assert!(
             padding * 100 < prev_end * 3,
             "{padding} bytes of padding in {prev_end}"
@@ -522,25 +791,39 @@ mod tests {
         }
         t.verify().unwrap();
         // A damaged padding byte is found by verify, the only reader of it.
-        let gap_at = t
-            .index()
+        let gap_at = meta
+            .index
             .windows(2)
             .find(|w| w[1].offset > w[0].offset + u64::from(w[0].len) + 4)
             .map(|w| w[0].offset + u64::from(w[0].len) + 4)
             .expect("some block was padded");
+        drop(meta);
         drop(t);
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[gap_at as usize] = 0x5A;
         std::fs::write(&path, &bytes).unwrap();
-        let err = Table::open(&path, 1).unwrap().verify().unwrap_err();
+        let err = Table::open(&path, 1, &crate::table::test_cache())
+            .unwrap()
+            .verify()
+            .unwrap_err();
         assert!(err.to_string().contains("padding"), "{err}");
     }
 
     #[test]
     fn get_finds_versions_across_many_blocks() {
         let dir = tempfile::tempdir().unwrap();
-        let t = Table::open(&write_table(dir.path(), 500), 1).unwrap();
-        assert!(t.index().len() > 10);
+        let path = write_table(dir.path(), 500);
+        // Pinned at open, and through a cache that holds nothing (every read
+        // loads the index and filter again).
+        for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
+            let t = Table::open(&path, 1, &cache).unwrap();
+            assert_eq!(t.is_pinned(), cache.stats().capacity > 0);
+            versions_across_many_blocks(&t);
+        }
+    }
+
+    fn versions_across_many_blocks(t: &Table) {
+        assert!(t.meta().unwrap().blocks() > 10);
         assert_eq!(t.entries(), 1000);
         assert_eq!(t.max_seq(), 3);
         for i in [0u32, 1, 250, 499] {
@@ -564,6 +847,34 @@ mod tests {
         }
         assert_eq!(t.get(b"k00250x", bloom::hash(b"k00250x"), 9).unwrap(), None);
         assert_eq!(t.get(b"a", bloom::hash(b"a"), 9).unwrap(), None);
+    }
+
+    #[test]
+    fn a_hot_compressed_block_is_decompressed_once_and_a_meta_not_pinned_is_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("z.sst");
+        write_json_table(&path, Compression::Zstd, 3000);
+        let cache = Arc::new(TableCache::new(1 << 20));
+        // Another table's meta takes the pinning room (half the budget)...
+        assert!(cache.try_pin(&(2, META), 512 << 10));
+        // ...so this one's meta goes through the LRU.
+        let t = Table::open(&path, 1, &cache).unwrap();
+        assert!(!t.is_pinned(), "{:?}", cache.stats());
+        let k = b"key001234";
+        for _ in 0..5 {
+            let got = t.get(k, bloom::hash(k), 9).unwrap();
+            assert_eq!(got, Some((2, json(1234))));
+        }
+        let s = cache.stats();
+        assert_eq!((s.meta_misses, s.meta_hits), (1, 4), "{s:?}");
+        assert_eq!((s.data_misses, s.data_hits), (1, 4), "{s:?}");
+        assert!(s.usage <= s.capacity && s.pinned > 0, "{s:?}");
+        // Dropping the table gives back its meta.
+        drop(t);
+        cache.unpin(&(2, META), 512 << 10);
+        let s = cache.stats();
+        assert_eq!(s.pinned, 0);
+        assert!(s.usage < 64 << 10, "only the data block may be left: {s:?}");
     }
 
     /// A table of JSON-like values (compressible) with codec `c`.
@@ -593,7 +904,8 @@ mod tests {
         let size = |c: Compression| {
             let path = dir.path().join(format!("{}.sst", c.name()));
             write_json_table(&path, c, n);
-            let t = std::sync::Arc::new(Table::open(&path, 1).unwrap());
+            let t =
+                std::sync::Arc::new(Table::open(&path, 1, &crate::table::test_cache()).unwrap());
             let want_version = if c == Compression::None { 2 } else { 3 };
             assert_eq!(t.version(), want_version, "{c:?}");
             for i in (0..n).step_by(13) {
@@ -630,8 +942,9 @@ mod tests {
             let path = dir.path().join(format!("{}.sst", c.name()));
             write_json_table(&path, c, 2000);
             let (off, len) = {
-                let t = Table::open(&path, 1).unwrap();
-                (t.index()[1].offset as usize, t.index()[1].len as usize)
+                let t = Table::open(&path, 1, &crate::table::test_cache()).unwrap();
+                let m = t.meta().unwrap();
+                (m.entry(1).offset as usize, m.entry(1).len as usize)
             };
             let good = std::fs::read(&path).unwrap();
             assert_eq!(good[off + len - 1], c.type_byte(), "block 1 is compressed");
@@ -649,13 +962,16 @@ mod tests {
                 let crc = crc32fast::hash(&bad[off..off + len]).to_le_bytes();
                 bad[off + len..off + len + 4].copy_from_slice(&crc);
                 std::fs::write(&path, &bad).unwrap();
-                let t = std::sync::Arc::new(Table::open(&path, 1).unwrap());
-                let k = t.index_key(1).to_vec();
+                let t = std::sync::Arc::new(
+                    Table::open(&path, 1, &crate::table::test_cache()).unwrap(),
+                );
+                let m = t.meta().unwrap().to_arc();
+                let k = m.key(1).to_vec();
                 let (uk, _) = key::split(&k);
                 let errs = [
                     t.get(uk, bloom::hash(uk), 9).unwrap_err(),
                     t.verify().unwrap_err(),
-                    t.block(1).map(|_| ()).unwrap_err(),
+                    t.block(&m, 1, true).map(|_| ()).unwrap_err(),
                 ];
                 for e in errs {
                     match &e {
@@ -680,16 +996,21 @@ mod tests {
                 let mut bad = good.clone();
                 bad[off] ^= 0x5a;
                 std::fs::write(&path, &bad).unwrap();
-                let Ok(t) = Table::open(&path, 1) else {
-                    continue;
-                };
-                let _ = t.verify();
-                for i in (0..300u32).step_by(7) {
-                    let k = format!("key{i:06}");
-                    match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
-                        Ok(Some((_, v))) => assert_eq!(v, json(i), "{c:?} offset {off}"),
-                        Ok(None) => panic!("{c:?} offset {off}: existing key reported missing"),
-                        Err(e) => assert!(e.is_corruption(), "{c:?} offset {off}: {e}"),
+                // Pinned at open, and loaded at each read (a cache of nothing).
+                for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
+                    let Ok(t) = Table::open(&path, 1, &cache) else {
+                        continue;
+                    };
+                    let _ = t.verify();
+                    for i in (0..300u32).step_by(7) {
+                        let k = format!("key{i:06}");
+                        match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
+                            Ok(Some((_, v))) => assert_eq!(v, json(i), "{c:?} offset {off}"),
+                            Ok(None) => {
+                                panic!("{c:?} offset {off}: existing key reported missing")
+                            }
+                            Err(e) => assert!(e.is_corruption(), "{c:?} offset {off}: {e}"),
+                        }
                     }
                 }
             }
@@ -705,17 +1026,20 @@ mod tests {
             let mut bad = good.clone();
             bad[off] ^= 0x5a;
             std::fs::write(&path, &bad).unwrap();
-            let Ok(t) = Table::open(&path, 1) else {
-                continue;
-            };
-            for i in 0..60u32 {
-                let k = format!("k{i:05}");
-                match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
-                    Ok(Some((_, v))) => {
-                        assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}")
+            // Pinned at open, and loaded at each read (a cache of nothing).
+            for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
+                let Ok(t) = Table::open(&path, 1, &cache) else {
+                    continue;
+                };
+                for i in 0..60u32 {
+                    let k = format!("k{i:05}");
+                    match t.get(k.as_bytes(), bloom::hash(k.as_bytes()), 9) {
+                        Ok(Some((_, v))) => {
+                            assert_eq!(v, format!("v{i}@3").into_bytes(), "offset {off}")
+                        }
+                        Ok(None) => panic!("offset {off}: existing key reported missing"),
+                        Err(e) => assert!(e.is_corruption(), "offset {off}: {e}"),
                     }
-                    Ok(None) => panic!("offset {off}: existing key reported missing"),
-                    Err(e) => assert!(e.is_corruption(), "offset {off}: {e}"),
                 }
             }
         }

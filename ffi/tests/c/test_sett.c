@@ -980,6 +980,7 @@ static void test_stats_ex_reports_gc_and_checks_its_size(void) {
     sett_options_set_memtable_size(o, 16 << 10);
     sett_options_set_vlog_file_size(o, 16 << 10);
     sett_options_set_vlog_gc_ratio(o, 0); /* GC by hand */
+    CHECK_RC(sett_options_set_cache_size(o, 3 << 20), SETT_OK);
     sett_db_t *db = open_db("stats-ex", o);
     sett_options_free(o);
     sett_stats_ex_t st;
@@ -988,6 +989,7 @@ static void test_stats_ex_reports_gc_and_checks_its_size(void) {
     CHECK_RC(sett_stats_ex(db, &st, NULL), SETT_OK);
     CHECK(st.size == sizeof st && st.num_levels == 7);
     CHECK(st.gc_files_rewritten == 0 && st.gc_files_deleted == 0 && st.gc_bytes_reclaimed == 0);
+    CHECK(st.cache_capacity == 3 << 20 && st.cache_usage <= st.cache_capacity);
     char k[32], v[200];
     for (int round = 0; round < 4; round++) {
         for (int i = 0; i < 300; i++) {
@@ -1007,6 +1009,8 @@ static void test_stats_ex_reports_gc_and_checks_its_size(void) {
     CHECK(st.gc_files_rewritten + st.gc_files_deleted >= (uint64_t)(calls - 1));
     CHECK(st.gc_bytes_reclaimed > 0);
     CHECK(st.last_seq >= 1200 && st.level_tables[6] > 0);
+    /* The flattened tables' indexes and filters are pinned in the budget. */
+    CHECK(st.cache_pinned_bytes > 0 && st.cache_usage <= st.cache_capacity);
     sett_stats_t old;
     CHECK_RC(sett_stats(db, &old, NULL), SETT_OK);
     CHECK(old.last_seq == st.last_seq && old.vlog_files == st.vlog_files);

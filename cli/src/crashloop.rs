@@ -3,12 +3,15 @@
 //!
 //! The child writes numbered batches — puts on both sides of the value
 //! threshold, a moving marker key (put the new one, delete the old one), every
-//! fifth batch as a transaction — and runs flushes and value-log GC as it goes,
+//! fifth batch as a transaction, each batch also putting `s/N` and every
+//! seventh one deleting the `s/` keys before it with a range delete in the
+//! same batch — and runs flushes and value-log GC as it goes,
 //! printing "ack N" after each acknowledged batch. After each kill the parent
 //! checks that the child was still running (one that died on its own is a
 //! failure, shown with its stderr), reopens and checks: every batch is whole or
-//! absent, the present ones are a prefix of the write order, and every
-//! acknowledged one is there (a process kill keeps the page cache, so this
+//! absent, the present ones are a prefix of the write order, the `s/` keys
+//! are exactly those the last range delete present left (range deletes are
+//! atomic with their batch), and every acknowledged one is there (a process kill keeps the page cache, so this
 //! holds with and without --sync). Cycles in which the child acknowledged
 //! nothing are counted and reported.
 //!
@@ -81,6 +84,25 @@ fn marker(i: u64) -> Vec<u8> {
     format!("m{i:09}").into_bytes()
 }
 
+/// The side key every batch puts; batches that are `RANGE_EVERY`-th delete
+/// the side keys before theirs with a range delete first.
+fn side(i: u64) -> Vec<u8> {
+    format!("s/{i:09}").into_bytes()
+}
+
+const RANGE_EVERY: u64 = 7;
+
+fn deletes_range(i: u64) -> bool {
+    i % RANGE_EVERY == 3
+}
+
+/// The side keys present once batches `0..present` are: those from the last
+/// range-deleting batch on.
+fn side_keys(present: u64) -> Vec<Vec<u8>> {
+    let from = (0..present).rev().find(|&i| deletes_range(i)).unwrap_or(0);
+    (from..present).map(side).collect()
+}
+
 /// The child: writes batches from `start` until killed.
 pub fn child(a: &ChildArgs) -> Result<(), String> {
     let (sync, start) = (a.sync, a.start);
@@ -90,6 +112,10 @@ pub fn child(a: &ChildArgs) -> Result<(), String> {
         let entries = batch_entries(i);
         if i.is_multiple_of(5) {
             db.update(|t| {
+                if deletes_range(i) {
+                    t.delete_range(b"s/", &side(i))?;
+                }
+                t.set(&side(i), b"s")?;
                 for (k, v) in &entries {
                     t.set(k, v)?;
                 }
@@ -102,6 +128,10 @@ pub fn child(a: &ChildArgs) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         } else {
             let mut b = WriteBatch::new();
+            if deletes_range(i) {
+                b.delete_range(b"s/".to_vec(), side(i));
+            }
+            b.put(side(i), b"s".to_vec());
             for (k, v) in entries {
                 b.put(k, v);
             }
@@ -245,6 +275,25 @@ fn verify(dir: &Path, before: u64, acked: Option<u64>) -> Result<u64, String> {
         {
             return Err("a delete of the previous marker was lost".into());
         }
+    }
+    let sides: Vec<Vec<u8>> = db
+        .iter(sett::IterOptions {
+            prefix: Some(b"s/".to_vec()),
+            keys_only: true,
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?
+        .map(|r| r.map(|(k, _)| k))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("scanning s/: {e}"))?;
+    if sides != side_keys(present) {
+        return Err(format!(
+            "with {present} batches present, {} side keys from {:?} (expected {} from {:?}): not what the range deletes of the present batches leave",
+            sides.len(),
+            sides.first().map(|k| String::from_utf8_lossy(k).into_owned()),
+            side_keys(present).len(),
+            side_keys(present).first().map(|k| String::from_utf8_lossy(k).into_owned()),
+        ));
     }
     db.verify().map_err(|e| format!("verify: {e}"))?;
     db.close().map_err(|e| e.to_string())?;

@@ -139,3 +139,30 @@ func TestDeleteRangeRefusesABadRangeAndATransactionThatReadConflicts(t *testing.
 		t.Fatalf("%d keys after an unbounded range delete", n)
 	}
 }
+
+func TestTxnDeleteRangeIsSeenByItsReadsAndAppliedAtCommit(t *testing.T) {
+	db := openTemp(t)
+	fillKeys(t, db, 100)
+	txn, err := db.NewTransaction(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.DeleteRange([]byte("k060"), []byte("k065")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Get([]byte("k061")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("k061 in the transaction: %v", err)
+	}
+	if got := mustGet(t, db, "k061"); got != "v61" {
+		t.Fatalf("k061 before the commit: %q", got)
+	}
+	if err := txn.DeleteRange([]byte("k9"), []byte("k1")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("start > end: %v", err)
+	}
+	if err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countKeys(t, db); n != 95 {
+		t.Fatalf("%d keys after the commit, want 95", n)
+	}
+}

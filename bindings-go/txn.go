@@ -171,6 +171,21 @@ func (t *Txn) Delete(key []byte) error {
 	return status(rc, cerr)
 }
 
+// DeleteRange buffers a delete of every key in [start, end) (an empty end: no
+// upper bound): the transaction's reads and iterators stop seeing the range
+// (and its own earlier writes there); its later writes are kept. Applied at
+// Commit with the rest of the transaction.
+func (t *Txn) DeleteRange(start, end []byte) error {
+	if t.t == nil {
+		return ErrClosed
+	}
+	var cerr *C.sett_error_t
+	rc := C.sett_txn_delete_range(t.t, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), &cerr)
+	runtime.KeepAlive(start)
+	runtime.KeepAlive(end)
+	return status(rc, cerr)
+}
+
 // Commit applies the transaction's writes atomically. ErrConflict when a key it
 // read was written by a transaction that committed after it began: begin a new
 // one and retry. The transaction is finished either way (later calls return

@@ -1089,6 +1089,20 @@ int sett_batch_delete_range(struct sett_batch_t *batch,
                             size_t end_len);
 
 /**
+ * Buffers a delete of every key in [start, end) in a read-write transaction:
+ * its reads and iterators stop seeing the range (and its own earlier writes
+ * there); its later writes are kept. Applied at commit, atomically with the
+ * rest of the transaction. The range is checked here (SETT_INVALID_ARGUMENT
+ * unless start < end or end is empty).
+ */
+int sett_txn_delete_range(struct sett_txn_t *txn,
+                          const uint8_t *start,
+                          size_t start_len,
+                          const uint8_t *end,
+                          size_t end_len,
+                          struct sett_error_t **err);
+
+/**
  * Streams a backup to `write` (called with `ctx`): the live entries if `since`
  * is 0, else every version after `since`; the same bytes sett_backup() writes
  * to a file. *next_since (may be NULL) receives the `since` for the next

@@ -89,6 +89,14 @@ impl Txn {
         self.with(|t| t.delete(&k))
     }
 
+    /// Buffers a delete of every key in `[start, end)`: this transaction's
+    /// reads stop seeing the range; applied at commit with its other writes.
+    fn delete_range(&self, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+        let s = bytes_arg(start, "start")?;
+        let e = bytes_arg(end, "end")?;
+        self.with(|t| t.delete_range(&s, &e))
+    }
+
     /// An iterator over this transaction's view (`prefetch` as in `Db.iter`).
     #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false, *, prefetch=None))]
     #[allow(clippy::too_many_arguments)]

@@ -210,6 +210,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_drop_prefix": "Db.drop_prefix",
     "sett_delete_range": "Db.delete_range",
     "sett_batch_delete_range": "Batch.delete_range",
+    "sett_txn_delete_range": "Txn.delete_range",
     "sett_backup": "Db.backup",
     "sett_restore": "Db.restore",
     "sett_backup_to": "Db.backup",  # a file object with write()

@@ -62,3 +62,14 @@ def test_a_bad_range_is_refused_and_deletes_nothing(db):
     # An empty end: no upper bound.
     db.delete_range(b"k090", b"")
     assert len(list(db.iter())) == 90
+
+
+def test_a_transaction_range_delete_is_seen_by_its_reads_and_applied_at_commit(db):
+    _fill(db)
+    txn = db.begin()
+    txn.delete_range(b"k060", b"k065")
+    assert txn.get(b"k061") is None and db[b"k061"] == b"v61"
+    with pytest.raises(sett.InvalidArgumentError):
+        txn.delete_range(b"k9", b"k1")
+    txn.commit()
+    assert db.get(b"k061") is None and len(list(db.iter())) == 95

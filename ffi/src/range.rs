@@ -3,7 +3,8 @@
 use crate::batch::{sett_batch_t, with_batch};
 use crate::db::sett_db_t;
 use crate::error::sett_error_t;
-use crate::util::{bytes, guard_ok, live};
+use crate::txn::sett_txn_t;
+use crate::util::{bytes, guard_ok, live, live_mut};
 use std::ffi::c_int;
 
 /// Deletes every key in [start, end) with one record (a range tombstone,
@@ -51,6 +52,31 @@ pub unsafe extern "C" fn sett_batch_delete_range(
         // SAFETY: valid byte range (contract in sett.h).
         let e = unsafe { bytes(end, end_len, "end") }?;
         b.delete_range(s, e);
+        Ok(())
+    })
+}
+
+/// Buffers a delete of every key in [start, end) in a read-write transaction:
+/// its reads and iterators stop seeing the range (and its own earlier writes
+/// there); its later writes are kept. Applied at commit, atomically with the
+/// rest of the transaction. The range is checked here (SETT_INVALID_ARGUMENT
+/// unless start < end or end is empty).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_delete_range(
+    txn: *mut sett_txn_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let t = live_mut(txn)?.live()?;
+        // SAFETY: valid byte ranges (contract in sett.h).
+        let s = unsafe { bytes(start, start_len, "start") }?;
+        // SAFETY: valid byte range (contract in sett.h).
+        let e = unsafe { bytes(end, end_len, "end") }?;
+        t.delete_range(s, e)?;
         Ok(())
     })
 }

@@ -63,6 +63,8 @@ class Txn:
         self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
     ) -> None: ...
     def delete(self, key: Bytes) -> None: ...
+    def delete_range(self, start: Bytes, end: Bytes) -> None:
+        """Buffers a delete of [start, end); this transaction's reads stop seeing it."""
     @overload
     def iter(
         self,

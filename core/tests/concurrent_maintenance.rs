@@ -17,8 +17,8 @@
 //!    backup (to a file on the simulated disk), flatten, DropPrefix and bulk
 //!    load, with synced writers running beside it or right before it. After the
 //!    cut the Db must open, hold every acknowledged write, no wrong value and no
-//!    deleted key back; DropPrefix may have dropped any part of the prefix but
-//!    never bring back an overwritten value; a bulk load is all or nothing; a
+//!    deleted key back; DropPrefix (one range delete) removed every key of
+//!    the prefix written before it or none; a bulk load is all or nothing; a
 //!    cut backup restores with a clear error or, if whole, to the right data.
 //!
 //! POWER_LOSS_SCALE (as for power_loss.rs; `scripts/stress.sh` sets 6) scales
@@ -988,6 +988,29 @@ fn cut_run(
             inflight.is_some()
         );
         stats.keys_checked += 1;
+    }
+    if dropped {
+        // DropPrefix is one range delete: a cut leaves all the prefix's keys
+        // written before it, or none.
+        let in_flight = |k: &Vec<u8>| {
+            inflight
+                .as_ref()
+                .is_some_and(|ops| ops.iter().any(|(key, _)| key == k))
+        };
+        let (mut kept, mut gone) = (0, 0);
+        for (k, s) in &model {
+            if !k.starts_with(PREFIX) || !s.before_drop || s.value.is_none() || in_flight(k) {
+                continue;
+            }
+            match state.get(k) {
+                Some(_) => kept += 1,
+                None => gone += 1,
+            }
+        }
+        assert!(
+            kept == 0 || gone == 0,
+            "{what}: the drop left {kept} keys of the prefix written before it and removed {gone}: not atomic (operation: {res:?})"
+        );
     }
     if op == Maintenance::BulkLoad {
         let present = bulk.iter().filter(|(k, _)| state.contains_key(k)).count();

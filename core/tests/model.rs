@@ -205,8 +205,20 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                 } else {
                     random_range(&mut rng)
                 };
-                db.delete_range(&start, &end).unwrap();
-                model_delete_range(&mut model, &start, &end);
+                if rng.chance(25) {
+                    // Through a transaction, with a put into the range after it.
+                    let (k, v) = (start.clone(), random_value(&mut rng, compress));
+                    db.update(|t| {
+                        t.delete_range(&start, &end)?;
+                        t.set(&k, &v)
+                    })
+                    .unwrap();
+                    model_delete_range(&mut model, &start, &end);
+                    model.insert(k, v);
+                } else {
+                    db.delete_range(&start, &end).unwrap();
+                    model_delete_range(&mut model, &start, &end);
+                }
                 range_deletes += 1;
             }
             55..=64 => {

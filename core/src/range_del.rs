@@ -32,6 +32,7 @@ pub(crate) struct RangeTombstone {
 
 impl RangeTombstone {
     /// True when `key` lies in `[start, end)`.
+    #[cfg(test)]
     pub(crate) fn contains(&self, key: &[u8]) -> bool {
         key >= self.start.as_slice() && (self.end.is_empty() || key < self.end.as_slice())
     }

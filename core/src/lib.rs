@@ -67,6 +67,7 @@ mod db;
 mod error;
 #[doc(hidden)]
 pub mod fault;
+mod feed;
 mod filename;
 pub mod fs;
 // Fuzz targets panic on a difference from the model: that is how libFuzzer sees a bug.
@@ -99,6 +100,7 @@ pub use batch::{PutOptions, WriteBatch};
 pub use bulk::BulkLoader;
 pub use db::{CheckpointReport, Db, GcOutcome, Item, Stats, VerifyReport, CHECKPOINT_MARKER};
 pub use error::{Error, Result};
+pub use feed::{Change, ChangeKind, SubscribeOptions, Subscription};
 pub use iter::{DbIterator, IterOptions};
 pub use options::{Clock, Options};
 pub use sequence::Sequence;

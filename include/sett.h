@@ -921,6 +921,14 @@ void sett_subscription_close(struct sett_subscription_t *sub);
 uint64_t sett_last_version(struct sett_db_t *db);
 
 /**
+ * The version a transaction reads at: it sees every write with a version at
+ * or below it and none above (0 for NULL or a committed or discarded
+ * transaction). The rescan recipe of sett_subscribe() skips changes at or
+ * below it.
+ */
+uint64_t sett_txn_read_ts(struct sett_txn_t *txn);
+
+/**
  * Checks every checksum of the database: each table block, and each value-log
  * entry that a live version points to. SETT_OK: *report (may be NULL) receives
  * the counts. SETT_CORRUPTION: the first damage found; *err names the file and

@@ -258,3 +258,15 @@ pub unsafe extern "C" fn sett_subscription_close(sub: *mut sett_subscription_t) 
 pub unsafe extern "C" fn sett_last_version(db: *mut sett_db_t) -> u64 {
     live(db).map_or(0, |h| h.db.last_version())
 }
+
+/// The version a transaction reads at: it sees every write with a version at
+/// or below it and none above (0 for NULL or a committed or discarded
+/// transaction). The rescan recipe of sett_subscribe() skips changes at or
+/// below it.
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_read_ts(txn: *mut crate::txn::sett_txn_t) -> u64 {
+    live_mut(txn)
+        .ok()
+        .and_then(|t| t.txn.as_ref().map(|t| t.read_ts()))
+        .unwrap_or(0)
+}

@@ -126,6 +126,15 @@ static void test_changes_under_prefixes_in_version_order(void) {
     }
     sett_changes_free(NULL);
 
+    /* A snapshot's version, for the rescan recipe. */
+    sett_txn_t *txn = NULL;
+    CHECK_RC(sett_txn_begin(db, 0, &txn, NULL), SETT_OK);
+    CHECK(sett_txn_read_ts(txn) == sett_last_version(db));
+    sett_txn_discard(txn);
+    CHECK(sett_txn_read_ts(txn) == 0);
+    sett_txn_free(txn);
+    CHECK(sett_txn_read_ts(NULL) == 0);
+
     /* Nothing more: a timeout is SETT_OK with no changes. */
     sett_changes_t none;
     CHECK_RC(sett_subscription_next(sub, 20, &none, NULL), SETT_OK);

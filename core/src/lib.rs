@@ -51,6 +51,10 @@
 //! - One writer process per directory (a `flock` on `LOCK`); read-only opens share.
 //! - After an I/O error on the write path the Db refuses writes
 //!   ([`Error::Poisoned`]); reads keep working.
+//! - The change feed ([`Db::subscribe`]) delivers committed writes in version
+//!   order, each once and only after it is visible to reads; a write never
+//!   waits on a subscriber (a slow one is told [`Error::FellBehind`] and where
+//!   to resume).
 //!
 //! The on-disk format is described byte by byte in `core/FORMAT.md`.
 

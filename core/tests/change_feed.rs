@@ -396,3 +396,37 @@ fn a_bulk_load_ends_live_subscriptions_and_later_writes_are_delivered() {
     db.put(b"after", b"v").unwrap();
     assert_eq!(take(&sub, 1)[0].key, b"after");
 }
+
+#[test]
+fn a_subscription_started_under_writers_misses_no_write_after_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::new(dir.path());
+    // No history: capture stops between subscriptions, so each one turns it on
+    // while a write group may be in flight.
+    opts.change_feed_history_bytes = 0;
+    let db = Arc::new(Db::open(opts).unwrap());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                db.put(format!("k{i}").as_bytes(), b"v").unwrap();
+                i += 1;
+            }
+        })
+    };
+    for _ in 0..1000 {
+        let sub = subscribe(&db, &[], None);
+        let mut versions = Vec::new();
+        while versions.len() < 5 {
+            let got = sub.next(Some(Duration::from_secs(10))).unwrap().unwrap();
+            versions.extend(got.iter().map(|c| c.version));
+        }
+        let start = sub.start_version();
+        versions.truncate(5);
+        assert_eq!(versions, (start + 1..=start + 5).collect::<Vec<_>>());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+}

@@ -471,6 +471,37 @@ impl Db {
     /// their queued changes are taken. Subscribing waits for a write group
     /// in progress (it takes the log lock so that no group is between its
     /// capture and the start of the subscription).
+    ///
+    /// ```no_run
+    /// use sett::{Db, Error, Options, SubscribeOptions};
+    /// # fn main() -> sett::Result<()> {
+    /// let db = Db::open(Options::new("/tmp/sett-feed-example"))?;
+    /// let mut from = None;
+    /// loop {
+    ///     let sub = db.subscribe(SubscribeOptions {
+    ///         prefixes: vec![b"user/".to_vec()],
+    ///         from,
+    ///         ..SubscribeOptions::default()
+    ///     })?;
+    ///     loop {
+    ///         match sub.next(None) {
+    ///             Ok(Some(changes)) => {
+    ///                 for c in changes {
+    ///                     println!("{:?} {:?} at {}", c.kind, c.key, c.version);
+    ///                 }
+    ///             }
+    ///             Ok(None) => {}
+    ///             Err(Error::FellBehind { resume_from }) => {
+    ///                 from = Some(resume_from);
+    ///                 break;
+    ///             }
+    ///             Err(Error::Closed) => return Ok(()),
+    ///             Err(e) => return Err(e),
+    ///         }
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn subscribe(&self, opts: SubscribeOptions) -> Result<Subscription> {
         self.inner.check_open()?;
         let _log = lock(&self.inner.log);

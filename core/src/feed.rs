@@ -25,7 +25,8 @@
 //! subscriber that fell behind drops its subscription and resubscribes, and the
 //! writes made in between must be in the history. A Db that never subscribes
 //! pays nothing. The history holds every change with a version above its
-//! `floor`; `from` below it fails with [`Error::FeedHistoryTooShort`].
+//! `floor`; `from` below it fails with [`Error::FeedHistoryTooShort`]. It lives
+//! in memory only: after a reopen it starts empty at the first subscription.
 //!
 //! **Not delivered one by one**: a bulk load, `drop_all` and `drop_prefix`
 //! change keys without versioned writes. They end every live subscription with

@@ -91,6 +91,10 @@ impl Subscription {
         };
         let slice = Duration::from_millis(100);
         loop {
+            // Closed from another thread while this one waited.
+            if self.closed() {
+                return Err(to_py(Error::Closed));
+            }
             let wait = deadline.map_or(slice, |d| {
                 d.saturating_duration_since(Instant::now()).min(slice)
             });

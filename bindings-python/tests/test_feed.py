@@ -95,3 +95,23 @@ def test_iteration_waits_for_writes_and_ends_when_the_db_closes(tmp_path):
     t.join(timeout=10)
     assert not t.is_alive()
     assert seen == [b"x", b"y"]
+
+
+def test_closing_a_subscription_wakes_a_thread_waiting_on_it(tmp_path):
+    with sett.open(tmp_path / "db") as db:
+        sub = db.subscribe()
+        errors: List[BaseException] = []
+
+        def wait() -> None:
+            try:
+                sub.next()
+            except sett.ClosedError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=wait)
+        t.start()
+        time.sleep(0.05)
+        sub.close()
+        t.join(timeout=5)
+        assert not t.is_alive()
+        assert len(errors) == 1

@@ -187,6 +187,8 @@ impl BulkLoader {
             vlogs: Arc::new(st.vlogs.with(vfile)),
         });
         db.publish(self.seq);
+        // Not delivered entry by entry: change-feed subscribers are told to rescan.
+        db.feed.interrupt(self.seq - 1);
         self.finished = true;
         // Writers waiting for the load to end wait on the queue.
         db.bulk_active.store(false, Ordering::Release);

@@ -70,6 +70,14 @@ var (
 	// ErrInvalidOption: an option is out of range; the message names it
 	// (SETT_INVALID_OPTION).
 	ErrInvalidOption = sentinel(C.SETT_INVALID_OPTION)
+	// ErrFellBehind: a change-feed subscriber's queue passed its bound and
+	// its undelivered changes were dropped; the error is a *FellBehindError
+	// carrying the version to resubscribe from (SETT_FELL_BEHIND).
+	ErrFellBehind = sentinel(C.SETT_FELL_BEHIND)
+	// ErrFeedHistoryTooShort: a subscription asked for a version older than
+	// the change feed's history holds; the error is a *HistoryTooShortError
+	// naming the oldest version it can start from (SETT_FEED_HISTORY_TOO_SHORT).
+	ErrFeedHistoryTooShort = sentinel(C.SETT_FEED_HISTORY_TOO_SHORT)
 )
 
 // ErrNoRewrite is returned by RunValueLogGC when no value-log file had enough
@@ -81,11 +89,11 @@ var ErrNoRewrite = errors.New("sett: value log GC found nothing to rewrite")
 var sentinels = []*Error{
 	ErrNotFound, ErrConflict, ErrInvalidArgument, ErrIO, ErrCorruption, ErrClosed,
 	ErrTooBig, ErrBufferTooSmall, ErrPanic, ErrLocked, ErrReadOnly, ErrPoisoned,
-	ErrUnsupportedVersion, ErrInvalidOption,
+	ErrUnsupportedVersion, ErrInvalidOption, ErrFellBehind, ErrFeedHistoryTooShort,
 }
 
 // lastStatusCode is the largest status code of the sett.h compiled in.
-const lastStatusCode = int(C.SETT_INVALID_OPTION)
+const lastStatusCode = int(C.SETT_FEED_HISTORY_TOO_SHORT)
 
 func sentinel(code C.int) *Error {
 	return &Error{Code: int(code), Message: statusString(int(code))}
@@ -106,12 +114,50 @@ func status(rc C.int, cerr *C.sett_error_t) error {
 		return ErrNotFound
 	}
 	msg := statusString(int(rc))
+	var version uint64
 	if cerr != nil {
 		msg = C.GoString(C.sett_error_message(cerr))
+		version = uint64(C.sett_error_version(cerr))
 		C.sett_error_free(cerr)
 	}
-	return &Error{Code: int(rc), Message: msg}
+	e := &Error{Code: int(rc), Message: msg}
+	switch rc {
+	case C.SETT_FELL_BEHIND:
+		return &FellBehindError{ResumeFrom: version, Err: e}
+	case C.SETT_FEED_HISTORY_TOO_SHORT:
+		return &HistoryTooShortError{Oldest: version, Err: e}
+	}
+	return e
 }
+
+// FellBehindError is returned by DB.Subscribe when the subscriber fell
+// behind: subscribe again with from = ResumeFrom to get every change after
+// the ones it was given. errors.Is(err, ErrFellBehind) matches it.
+type FellBehindError struct {
+	// ResumeFrom: every change up to this version was delivered (or was not
+	// under the subscriber's prefixes).
+	ResumeFrom uint64
+	Err        *Error
+}
+
+func (e *FellBehindError) Error() string { return e.Err.Error() }
+
+// Unwrap gives the *Error, for errors.Is and errors.As.
+func (e *FellBehindError) Unwrap() error { return e.Err }
+
+// HistoryTooShortError is returned by DB.Subscribe when from is older than
+// the change feed's history holds: rescan (see DB.Subscribe) instead.
+// errors.Is(err, ErrFeedHistoryTooShort) matches it.
+type HistoryTooShortError struct {
+	// Oldest is the oldest version a subscription can start from now.
+	Oldest uint64
+	Err    *Error
+}
+
+func (e *HistoryTooShortError) Error() string { return e.Err.Error() }
+
+// Unwrap gives the *Error, for errors.Is and errors.As.
+func (e *HistoryTooShortError) Unwrap() error { return e.Err }
 
 // argError is an error made on the Go side before calling C.
 func argError(code C.int, format string, args ...any) error {

@@ -97,6 +97,10 @@ type Options struct {
 	// ReadOnly: open read-only; several read-only opens, also from other
 	// processes, may share a directory. Writes return ErrReadOnly.
 	ReadOnly bool
+	// ChangeFeedHistoryBytes: bytes of recent changes kept in memory so that
+	// DB.Subscribe can start from a past version (default 4 MiB; negative
+	// keeps none).
+	ChangeFeedHistoryBytes int
 }
 
 // cOptions builds the C options; the caller frees them with
@@ -200,6 +204,11 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 	}
 	if check("MaxTxnSize", int64(o.MaxTxnSize)) {
 		C.sett_options_set_max_txn_size(co, C.size_t(o.MaxTxnSize))
+	}
+	if o.ChangeFeedHistoryBytes < 0 {
+		C.sett_options_set_change_feed_history_bytes(co, 0)
+	} else if o.ChangeFeedHistoryBytes > 0 {
+		C.sett_options_set_change_feed_history_bytes(co, C.size_t(o.ChangeFeedHistoryBytes))
 	}
 	C.sett_options_set_sync_writes(co, cbool(o.SyncWrites))
 	C.sett_options_set_read_only(co, cbool(o.ReadOnly))

@@ -36,6 +36,7 @@ func allOptions() Options {
 		MaxKeySize:                 1000,
 		MaxValueSize:               1 << 20,
 		MaxTxnSize:                 4 << 20,
+		ChangeFeedHistoryBytes:     1 << 20,
 		SyncWrites:                 true,
 	}
 }

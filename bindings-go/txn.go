@@ -201,6 +201,15 @@ func (t *Txn) Commit() error {
 	return err
 }
 
+// ReadTs is the version the transaction reads at: it sees every write with
+// a version at or below it and none above (0 once committed or discarded).
+func (t *Txn) ReadTs() uint64 {
+	if t.t == nil {
+		return 0
+	}
+	return uint64(C.sett_txn_read_ts(t.t))
+}
+
 // Discard drops the buffered writes and frees the transaction; safe to call
 // twice and after Commit.
 func (t *Txn) Discard() {

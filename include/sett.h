@@ -138,6 +138,35 @@
 #define SETT_INVALID_OPTION 14
 
 /**
+ * A change-feed subscriber fell behind: its undelivered changes were
+ * dropped. sett_error_version() is the version to resubscribe from.
+ */
+#define SETT_FELL_BEHIND 15
+
+/**
+ * A subscription asked to start from a version older than the change feed's
+ * history holds; sett_error_version() is the oldest version it can start from.
+ */
+#define SETT_FEED_HISTORY_TOO_SHORT 16
+
+/**
+ * A change that put a value (sett_change_t.kind).
+ */
+#define SETT_CHANGE_PUT 0
+
+/**
+ * A change that deleted its key (sett_change_t.kind); its value is empty.
+ */
+#define SETT_CHANGE_DELETE 1
+
+/**
+ * A range delete (sett_change_t.kind): every key in [key, value) was
+ * deleted (an empty value: no upper bound). A subscriber to prefixes gets
+ * it when the range meets one of them, with the whole range.
+ */
+#define SETT_CHANGE_DELETE_RANGE 2
+
+/**
  * Compression type: data blocks stored as they are (the default).
  */
 #define SETT_COMPRESSION_NONE 0
@@ -196,6 +225,13 @@ typedef struct sett_options_t sett_options_t;
  * A persisted sequence of increasing integers. Thread-safe.
  */
 typedef struct sett_sequence_t sett_sequence_t;
+
+/**
+ * A live subscription to the change feed, from sett_subscribe(). Use it from
+ * one thread at a time; close it with sett_subscription_close() (not while
+ * another thread is in sett_subscription_next() on it).
+ */
+typedef struct sett_subscription_t sett_subscription_t;
 
 /**
  * A transaction. One thread at a time. After sett_txn_commit() or
@@ -283,6 +319,85 @@ typedef struct sett_checkpoint_report_t {
    */
   uint64_t elapsed_micros;
 } sett_checkpoint_report_t;
+
+/**
+ * Bytes the caller passes: a pointer and a length (NULL allowed with length 0).
+ */
+typedef struct sett_bytes_t {
+  /**
+   * The first byte.
+   */
+  const uint8_t *data;
+  /**
+   * The number of bytes.
+   */
+  size_t len;
+} sett_bytes_t;
+
+/**
+ * One committed write. `key` and `value` point into the sett_changes_t that
+ * holds it and are valid until sett_changes_free().
+ */
+typedef struct sett_change_t {
+  /**
+   * SETT_CHANGE_PUT, SETT_CHANGE_DELETE or SETT_CHANGE_DELETE_RANGE;
+   * later versions may add kinds: skip kinds you do not know.
+   */
+  uint32_t kind;
+  /**
+   * The user-meta byte of a put (0 for a delete).
+   */
+  uint8_t user_meta;
+  /**
+   * The key written.
+   */
+  const uint8_t *key;
+  /**
+   * Its length.
+   */
+  size_t key_len;
+  /**
+   * The value put (NULL with length 0 for a delete or an empty value);
+   * the end of a range delete (NULL with length 0: no upper bound).
+   */
+  const uint8_t *value;
+  /**
+   * Its length.
+   */
+  size_t value_len;
+  /**
+   * The write's version; every op of one batch or transaction shares it.
+   */
+  uint64_t version;
+  /**
+   * When the put expires, in unix seconds; 0 = never.
+   */
+  uint64_t expires_at;
+} sett_change_t;
+
+/**
+ * Changes returned by sett_subscription_next(), in version order, owned by
+ * the caller: free them with sett_changes_free(). `len` is 0 (and `items`
+ * NULL) when the wait timed out.
+ */
+typedef struct sett_changes_t {
+  /**
+   * The changes.
+   */
+  struct sett_change_t *items;
+  /**
+   * How many.
+   */
+  size_t len;
+  /**
+   * Private: the bytes the keys and values point into.
+   */
+  uint8_t *data_;
+  /**
+   * Private: their length.
+   */
+  size_t data_len_;
+} sett_changes_t;
 
 /**
  * What sett_verify() checked. An extensible struct: set `size` to
@@ -766,6 +881,13 @@ const char *sett_error_message(const struct sett_error_t *err);
 int sett_error_code(const struct sett_error_t *err);
 
 /**
+ * The version an error carries: for SETT_FELL_BEHIND the version to
+ * resubscribe from, for SETT_FEED_HISTORY_TOO_SHORT the oldest version a
+ * subscription can start from; 0 for other errors and NULL.
+ */
+uint64_t sett_error_version(const struct sett_error_t *err);
+
+/**
  * Frees an error. Accepts NULL.
  */
 void sett_error_free(struct sett_error_t *err);
@@ -774,6 +896,70 @@ void sett_error_free(struct sett_error_t *err);
  * A static description of a status code ("ok", "not found", ...); never freed.
  */
 const char *sett_status_string(int code);
+
+/**
+ * Subscribes to the change feed: every write committed after now (or, with
+ * `has_from` = 1, after version `from_version`, served from the in-memory
+ * history, see sett_options_set_change_feed_history_bytes()) whose key starts
+ * with one of the `n` `prefixes` (n = 0: every key), in version order, each
+ * once, after it became visible to reads. `max_pending_bytes` (0: 8 MiB)
+ * bounds the changes queued for this subscriber: past it, they are dropped
+ * and sett_subscription_next() fails with SETT_FELL_BEHIND, whose
+ * sett_error_version() is the version to resubscribe from. A write never
+ * waits on a subscriber. A version older than the history fails with
+ * SETT_FEED_HISTORY_TOO_SHORT (sett_error_version(): the oldest one held):
+ * subscribe from now, scan a read-only transaction, and apply only changes
+ * with a version above its sett_txn_read_ts(). A range delete (also
+ * sett_drop_prefix()) is one SETT_CHANGE_DELETE_RANGE change. A bulk load
+ * and sett_drop_all() end live subscriptions with SETT_FELL_BEHIND and
+ * cannot be resumed across. *sub receives a handle to close with
+ * sett_subscription_close().
+ */
+int sett_subscribe(struct sett_db_t *db,
+                   const struct sett_bytes_t *prefixes,
+                   size_t n,
+                   uint64_t from_version,
+                   uint32_t has_from,
+                   size_t max_pending_bytes,
+                   struct sett_subscription_t **sub,
+                   struct sett_error_t **err);
+
+/**
+ * Waits up to `timeout_ms` (negative: until changes come) for changes and
+ * stores every change queued so far in *changes (len 0 when the wait timed
+ * out; a version's changes are never split between calls). Free them with
+ * sett_changes_free(). SETT_FELL_BEHIND once the subscriber fell behind
+ * (every later call too); SETT_CLOSED once the database is closed and every
+ * change committed before was delivered. *changes is set to empty on error.
+ */
+int sett_subscription_next(struct sett_subscription_t *sub,
+                           int64_t timeout_ms,
+                           struct sett_changes_t *changes,
+                           struct sett_error_t **err);
+
+/**
+ * Frees the changes in *changes and sets it to empty. Accepts NULL and an
+ * empty (or already freed) set.
+ */
+void sett_changes_free(struct sett_changes_t *changes);
+
+/**
+ * Unsubscribes and frees the handle. Accepts NULL.
+ */
+void sett_subscription_close(struct sett_subscription_t *sub);
+
+/**
+ * The newest version visible to reads (0 for NULL db): what a read begun now sees.
+ */
+uint64_t sett_last_version(struct sett_db_t *db);
+
+/**
+ * The version a transaction reads at: it sees every write with a version at
+ * or below it and none above (0 for NULL or a committed or discarded
+ * transaction). The rescan recipe of sett_subscribe() skips changes at or
+ * below it.
+ */
+uint64_t sett_txn_read_ts(struct sett_txn_t *txn);
 
 /**
  * Checks every checksum of the database: each table block, and each value-log
@@ -1047,6 +1233,13 @@ int sett_options_set_max_value_size(struct sett_options_t *opts, size_t value);
  */
 int sett_options_set_max_txn_size(struct sett_options_t *opts,
                                   size_t value);
+
+/**
+ * Bytes of recent changes the change feed keeps so that a subscription can
+ * start from a past version (default 4 MiB; 0 keeps none). See sett_subscribe().
+ * Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_change_feed_history_bytes(struct sett_options_t *opts, size_t value);
 
 /**
  * 1: fsync the WAL and value log once per write group; 0 (default): do not.

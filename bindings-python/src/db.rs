@@ -54,6 +54,7 @@ fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()>
         "max_value_size" => o.max_value_size = v.extract().map_err(bad)?,
         "read_only" => o.read_only = v.extract().map_err(bad)?,
         "max_txn_size" => o.max_txn_size = v.extract().map_err(bad)?,
+        "change_feed_history_bytes" => o.change_feed_history_bytes = v.extract().map_err(bad)?,
         other => return Err(PyTypeError::new_err(format!("unknown option {other:?}"))),
     }
     Ok(())
@@ -277,6 +278,34 @@ impl Db {
                 )
             })
             .collect())
+    }
+
+    /// Subscribes to the change feed: every write committed from now on (or,
+    /// with `since`, after that version, out of the in-memory history of
+    /// `change_feed_history_bytes`) whose key starts with one of `prefixes`
+    /// (None: every key), in version order, each once, after it became
+    /// visible. A write never waits on a subscriber: one whose undelivered
+    /// changes pass `max_pending_bytes` (default 8 MiB) loses them and its
+    /// next() raises FellBehindError; subscribe again with
+    /// `since=e.resume_from`. A `since` older than the history raises
+    /// FeedHistoryTooShortError (`e.oldest`): then subscribe from now, scan
+    /// in a read-only transaction and apply only changes whose version is
+    /// above its `read_ts`. A bulk load, drop_all and drop_prefix end live
+    /// subscriptions with FellBehindError and cannot be resumed across.
+    #[pyo3(signature = (prefixes=None, since=None, max_pending_bytes=None))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        prefixes: Option<&Bound<'_, PyAny>>,
+        since: Option<u64>,
+        max_pending_bytes: Option<usize>,
+    ) -> PyResult<crate::feed::Subscription> {
+        crate::feed::subscribe(py, &self.inner, prefixes, since, max_pending_bytes)
+    }
+
+    /// The newest version visible to reads: what a read begun now sees.
+    fn last_version(&self) -> u64 {
+        self.inner.last_version()
     }
 
     /// Starts a transaction: read-write unless `update` (or its alias `write`, as

@@ -75,6 +75,28 @@ create_exception!(
     "A file of a format version this build cannot read."
 );
 
+create_exception!(
+    sett,
+    FellBehindError,
+    SettError,
+    "A change-feed subscriber fell behind; resubscribe with since=resume_from."
+);
+create_exception!(
+    sett,
+    FeedHistoryTooShortError,
+    SettError,
+    "The change feed's history does not reach back to the version asked; `oldest` is the oldest it holds."
+);
+
+/// `exc` with attribute `name` set to `v`.
+fn with_attr(exc: PyErr, name: &str, v: u64) -> PyErr {
+    Python::with_gil(|py| {
+        // Setting an attribute on a fresh exception object does not fail.
+        let _ = exc.value_bound(py).setattr(name, v);
+    });
+    exc
+}
+
 /// Converts an engine error into the matching Python exception.
 pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
@@ -90,6 +112,12 @@ pub fn to_py(e: Error) -> PyErr {
         Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
         Error::Io { .. } => IOError::new_err(msg),
         Error::UnsupportedVersion { .. } => UnsupportedVersionError::new_err(msg),
+        Error::FellBehind { resume_from } => {
+            with_attr(FellBehindError::new_err(msg), "resume_from", resume_from)
+        }
+        Error::FeedHistoryTooShort { oldest, .. } => {
+            with_attr(FeedHistoryTooShortError::new_err(msg), "oldest", oldest)
+        }
     }
 }
 
@@ -115,6 +143,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "UnsupportedVersionError",
         py.get_type_bound::<UnsupportedVersionError>(),
+    )?;
+    m.add("FellBehindError", py.get_type_bound::<FellBehindError>())?;
+    m.add(
+        "FeedHistoryTooShortError",
+        py.get_type_bound::<FeedHistoryTooShortError>(),
     )?;
     Ok(())
 }

@@ -14,6 +14,7 @@ mod convert;
 mod db;
 mod errors;
 mod extra;
+mod feed;
 mod iter;
 mod stream;
 mod txn;
@@ -29,6 +30,8 @@ fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<extra::BulkLoader>()?;
     m.add_class::<txn::Txn>()?;
     m.add_class::<iter::PyIter>()?;
+    m.add_class::<feed::Subscription>()?;
+    m.add_class::<feed::Change>()?;
     errors::register(m)?;
     Ok(())
 }

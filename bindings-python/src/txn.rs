@@ -133,6 +133,13 @@ impl Txn {
         }
     }
 
+    /// The version it reads at: it sees every write at or below it, none
+    /// above (the rescan point for a change-feed subscriber).
+    #[getter]
+    fn read_ts(&self) -> PyResult<u64> {
+        self.with(|t| Ok(t.read_ts()))
+    }
+
     /// True until committed or discarded.
     #[getter]
     fn active(&self) -> bool {

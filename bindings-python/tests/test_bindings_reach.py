@@ -252,6 +252,12 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_error_code": "Error",  # one exception class per code
     "sett_error_message": "Error",  # str(exception)
     "sett_status_string": "Error",
+    "sett_subscribe": "Db.subscribe",
+    "sett_subscription_next": "Subscription.next",
+    "sett_subscription_close": "Subscription.close",
+    "sett_last_version": "Db.last_version",
+    "sett_txn_read_ts": "Txn.read_ts",
+    "sett_error_version": "FellBehindError",  # .resume_from; FeedHistoryTooShortError.oldest
 }
 
 #: Header functions Python has no counterpart for, and why.
@@ -266,6 +272,7 @@ C_NOT_IN_PYTHON: Dict[str, str] = {
     "sett_get_into": "a caller-owned buffer: Python returns new bytes objects",
     "sett_bulk_loader_free": "memory: a BulkLoader is freed (the load abandoned) when unreferenced",
     "sett_sequence_free": "memory: a Sequence is freed when unreferenced",
+    "sett_changes_free": "memory: changes come back as Change objects",
 }
 
 

@@ -188,6 +188,8 @@ impl BulkLoader {
             range_dels: st.range_dels.clone(),
         });
         db.publish(self.seq);
+        // Not delivered entry by entry: change-feed subscribers are told to rescan.
+        db.feed.interrupt(self.seq - 1);
         self.finished = true;
         // Writers waiting for the load to end wait on the queue.
         db.bulk_active.store(false, Ordering::Release);

@@ -63,6 +63,23 @@ pub enum Error {
     /// A transaction read a key that another transaction wrote and committed
     /// after it started; retry it.
     Conflict,
+    /// A change-feed subscriber's queue passed its `max_pending_bytes`: its
+    /// undelivered changes were dropped. Subscribe again with
+    /// `from: Some(resume_from)` to get every change after what it was given.
+    FellBehind {
+        /// Every change up to this version was delivered to it (or was not
+        /// under its prefixes).
+        resume_from: u64,
+    },
+    /// A subscription asked to start from a version older than the change
+    /// feed's history holds. Rescan at a snapshot instead (see
+    /// `Db::subscribe`).
+    FeedHistoryTooShort {
+        /// The version asked for.
+        from: u64,
+        /// The oldest version a subscription can start from now.
+        oldest: u64,
+    },
 }
 
 /// The result type of sett.
@@ -131,6 +148,14 @@ impl fmt::Display for Error {
             Error::Conflict => write!(
                 f,
                 "transaction conflict: a key it read was written by a transaction that committed after it started; retry"
+            ),
+            Error::FellBehind { resume_from } => write!(
+                f,
+                "change-feed subscriber fell behind (its queue passed max_pending_bytes); resubscribe from version {resume_from}"
+            ),
+            Error::FeedHistoryTooShort { from, oldest } => write!(
+                f,
+                "change-feed history no longer holds the changes after version {from}: the oldest version a subscription can start from is {oldest}; rescan at a snapshot and subscribe from its version"
             ),
             Error::Poisoned(cause) => write!(
                 f,

@@ -51,6 +51,10 @@
 //! - One writer process per directory (a `flock` on `LOCK`); read-only opens share.
 //! - After an I/O error on the write path the Db refuses writes
 //!   ([`Error::Poisoned`]); reads keep working.
+//! - The change feed ([`Db::subscribe`]) delivers committed writes in version
+//!   order, each once and only after it is visible to reads; a write never
+//!   waits on a subscriber (a slow one is told [`Error::FellBehind`] and where
+//!   to resume).
 //!
 //! The on-disk format is described byte by byte in `core/FORMAT.md`.
 
@@ -68,6 +72,7 @@ mod db;
 mod error;
 #[doc(hidden)]
 pub mod fault;
+mod feed;
 mod filename;
 pub mod fs;
 // Fuzz targets panic on a difference from the model: that is how libFuzzer sees a bug.
@@ -101,6 +106,7 @@ pub use batch::{PutOptions, WriteBatch};
 pub use bulk::BulkLoader;
 pub use db::{CheckpointReport, Db, GcOutcome, Item, Stats, VerifyReport, CHECKPOINT_MARKER};
 pub use error::{Error, Result};
+pub use feed::{Change, ChangeKind, SubscribeOptions, Subscription};
 pub use iter::{DbIterator, IterOptions};
 pub use options::{Clock, Options};
 pub use sequence::Sequence;

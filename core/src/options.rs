@@ -129,6 +129,10 @@ pub struct Options {
     /// removed through. Default: the real one; power-loss tests use
     /// [`crate::fs::SimFs`].
     pub fs: Fs,
+    /// Bytes of recent changes the change feed keeps in memory, so that a
+    /// subscription can start from a past version (see [`crate::Db::subscribe`]).
+    /// Kept from the first subscription on; 0 keeps none. Default 4 MiB.
+    pub change_feed_history_bytes: usize,
 }
 
 impl Options {
@@ -163,6 +167,7 @@ impl Options {
             max_txn_size: (64 << 20) * 15 / 100,
             clock: Clock::system(),
             fs: Fs::real(),
+            change_feed_history_bytes: 4 << 20,
         }
     }
 

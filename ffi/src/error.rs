@@ -33,18 +33,27 @@ pub const SETT_POISONED: c_int = 12;
 pub const SETT_UNSUPPORTED_VERSION: c_int = 13;
 /// An option is out of range; the message names it.
 pub const SETT_INVALID_OPTION: c_int = 14;
+/// A change-feed subscriber fell behind: its undelivered changes were
+/// dropped. sett_error_version() is the version to resubscribe from.
+pub const SETT_FELL_BEHIND: c_int = 15;
+/// A subscription asked to start from a version older than the change feed's
+/// history holds; sett_error_version() is the oldest version it can start from.
+pub const SETT_FEED_HISTORY_TOO_SHORT: c_int = 16;
 
 /// An error: a status code and a message. Owned by the caller; free with
 /// sett_error_free().
 pub struct sett_error_t {
     code: c_int,
     message: CString,
+    version: u64,
 }
 
 /// An error as the exports build it before handing it to C.
 pub(crate) struct FfiError {
     pub code: c_int,
     pub message: String,
+    /// The version an error carries (see sett_error_version), else 0.
+    pub version: u64,
 }
 
 impl FfiError {
@@ -52,6 +61,7 @@ impl FfiError {
         FfiError {
             code,
             message: message.into(),
+            version: 0,
         }
     }
 
@@ -74,8 +84,18 @@ impl From<Error> for FfiError {
             Error::Closed => SETT_CLOSED,
             Error::Poisoned(_) => SETT_POISONED,
             Error::Conflict => SETT_CONFLICT,
+            Error::FellBehind { .. } => SETT_FELL_BEHIND,
+            Error::FeedHistoryTooShort { .. } => SETT_FEED_HISTORY_TOO_SHORT,
         };
-        FfiError::new(code, e.to_string())
+        let version = match &e {
+            Error::FellBehind { resume_from } => *resume_from,
+            Error::FeedHistoryTooShort { oldest, .. } => *oldest,
+            _ => 0,
+        };
+        FfiError {
+            version,
+            ..FfiError::new(code, e.to_string())
+        }
     }
 }
 
@@ -88,6 +108,7 @@ pub(crate) fn set_error(err: *mut *mut sett_error_t, e: FfiError) {
     let boxed = Box::into_raw(Box::new(sett_error_t {
         code: e.code,
         message,
+        version: e.version,
     }));
     // SAFETY: the caller passes a valid `sett_error_t **`; *err is NULL or an
     // error this library allocated (documented in sett.h).
@@ -121,6 +142,18 @@ pub unsafe extern "C" fn sett_error_code(err: *const sett_error_t) -> c_int {
     unsafe { (*err).code }
 }
 
+/// The version an error carries: for SETT_FELL_BEHIND the version to
+/// resubscribe from, for SETT_FEED_HISTORY_TOO_SHORT the oldest version a
+/// subscription can start from; 0 for other errors and NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_error_version(err: *const sett_error_t) -> u64 {
+    if err.is_null() {
+        return 0;
+    }
+    // SAFETY: a non-NULL err points to a live error from this library.
+    unsafe { (*err).version }
+}
+
 /// Frees an error. Accepts NULL.
 #[no_mangle]
 pub unsafe extern "C" fn sett_error_free(err: *mut sett_error_t) {
@@ -149,6 +182,8 @@ pub extern "C" fn sett_status_string(code: c_int) -> *const c_char {
         SETT_POISONED => c"database refuses writes after an earlier error",
         SETT_UNSUPPORTED_VERSION => c"unsupported format version",
         SETT_INVALID_OPTION => c"invalid option",
+        SETT_FELL_BEHIND => c"change-feed subscriber fell behind",
+        SETT_FEED_HISTORY_TOO_SHORT => c"change-feed history does not reach that version",
         _ => c"unknown status code",
     };
     s.as_ptr()

@@ -361,6 +361,20 @@ pub unsafe extern "C" fn sett_options_set_max_txn_size(
     })
 }
 
+/// Bytes of recent changes the change feed keeps so that a subscription can
+/// start from a past version (default 4 MiB; 0 keeps none). See sett_subscribe().
+/// Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_change_feed_history_bytes(
+    opts: *mut sett_options_t,
+    value: usize,
+) -> c_int {
+    set(opts, |o| {
+        o.change_feed_history_bytes = value;
+        Ok(())
+    })
+}
+
 /// 1: fsync the WAL and value log once per write group; 0 (default): do not.
 /// Any other value is SETT_INVALID_ARGUMENT.
 #[no_mangle]

@@ -381,6 +381,9 @@ impl DbInner {
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
         let _manual = self.settle(log)?;
+        // Not a versioned write: change-feed subscribers are told to rescan.
+        self.feed
+            .interrupt(self.visible_seq.load(Ordering::Acquire));
         self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
         let head = log.vlog.id();
         let st = self.read_state();
@@ -439,6 +442,9 @@ impl DbInner {
         let mut guard = lock(&self.log);
         let log = guard.as_mut().ok_or(Error::Closed)?;
         let _manual = self.settle(log)?;
+        // Not a versioned write: change-feed subscribers are told to rescan.
+        self.feed
+            .interrupt(self.visible_seq.load(Ordering::Acquire));
         // compaction::drop_prefix says why the deepest level goes first.
         for level in (0..self.opts.num_levels).rev() {
             let v = self.read_state().version.clone();

@@ -22,6 +22,7 @@ pub use gc::GcOutcome;
 
 use crate::bulk::BulkLoader;
 use crate::error::{Error, Result};
+use crate::feed::{Feed, SubscribeOptions, Subscription};
 use crate::filename;
 use crate::iter::{DbIterator, IterOptions, MemIter, MergeIter, PendingIter, Source};
 use crate::key;
@@ -282,6 +283,8 @@ pub(crate) struct DbInner {
     /// A read-only Db: the manifest it loaded and the WAL ids it replayed
     /// (what a checkpoint of it holds).
     pub(crate) read_only_recovery: Option<(crate::manifest::ManifestState, Vec<u64>)>,
+    /// The change feed's hub (see `crate::feed`).
+    pub(crate) feed: Arc<Feed>,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.
@@ -508,6 +511,80 @@ impl Db {
     /// protocol are in core/FORMAT.md ("Checkpoint directory").
     pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<CheckpointReport> {
         self.inner.checkpoint(target.as_ref())
+    }
+
+    /// Subscribes to the change feed: every write committed from now on (or
+    /// after `opts.from`) under `opts.prefixes`, in version order, each
+    /// delivered once, after it became visible to reads; the ops of a batch
+    /// or transaction share its version. See [`Subscription::next`].
+    ///
+    /// A write never waits on a subscriber: it pushes to the subscriber's
+    /// queue under a short lock that the subscriber holds only to take its
+    /// queue. A subscriber whose undelivered changes would pass
+    /// `max_pending_bytes` loses them and gets [`Error::FellBehind`] with the
+    /// version to resubscribe `from`. Resuming works while that version is in
+    /// the history ([`Options::change_feed_history_bytes`]); otherwise
+    /// [`Error::FeedHistoryTooShort`] names the oldest version it holds. Then,
+    /// as for a subscriber that starts from scratch, rescan:
+    ///
+    /// 1. `let sub = db.subscribe(SubscribeOptions::default())?` (from now);
+    /// 2. `let snap = db.begin(false)?`, scan with `snap.iter(..)`, and note
+    ///    `let at = snap.read_ts()`;
+    /// 3. apply the changes `sub` delivers whose version is above `at`
+    ///    (those at or below are already in the scan).
+    ///
+    /// A range delete ([`Db::delete_range`], [`Db::drop_prefix`]) is one
+    /// [`ChangeKind::DeleteRange`](crate::ChangeKind::DeleteRange) change.
+    /// A bulk load and [`Db::drop_all`] are not
+    /// delivered as changes: they end every live subscription with
+    /// [`Error::FellBehind`] and the history restarts after them, so
+    /// resuming fails and the subscriber rescans. Value-log GC is not a
+    /// change. Closing the Db ends subscriptions with [`Error::Closed`] once
+    /// their queued changes are taken. Subscribing waits for a write group
+    /// in progress (it takes the log lock so that no group is between its
+    /// capture and the start of the subscription).
+    ///
+    /// ```no_run
+    /// use sett::{Db, Error, Options, SubscribeOptions};
+    /// # fn main() -> sett::Result<()> {
+    /// let db = Db::open(Options::new("/tmp/sett-feed-example"))?;
+    /// let mut from = None;
+    /// loop {
+    ///     let sub = db.subscribe(SubscribeOptions {
+    ///         prefixes: vec![b"user/".to_vec()],
+    ///         from,
+    ///         ..SubscribeOptions::default()
+    ///     })?;
+    ///     loop {
+    ///         match sub.next(None) {
+    ///             Ok(Some(changes)) => {
+    ///                 for c in changes {
+    ///                     println!("{:?} {:?} at {}", c.kind, c.key, c.version);
+    ///                 }
+    ///             }
+    ///             Ok(None) => {}
+    ///             Err(Error::FellBehind { resume_from }) => {
+    ///                 from = Some(resume_from);
+    ///                 break;
+    ///             }
+    ///             Err(Error::Closed) => return Ok(()),
+    ///             Err(e) => return Err(e),
+    ///         }
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn subscribe(&self, opts: SubscribeOptions) -> Result<Subscription> {
+        self.inner.check_open()?;
+        let _log = lock(&self.inner.log);
+        self.inner.check_open()?;
+        let now = self.inner.visible_seq.load(Ordering::Acquire);
+        self.inner.feed.subscribe(opts, now)
+    }
+
+    /// The newest version visible to reads: what a read or iterator begun now sees.
+    pub fn last_version(&self) -> u64 {
+        self.inner.visible_seq.load(Ordering::Acquire)
     }
 
     /// Counts and sizes of levels, value log, memtables and in-memory indexes.

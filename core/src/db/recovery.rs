@@ -250,6 +250,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         bulk_active: AtomicBool::new(false),
         holds: Mutex::new(Default::default()),
         cache,
+        feed: Arc::new(crate::feed::Feed::new(opts.change_feed_history_bytes)),
         read_only_recovery: opts.read_only.then(|| (mstate.clone(), replayed.clone())),
         opts,
     });

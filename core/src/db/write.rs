@@ -290,6 +290,8 @@ impl DbInner {
         let mut applied: Vec<(Arc<Writer>, EncodedBatch)> = Vec::with_capacity(group.len());
         let mut tombs = Vec::new();
         let mut last = 0;
+        // None (one atomic load) while no change-feed subscriber listens.
+        let mut feed = self.feed.collector();
         for w in group {
             let Some(WriterKind::Batch(batch)) = lock(&w.kind).take() else {
                 continue;
@@ -298,7 +300,10 @@ impl DbInner {
             // Range deletes go last in the WAL record and never into the memtable.
             let mut ranges = Vec::new();
             for op in batch.ops {
-                if let Some(end) = op.range_end {
+                if let Some(end) = &op.range_end {
+                    if let Some(f) = feed.as_mut() {
+                        f.add(w.seq, &op, 0);
+                    }
                     let mut rec = Vec::with_capacity(4 + end.len());
                     value::encode_range_delete(&mut rec, &end);
                     ranges.push((op.key, rec));
@@ -312,6 +317,9 @@ impl DbInner {
                         now + t.as_secs() + u64::from(t.subsec_nanos() > 0)
                     })
                 };
+                if let Some(f) = feed.as_mut() {
+                    f.add(w.seq, &op, expires);
+                }
                 // Sized for the record's header (at most 12 bytes) and an
                 // inline value or pointer: no regrowth while encoding.
                 let inline = op.value.as_ref().map_or(0, |v| v.len()).min(threshold);
@@ -368,6 +376,10 @@ impl DbInner {
         }
         self.insert_group(&mem, applied);
         self.publish(last);
+        // Visible now; still under the log lock, so groups reach the feed in version order.
+        if let Some(f) = feed {
+            self.feed.publish(f);
+        }
         self.counters.groups.fetch_add(1, Ordering::Relaxed);
         self.counters.batches.fetch_add(batches, Ordering::Relaxed);
         self.after_append(log);
@@ -662,6 +674,8 @@ impl DbInner {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // Every write group before this one was delivered; none comes after.
+        self.feed.close();
         let Some(mut log) = guard.take() else {
             lock(&self.dir_lock).take(); // read-only: release the shared lock
             return Ok(());

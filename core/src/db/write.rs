@@ -305,7 +305,7 @@ impl DbInner {
                         f.add(w.seq, &op, 0);
                     }
                     let mut rec = Vec::with_capacity(4 + end.len());
-                    value::encode_range_delete(&mut rec, &end);
+                    value::encode_range_delete(&mut rec, end);
                     ranges.push((op.key, rec));
                     continue;
                 }

@@ -18,8 +18,12 @@ type Change struct {
 	Key []byte
 	// Value is the value put (empty for a delete).
 	Value []byte
-	// Deleted is true for a delete.
+	// Deleted is true for a delete (and a range delete).
 	Deleted bool
+	// DeleteRange is true for a range delete: every key in [Key, Value) was
+	// deleted (an empty Value: no upper bound). A subscriber to prefixes gets
+	// it when the range meets one of them, with the whole range.
+	DeleteRange bool
 	// Version is the write's version; every op of one batch or transaction
 	// shares it.
 	Version uint64
@@ -127,12 +131,13 @@ func next(sub *C.sett_subscription_t, wait time.Duration) ([]Change, error) {
 	for i := range items {
 		it := &items[i]
 		out[i] = Change{
-			Key:       C.GoBytes(unsafe.Pointer(it.key), C.int(it.key_len)),
-			Value:     C.GoBytes(unsafe.Pointer(it.value), C.int(it.value_len)),
-			Deleted:   it.kind == C.SETT_CHANGE_DELETE,
-			Version:   uint64(it.version),
-			UserMeta:  byte(it.user_meta),
-			ExpiresAt: uint64(it.expires_at),
+			Key:         C.GoBytes(unsafe.Pointer(it.key), C.int(it.key_len)),
+			Value:       C.GoBytes(unsafe.Pointer(it.value), C.int(it.value_len)),
+			Deleted:     it.kind == C.SETT_CHANGE_DELETE || it.kind == C.SETT_CHANGE_DELETE_RANGE,
+			DeleteRange: it.kind == C.SETT_CHANGE_DELETE_RANGE,
+			Version:     uint64(it.version),
+			UserMeta:    byte(it.user_meta),
+			ExpiresAt:   uint64(it.expires_at),
 		}
 	}
 	return out, nil

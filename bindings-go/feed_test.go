@@ -240,3 +240,26 @@ func TestSubscribeEndsWhenTheDBClosesAndReadTsGivesTheRescanPoint(t *testing.T) 
 		t.Fatalf("Subscribe on a closed DB: %v", err)
 	}
 }
+
+func TestARangeDeleteIsDeliveredAsOneChangeWithItsRange(t *testing.T) {
+	db := openTemp(t)
+	ch, stop := collect(t, db, 0, []byte("a"), []byte("zz"))
+	waitSubscribed(t, db, ch)
+	mustSet(t, db, "a1", "v1")
+	if err := db.DeleteRange([]byte("x"), []byte("z")); err != nil { // does not meet "a"
+		t.Fatal(err)
+	}
+	if err := db.DropPrefix([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	got := take(t, ch, 2)
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Subscribe after cancel: %v", err)
+	}
+	if got[0].DeleteRange || string(got[0].Key) != "a1" {
+		t.Errorf("first change: %+v", got[0])
+	}
+	if c := got[1]; !c.DeleteRange || !c.Deleted || string(c.Key) != "a" || string(c.Value) != "b" {
+		t.Errorf("the drop: %+v", c)
+	}
+}

@@ -13,11 +13,13 @@ use std::time::{Duration, Instant};
 
 /// One committed write: `key`, `value` (None for a delete), `version` (shared
 /// by every write of a batch or transaction), `user_meta`, `expires_at` (unix
-/// seconds, 0 = never).
+/// seconds, 0 = never). A range delete has `key` = its start, `range_end` =
+/// its end (b"" = no upper bound), `value` None and `deleted` True.
 #[pyclass(module = "sett._sett", frozen)]
 pub struct Change {
     key: Vec<u8>,
     value: Option<Vec<u8>>,
+    range_end: Option<Vec<u8>>,
     #[pyo3(get)]
     version: u64,
     #[pyo3(get)]
@@ -38,13 +40,28 @@ impl Change {
         self.value.as_deref().map(|v| PyBytes::new_bound(py, v))
     }
 
-    /// True for a delete.
+    /// True for a delete (and a range delete).
     #[getter]
     fn deleted(&self) -> bool {
         self.value.is_none()
     }
 
+    /// The end of a range delete (every key in `[key, range_end)` was
+    /// deleted; b"" = no upper bound); None for any other change.
+    #[getter]
+    fn range_end<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.range_end.as_deref().map(|v| PyBytes::new_bound(py, v))
+    }
+
     fn __repr__(&self) -> String {
+        if let Some(end) = &self.range_end {
+            return format!(
+                "Change(range [{:?}, {:?}) deleted, version={})",
+                String::from_utf8_lossy(&self.key),
+                String::from_utf8_lossy(end),
+                self.version
+            );
+        }
         match &self.value {
             Some(v) => format!(
                 "Change(key={:?}, value=<{} bytes>, version={})",
@@ -111,13 +128,15 @@ impl Subscription {
 }
 
 fn convert(c: sett_core::Change) -> Change {
-    let value = match c.kind {
-        ChangeKind::Delete => None,
-        _ => Some(c.value),
+    let (value, range_end) = match c.kind {
+        ChangeKind::Delete => (None, None),
+        ChangeKind::DeleteRange => (None, Some(c.value)),
+        _ => (Some(c.value), None),
     };
     Change {
         key: c.key,
         value,
+        range_end,
         version: c.version,
         user_meta: c.user_meta,
         expires_at: c.expires_at,

@@ -115,3 +115,15 @@ def test_closing_a_subscription_wakes_a_thread_waiting_on_it(tmp_path):
         t.join(timeout=5)
         assert not t.is_alive()
         assert len(errors) == 1
+
+
+def test_a_range_delete_arrives_as_one_change_with_its_range(tmp_path):
+    with sett.open(tmp_path / "db") as db:
+        with db.subscribe(prefixes=[b"a"]) as sub:
+            db.put(b"a1", b"v")
+            db.delete_range(b"x", b"z")  # does not meet "a"
+            db.drop_prefix(b"a")
+            got = take(sub, 2)
+            assert got[0].range_end is None and got[0].value == b"v"
+            assert (got[1].key, got[1].range_end, got[1].value) == (b"a", b"b", None)
+            assert got[1].deleted and "range" in repr(got[1])

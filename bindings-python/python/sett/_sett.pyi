@@ -59,6 +59,9 @@ class Change:
     @property
     def deleted(self) -> bool: ...
     @property
+    def range_end(self) -> Optional[bytes]:
+        """A range delete's end (keys in [key, range_end) deleted; b"": unbounded); else None."""
+    @property
     def version(self) -> int: ...
     @property
     def user_meta(self) -> int: ...

@@ -307,8 +307,10 @@ impl DbInner {
                     seq,
                     b.ops
                         .iter()
+                        .filter(|op| op.range_end.is_none())
                         .map(|op| crate::txn::fingerprint(&op.key))
                         .collect(),
+                    b.has_range_delete(),
                 );
             }
             seq

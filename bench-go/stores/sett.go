@@ -13,10 +13,15 @@ type settStore struct {
 
 // settSettings is what openSett sets, for the reports.
 func settSettings(o Options) string {
-	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; no cache of its own (tables and sealed value-log files are read "+
-		"through mappings, so the page cache is its cache, as Badger's; indexes and bloom filters, 10 bits/key, in memory); 4 KiB blocks; %s; "+
+	threshold := ValueThreshold
+	if o.ValueThreshold > 0 {
+		threshold = o.ValueThreshold
+	}
+	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; cache_size = the memory budget (table indexes and bloom filters, 10 bits/key, "+
+		"pinned while they fit in half of it, and decompressed blocks); uncompressed data blocks and sealed value-log files are read "+
+		"through mappings, so the page cache is their cache, as Badger's; 4 KiB blocks; %s; "+
 		"16 MiB memtables (default); background value-log GC at its defaults (files with half their bytes garbage, up to 64 MiB/s), "+
-		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), ValueThreshold, codecSetting(o))
+		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), threshold, codecSetting(o))
 }
 
 // codecSetting says how table blocks are compressed, for the reports.
@@ -44,7 +49,7 @@ func openSett(dir string, o Options) (Store, error) {
 		threshold = o.ValueThreshold
 	}
 	codec := map[string]sett.Compression{"lz4": sett.CompressionLZ4, "zstd": sett.CompressionZSTD}[o.Compression]
-	db, err := sett.Open(dir, &sett.Options{ValueThreshold: threshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly, Compression: codec})
+	db, err := sett.Open(dir, &sett.Options{ValueThreshold: threshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly, Compression: codec, CacheSize: o.CacheBytes})
 	if err != nil {
 		return nil, err
 	}

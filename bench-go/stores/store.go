@@ -25,8 +25,9 @@ type Options struct {
 	// ReadOnly opens for reading only.
 	ReadOnly bool
 	// CacheBytes is the memory budget for an engine's own caches (RocksDB's
-	// block cache). Engines that read through the page cache by design (sett,
-	// Badger without compression) say so in their settings instead.
+	// block cache, sett's cache_size). What an engine reads through the page
+	// cache by design (sett's uncompressed blocks and value log, Badger
+	// without compression) its settings say.
 	CacheBytes int64
 	// Compression is the codec of table data blocks on every level for sett
 	// and RocksDB: "" or "none" (the suites' setting), "lz4" or "zstd" (at

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -51,6 +52,7 @@ func main() {
 	writers := flag.Int("writers", 32, "concurrent writers")
 	batch := flag.Int("batch", 1000, "entries per batch")
 	cacheMiB := flag.Int64("cache_mib", stores.DefaultCacheBytes>>20, "memory budget for the engine's own caches, MiB")
+	threshold := flag.Int("sett_value_threshold", 0, "sett only: values of at least this many bytes go to its value log (0: the suite's, stores.ValueThreshold)")
 	compression := flag.String("compression", "none", "codec of table data blocks for sett and RocksDB on every level: none, lz4 or zstd (Badger ignores it; the suite's values are random, so this measures what a codec costs on data it cannot shrink)")
 	flag.Parse()
 	if err := stores.CheckCompression(*compression); err != nil {
@@ -81,7 +83,7 @@ func main() {
 	}
 	sampler := rss.Start(100 * time.Millisecond)
 
-	st, err := stores.Open(*kv, path, stores.Options{Sync: *syncW, CacheBytes: *cacheMiB << 20, Compression: *compression})
+	st, err := stores.Open(*kv, path, stores.Options{Sync: *syncW, CacheBytes: *cacheMiB << 20, Compression: *compression, ValueThreshold: *threshold})
 	if err != nil {
 		fail(err)
 	}
@@ -135,7 +137,7 @@ func main() {
 	r := Result{
 		Engine: *kv, ValSize: *valsz, Keys: n, Seconds: elapsed, KeysPerSec: float64(n) / elapsed,
 		DiskApparent: apparent, DiskAllocated: allocated, PeakRSS: phase.Engine(), RSS: phase,
-		RawBytes: n * int64(len(keys.Key(*valsz, 0))+*valsz), Sync: *syncW, ValueThreshold: stores.ValueThreshold,
+		RawBytes: n * int64(len(keys.Key(*valsz, 0))+*valsz), Sync: *syncW, ValueThreshold: cmp.Or(*threshold, stores.ValueThreshold),
 		Compression: *compression,
 	}
 	fmt.Printf("%s valsz=%d: %d keys in %.2fs (%.0f keys/s, clock stopped after close: memtables flushed, logs synced); disk after close %.1f MiB apparent, %.1f MiB allocated; engine peak RSS %.0f MiB (process peak %.0f less harness baseline %.0f)\n",

@@ -186,6 +186,9 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	if c.compression != "none" {
 		args = append(args, "--compression", c.compression)
 	}
+	if c.settThreshold > 0 && engine == "sett" {
+		args = append(args, "--sett_value_threshold", strconv.Itoa(c.settThreshold))
+	}
 	out, ph, err := r.phase(cl, "populate", c.populate, args)
 	cl.PopWritten = ph.dev.WriteBytes()
 	if ph.killed != "" {

@@ -333,10 +333,16 @@ impl DbInner {
     /// waking every 50 ms to see whether the Db is closing.
     fn throttle(&self, started: Instant, done: u64, rate: u64) -> Result<()> {
         let due = Duration::from_secs_f64(done as f64 / rate as f64);
-        while started.elapsed() < due {
+        loop {
+            // One reading of the clock per step: comparing one reading and
+            // subtracting a later one underflowed (a panic in the GC thread,
+            // seen in the large-regime benchmark, left its backlog for ever).
+            let left = due.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Ok(());
+            }
             self.check_open()?;
-            std::thread::sleep((due - started.elapsed()).min(Duration::from_millis(50)));
+            std::thread::sleep(left.min(Duration::from_millis(50)));
         }
-        Ok(())
     }
 }

@@ -470,16 +470,38 @@ impl DbInner {
 
     fn start_threads(self: &Arc<Self>) {
         let mut threads = lock(&self.threads);
-        let me = self.clone();
-        threads.push(std::thread::spawn(move || me.flush_loop()));
+        threads.push(self.spawn_background("flush", DbInner::flush_loop));
         for _ in 0..self.opts.compaction_threads {
-            let me = self.clone();
-            threads.push(std::thread::spawn(move || me.compaction_loop()));
+            threads.push(self.spawn_background("compaction", DbInner::compaction_loop));
         }
         if self.opts.vlog_gc_ratio > 0.0 {
-            let me = self.clone();
-            threads.push(std::thread::spawn(move || me.gc_loop()));
+            threads.push(self.spawn_background("value-log GC", DbInner::gc_loop));
         }
+    }
+
+    /// Runs a background loop; a panic in it poisons the Db with its message,
+    /// so that callers get an error instead of waiting for work that no
+    /// thread will do any more.
+    fn spawn_background(
+        self: &Arc<Self>,
+        name: &'static str,
+        run: fn(Arc<DbInner>),
+    ) -> JoinHandle<()> {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            let watch = me.clone();
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || run(me)))
+            {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".into());
+                watch.poison_with(&Error::Poisoned(format!(
+                    "the background {name} thread panicked: {why}"
+                )));
+            }
+        })
     }
 
     pub(crate) fn take_threads(&self) -> Vec<JoinHandle<()>> {

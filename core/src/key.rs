@@ -39,6 +39,26 @@ pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
     &ikey[..ikey.len().saturating_sub(SUFFIX_LEN)]
 }
 
+/// The first of `n` internal keys in order (`key_at(i)`) that is not less
+/// than `target`, or `n`: a binary search over a block's entries or a table's
+/// index without collecting them.
+pub(crate) fn lower_bound<'a>(
+    n: usize,
+    key_at: impl Fn(usize) -> &'a [u8],
+    target: &[u8],
+) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if compare(key_at(mid), target) == Ordering::Less {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Orders internal keys: user key ascending, then version descending.
 pub(crate) fn compare(a: &[u8], b: &[u8]) -> Ordering {
     let (ua, ub) = (user_key(a), user_key(b));

@@ -105,6 +105,30 @@ impl Countdown {
 /// many entries; smaller ones are not worth the wake-up.
 const PARALLEL_INSERT_MIN: usize = 64;
 
+/// A batch's sequence, handed out under the queue lock once a transaction's
+/// reads are checked against the commits since it began; the oracle records
+/// the batch's keys for transactions still open.
+fn reserve_batch(q: &mut Queue, b: &WriteBatch, txn: Option<&TxnCheck>) -> Result<u64> {
+    if let Some(t) = txn {
+        if q.oracle.conflicts(t.read_ts, &t.reads) {
+            return Err(Error::Conflict);
+        }
+    }
+    let seq = q.reserve();
+    if q.oracle.tracking() {
+        q.oracle.record(
+            seq,
+            b.ops
+                .iter()
+                .filter(|op| op.range_end.is_none())
+                .map(|op| crate::txn::fingerprint(&op.key))
+                .collect(),
+            b.has_range_delete(),
+        );
+    }
+    Ok(seq)
+}
+
 /// What a committing transaction asks the oracle to check.
 pub(crate) struct TxnCheck {
     pub read_ts: u64,
@@ -159,26 +183,7 @@ impl DbInner {
         }
         let mut q = lock(&self.queue);
         let seq = match &kind {
-            WriterKind::Batch(b) => {
-                if let Some(t) = &txn {
-                    if q.oracle.conflicts(t.read_ts, &t.reads) {
-                        return Err(Error::Conflict);
-                    }
-                }
-                let seq = q.reserve();
-                if q.oracle.tracking() {
-                    q.oracle.record(
-                        seq,
-                        b.ops
-                            .iter()
-                            .filter(|op| op.range_end.is_none())
-                            .map(|op| crate::txn::fingerprint(&op.key))
-                            .collect(),
-                        b.has_range_delete(),
-                    );
-                }
-                seq
-            }
+            WriterKind::Batch(b) => reserve_batch(&mut q, b, txn.as_ref())?,
             WriterKind::Moves(_) => 0,
         };
         let me = Arc::new(Writer {
@@ -289,32 +294,12 @@ impl DbInner {
     /// WAL and become visible in order.
     fn write_direct(&self, kind: WriterKind, txn: Option<TxnCheck>, bytes: usize) -> Result<()> {
         let mut guard = lock(&self.log);
-        let seq = {
-            let mut q = lock(&self.queue);
-            let WriterKind::Batch(b) = &kind else {
-                return Err(Error::InvalidArgument(
-                    "value-log moves go through the queue".into(),
-                ));
-            };
-            if let Some(t) = &txn {
-                if q.oracle.conflicts(t.read_ts, &t.reads) {
-                    return Err(Error::Conflict);
-                }
-            }
-            let seq = q.reserve();
-            if q.oracle.tracking() {
-                q.oracle.record(
-                    seq,
-                    b.ops
-                        .iter()
-                        .filter(|op| op.range_end.is_none())
-                        .map(|op| crate::txn::fingerprint(&op.key))
-                        .collect(),
-                    b.has_range_delete(),
-                );
-            }
-            seq
+        let WriterKind::Batch(b) = &kind else {
+            return Err(Error::InvalidArgument(
+                "value-log moves go through the queue".into(),
+            ));
         };
+        let seq = reserve_batch(&mut lock(&self.queue), b, txn.as_ref())?;
         let me = Arc::new(Writer {
             kind: Mutex::new(Some(kind)),
             is_moves: false,

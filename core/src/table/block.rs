@@ -181,16 +181,7 @@ impl DecodedBlock {
 
     /// Index of the first key ≥ `target` (may be `len()`).
     pub(crate) fn lower_bound(&self, target: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if key::compare(self.key(mid), target) == Ordering::Less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        key::lower_bound(self.len(), |i| self.key(i), target)
     }
 }
 

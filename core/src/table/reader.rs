@@ -110,16 +110,7 @@ impl Meta {
 
     /// Index of the first block whose last key is ≥ `target` (may be `blocks()`).
     pub(crate) fn find_block(&self, target: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.index.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if key::compare(self.key(mid), target) == Ordering::Less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        key::lower_bound(self.index.len(), |i| self.key(i), target)
     }
 }
 

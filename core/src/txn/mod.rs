@@ -190,7 +190,15 @@ impl Txn {
             ));
         }
         self.db.check_range(start, end)?;
-        let size = self.size + start.len() + end.len();
+        self.charge(start.len() + end.len())?;
+        self.writes.retain(|k, _| !in_range(k, start, end));
+        self.ranges.push((start.to_vec(), end.to_vec()));
+        Ok(())
+    }
+
+    /// Counts `bytes` more against `max_txn_size`; past it nothing is counted.
+    fn charge(&mut self, bytes: usize) -> Result<()> {
+        let size = self.size + bytes;
         if size > self.db.opts.max_txn_size {
             return Err(Error::TooBig {
                 what: "transaction",
@@ -199,8 +207,6 @@ impl Txn {
             });
         }
         self.size = size;
-        self.writes.retain(|k, _| !in_range(k, start, end));
-        self.ranges.push((start.to_vec(), end.to_vec()));
         Ok(())
     }
 
@@ -220,15 +226,7 @@ impl Txn {
                 max: self.db.opts.max_value_size,
             });
         }
-        let size = self.size + key.len() + vlen;
-        if size > self.db.opts.max_txn_size {
-            return Err(Error::TooBig {
-                what: "transaction",
-                len: size,
-                max: self.db.opts.max_txn_size,
-            });
-        }
-        self.size = size;
+        self.charge(key.len() + vlen)?;
         self.writes.insert(
             key.to_vec(),
             PendingWrite {

@@ -2,7 +2,7 @@
 
 use crate::batch::{sett_batch_t, with_batch};
 use crate::db::sett_db_t;
-use crate::error::sett_error_t;
+use crate::error::{sett_error_t, FfiError};
 use crate::txn::sett_txn_t;
 use crate::util::{bytes, guard_ok, live, live_mut};
 use std::ffi::c_int;
@@ -25,10 +25,8 @@ pub unsafe extern "C" fn sett_delete_range(
 ) -> c_int {
     guard_ok(err, || {
         let h = live(db)?;
-        // SAFETY: `start` is NULL (refused unless start_len is 0) or points to `start_len` readable bytes, as sett.h requires of the caller.
-        let s = unsafe { bytes(start, start_len, "start") }?;
-        // SAFETY: as for `start`, with `end_len`.
-        let e = unsafe { bytes(end, end_len, "end") }?;
+        // SAFETY: the caller passes valid byte ranges (contract in sett.h).
+        let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
         h.db.delete_range(s, e)?;
         Ok(())
     })
@@ -47,10 +45,8 @@ pub unsafe extern "C" fn sett_batch_delete_range(
     end_len: usize,
 ) -> c_int {
     with_batch(batch, |b| {
-        // SAFETY: valid byte ranges (contract in sett.h).
-        let s = unsafe { bytes(start, start_len, "start") }?;
-        // SAFETY: valid byte range (contract in sett.h).
-        let e = unsafe { bytes(end, end_len, "end") }?;
+        // SAFETY: the caller passes valid byte ranges (contract in sett.h).
+        let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
         b.delete_range(s, e);
         Ok(())
     })
@@ -72,11 +68,27 @@ pub unsafe extern "C" fn sett_txn_delete_range(
 ) -> c_int {
     guard_ok(err, || {
         let t = live_mut(txn)?.live()?;
-        // SAFETY: valid byte ranges (contract in sett.h).
-        let s = unsafe { bytes(start, start_len, "start") }?;
-        // SAFETY: valid byte range (contract in sett.h).
-        let e = unsafe { bytes(end, end_len, "end") }?;
+        // SAFETY: the caller passes valid byte ranges (contract in sett.h).
+        let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
         t.delete_range(s, e)?;
         Ok(())
     })
+}
+
+/// The `[start, end)` of a range-delete call as byte slices.
+///
+/// # Safety
+/// Each pointer is NULL (refused unless its length is 0) or points to that
+/// many readable bytes that outlive the returned slices.
+unsafe fn range<'a>(
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+) -> Result<(&'a [u8], &'a [u8]), FfiError> {
+    // SAFETY: forwarded from this function's contract.
+    let s = unsafe { bytes(start, start_len, "start") }?;
+    // SAFETY: as for `start`, with `end_len`.
+    let e = unsafe { bytes(end, end_len, "end") }?;
+    Ok((s, e))
 }

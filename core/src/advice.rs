@@ -22,6 +22,15 @@ pub(crate) fn random(map: &Mmap) {
     let _ = map.advise(Advice::Random);
 }
 
+/// Reads of `file` through this descriptor fetch only the pages they ask for
+/// (POSIX_FADV_RANDOM: no read-ahead window around a miss). Best effort, like
+/// [`random`].
+pub(crate) fn random_fd(file: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: plain fadvise on an open descriptor; no memory is involved.
+    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+}
+
 /// Starts reading `[start, end)` of `map` into the page cache (asynchronously),
 /// clamped to the mapping. Best effort, like [`random`].
 pub(crate) fn will_need(map: &Mmap, start: usize, end: usize) {

@@ -362,3 +362,84 @@ fn readers_in_flight_keep_what_eviction_takes_from_the_cache() {
     );
     db.close().unwrap();
 }
+
+/// The process's resident pages of mapped files (RssFile), in bytes.
+fn rss_file() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("RssFile:"))
+        .expect("RssFile in /proc/self/status");
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib << 10
+}
+
+#[test]
+fn point_reads_and_scans_map_no_table_or_value_log_pages_into_the_process() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let n = 6000u32;
+    let big = |i: u32| -> Vec<u8> { (0..4096u32).map(|j| (i ^ j) as u8).collect() };
+    let mut o = Options::new(dir.path());
+    o.vlog_gc_ratio = 0.0;
+    o.memtable_size = 1 << 20;
+    o.vlog_file_size = 4 << 20;
+    {
+        let db = Db::open(o.clone()).unwrap();
+        for i in 0..n {
+            db.put(&key(i), &big(i)).unwrap();
+            db.put(&key(i + n), &value(i)).unwrap();
+        }
+        db.flatten().unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open(o).unwrap();
+    // Wait out what the open may have started (it would read its inputs
+    // through the mapping, which this test is not about).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while {
+        let s = db.stats();
+        s.compactions_pending + s.compactions_running > 0 || s.immutable_memtables > 0
+    } {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "compactions never settled"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let base = rss_file();
+    let mut rng = Rng(7);
+    for _ in 0..2 * n {
+        let i = rng.below(n);
+        assert_eq!(db.get(&key(i)).unwrap(), Some(big(i)), "key {i}");
+        assert_eq!(
+            db.get(&key(i + n)).unwrap(),
+            Some(value(i)),
+            "key {}",
+            i + n
+        );
+    }
+    for reverse in [false, true] {
+        let it = db
+            .iter(IterOptions {
+                reverse,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(it.count(), 2 * n as usize);
+    }
+    let grown = rss_file().saturating_sub(base);
+    let data: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    eprintln!("data {data} B, RssFile grew by {grown} B");
+    assert!(data > 16 << 20, "only {data} bytes of data");
+    // Code pages of the test binary and libraries first run here may come in;
+    // the data read is sixteen times that.
+    assert!(
+        grown < 1 << 20,
+        "reads mapped {grown} bytes of the database's files into the process"
+    );
+    db.close().unwrap();
+}

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::key;
 use crate::range_del::{KeyRanges, RangeDels};
 use crate::value::{self, Stored, ValuePointer};
-use crate::vlog::{ScanAhead, ValueBytes, VlogSet};
+use crate::vlog::{ScanAhead, VlogSet};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -69,7 +69,7 @@ enum Val {
     /// In the value log, not read yet.
     Pointer(ValuePointer),
     /// Read from the value log.
-    Read(ValueBytes),
+    Read(Vec<u8>),
 }
 
 /// A buffered item: its user key's place in `bytes`, and its value.
@@ -212,7 +212,7 @@ impl DbIterator {
     pub fn value(&self) -> &[u8] {
         match self.items.get(self.pos).map(|it| &it.val) {
             Some(Val::Here(start, len)) => self.span((*start, *len)),
-            Some(Val::Read(v)) => v.as_slice(),
+            Some(Val::Read(v)) => v,
             Some(Val::Pointer(_)) | None => &[],
         }
     }
@@ -354,7 +354,7 @@ impl DbIterator {
                 .into_iter();
             for it in &mut self.items {
                 if matches!(it.val, Val::Pointer(_)) {
-                    it.val = Val::Read(values.next().unwrap_or(ValueBytes::Owned(Vec::new())));
+                    it.val = Val::Read(values.next().unwrap_or_default());
                 }
             }
         }

@@ -29,6 +29,7 @@ use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
 use std::fs::File;
 use std::ops::{Deref, Range};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
@@ -155,6 +156,9 @@ pub(crate) struct Table {
     id: u64,
     path: PathBuf,
     mmap: Mmap,
+    /// Descriptor for user reads of data blocks (advised random: no read-ahead
+    /// window around a miss).
+    file: File,
     smallest: Box<[u8]>,
     largest: Box<[u8]>,
     index_at: Handle,
@@ -222,10 +226,12 @@ impl Table {
                 o.keys[e.key_start as usize..][..e.key_len as usize].into()
             })
             .unwrap_or_default();
+        advice::random_fd(&file);
         let t = Table {
             id,
             path: path.to_path_buf(),
             mmap,
+            file,
             smallest: o.smallest,
             largest,
             index_at: o.footer.index,
@@ -446,6 +452,9 @@ impl Table {
     /// or when stored raw, else its decompressed bytes, from the cache or
     /// decompressed now (and cached if `fill`).
     fn contents<'a>(&'a self, meta: &Meta, i: usize, fill: bool) -> Result<Contents<'a>> {
+        if fill {
+            return self.cached_block(meta, i).map(Contents::Shared);
+        }
         if self.version < VERSION_COMPRESSED {
             return Ok(Contents::Raw(self.block_bytes(meta, i)?));
         }
@@ -469,6 +478,47 @@ impl Table {
             Ok(c) => Ok(c),
             Err(bad) => Err(Error::corruption(&self.path, off, bad.to_string())),
         }
+    }
+
+    /// Block `i` for a user read: from the cache, else read with one
+    /// positional read, its crc checked, decompressed if it was compressed,
+    /// and cached. User reads do not touch the mapping: on data larger than
+    /// memory, mapped pages made every eviction an unmap and counted in the
+    /// process's RSS, outside the memory budget (PERFORMANCE.md, session 10).
+    fn cached_block(&self, meta: &Meta, i: usize) -> Result<SharedBlock> {
+        let e = &meta.index[i];
+        let key = (self.id, e.offset);
+        if let Some(Cached::Block(b)) = self.cache.get(&key, Kind::Data) {
+            return Ok(b);
+        }
+        let mut buf = vec![0u8; e.len as usize + 4];
+        crate::fault::check(crate::fault::Op::Read)
+            .and_then(|()| self.file.read_exact_at(&mut buf, e.offset))
+            .map_err(|err| match err.kind() {
+                std::io::ErrorKind::UnexpectedEof => Error::corruption(
+                    &self.path,
+                    e.offset,
+                    "block handle points past the end of the table",
+                ),
+                _ => Error::io(format!("reading {}", self.path.display()), err),
+            })?;
+        let checked = checked_slice(&self.path, &buf, 0, e.len, buf.len())
+            .map_err(|_| Error::corruption(&self.path, e.offset, "block checksum mismatch"))?;
+        let block = if self.version < VERSION_COMPRESSED {
+            buf.truncate(e.len as usize);
+            buf
+        } else {
+            match codec::decode(checked) {
+                Ok(Contents::Raw(payload)) => payload.to_vec(),
+                Ok(Contents::Owned(v)) => v,
+                Ok(Contents::Shared(v)) => v.as_ref().clone(),
+                Err(bad) => return Err(Error::corruption(&self.path, e.offset, bad.to_string())),
+            }
+        };
+        let block = Arc::new(block);
+        let charge = block.capacity() + ENTRY_OVERHEAD;
+        self.cache.insert(key, Cached::Block(block.clone()), charge);
+        Ok(block)
     }
 
     /// Checks every block's crc and format; returns the number of blocks.

@@ -11,37 +11,32 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Reads larger than this are not merged with their neighbours.
 const COALESCE_MAX: u64 = 1 << 20;
 /// Neighbouring entries closer than this are read with one call.
 const COALESCE_GAP: u64 = 16 << 10;
-/// Page size assumed for read advice (larger pages only make it coarser).
-const PAGE: usize = 4096;
-/// A point read of an entry over at least this many pages asks for all of it
-/// before touching it, so that a cold entry costs one round of device reads,
-/// not one fault per page in turn. 2 pages too: a quarter of 1 KiB entries
-/// straddle a page; on data 3x memory that took 1 KiB reads from 47.5 to 41.6
-/// µs, while cached reads showed no cost (PERFORMANCE.md, session 8).
-const POINT_AHEAD_PAGES: usize = 2;
 /// A scan's read that starts at most this far past where its last read of the
 /// same file ended continues a forward walk through that file.
 const SEQUENTIAL_GAP: usize = 64 << 10;
 
-/// One value-log file open for reading, shareable across threads. A sealed file
-/// (one that will never be appended to again) is memory-mapped, so a read is one
-/// copy out of the page cache with no system call; the head file is read with
-/// positional reads.
+/// One value-log file open for reading, shareable across threads. Every read
+/// is a positional read. A sealed file (one that will never be appended to
+/// again) is also mapped, but never read through the mapping: the mapping only
+/// carries scans' read-ahead advice (MADV_WILLNEED fills the page cache without
+/// mapping pages into the process) and residency probes (mincore). Reading
+/// values in place made every eviction on data larger than memory an unmap
+/// and counted the pages in the process's RSS, outside the memory budget
+/// (PERFORMANCE.md, session 10). Point reads of a sealed file go through their
+/// own descriptor advised POSIX_FADV_RANDOM: no read-ahead window around a miss.
 pub(crate) struct VlogFile {
     id: u32,
     path: PathBuf,
     file: File,
     map: Option<Mmap>,
-    /// A read of the mapping failed (SIGBUS caught by `read_guard`): every
-    /// later read of this file is an I/O error.
-    read_failed: AtomicBool,
+    /// Descriptor for point reads of a sealed file (no read-ahead).
+    point: Option<File>,
 }
 
 impl VlogFile {
@@ -58,7 +53,7 @@ impl VlogFile {
             path: path.to_path_buf(),
             file,
             map: None,
-            read_failed: AtomicBool::new(false),
+            point: None,
         })
     }
 
@@ -67,14 +62,18 @@ impl VlogFile {
         let mut f = VlogFile::open(path, id)?;
         // SAFETY: sealed value-log files are never written again; sett only
         // deletes them (a mapping outlives the unlink), and other processes are
-        // kept out by the directory lock. A file truncated behind sett's back
-        // faults on access: reads go through `read_guard`, which makes that an
-        // I/O error.
+        // kept out by the directory lock. Nothing reads the mapping's bytes (it
+        // only takes advice and mincore), so a file truncated behind sett's
+        // back cannot fault here: its positional reads come back short.
         let map = unsafe { Mmap::map(&f.file) }
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
-        // A point read touches one entry; scans ask for their ranges (read_many).
+        // Scans ask for their ranges (read_many); nothing else should be read.
         advice::random(&map);
         f.map = Some(map);
+        let point =
+            File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        advice::random_fd(&point);
+        f.point = Some(point);
         Ok(f)
     }
 
@@ -100,25 +99,12 @@ impl VlogFile {
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 
-    /// Reads and checks the entry at `ptr`, returning its value.
+    /// Reads and checks the entry at `ptr`, returning its value: one
+    /// positional read of the whole entry.
     pub(crate) fn read(&self, ptr: ValuePointer) -> Result<Vec<u8>> {
-        if let Some(map) = &self.map {
-            // An entry over several pages comes in one read, not a fault per page.
-            let start = to_usize(ptr.offset);
-            let end = start.saturating_add(ptr.len as usize);
-            let pages = end.div_ceil(PAGE).saturating_sub(start / PAGE);
-            if pages >= POINT_AHEAD_PAGES {
-                advice::will_need(map, start, end);
-            }
-        }
-        if let Some(map) = &self.map {
-            return self.guarded(|| {
-                let (start, len) = self.check_entry_in(map, ptr)?;
-                Ok(map[start..start + len].to_vec())
-            });
-        }
+        let file = self.point.as_ref().unwrap_or(&self.file);
         let mut buf = vec![0u8; ptr.len as usize];
-        let n = read_up_to(&self.file, &mut buf, ptr.offset)
+        let n = read_up_to(file, &mut buf, ptr.offset)
             .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
         if n < buf.len() {
             return Err(Error::corruption(
@@ -293,71 +279,6 @@ fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize
     Ok(done)
 }
 
-/// A value read from the value log: copied out by a positional read, or left
-/// in place in a sealed file's mapping (checked, not copied).
-pub(crate) enum ValueBytes {
-    Owned(Vec<u8>),
-    Mapped {
-        file: Arc<VlogFile>,
-        start: usize,
-        len: usize,
-    },
-}
-
-impl ValueBytes {
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        match self {
-            ValueBytes::Owned(v) => v,
-            ValueBytes::Mapped { file, start, len } => file
-                .map
-                .as_deref()
-                .and_then(|m| m.get(*start..*start + *len))
-                .unwrap_or_default(),
-        }
-    }
-}
-
-impl VlogFile {
-    /// Checks the entry at `ptr` in a mapped file and returns where its value
-    /// lies in the mapping; `None` if the file is not mapped.
-    fn check_mapped(&self, ptr: ValuePointer) -> Option<Result<(usize, usize)>> {
-        let map = self.map.as_ref()?;
-        Some(self.guarded(|| self.check_entry_in(map, ptr)))
-    }
-
-    fn check_entry_in(&self, map: &Mmap, ptr: ValuePointer) -> Result<(usize, usize)> {
-        crate::fault::check(crate::fault::Op::Read)
-            .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
-        let start = ptr.offset as usize;
-        let entry = start
-            .checked_add(ptr.len as usize)
-            .and_then(|end| map.get(start..end))
-            .ok_or_else(|| {
-                Error::corruption(
-                    &self.path,
-                    ptr.offset,
-                    format!(
-                        "value pointer runs past the end of the file ({} bytes)",
-                        map.len()
-                    ),
-                )
-            })?;
-        let (klen, vlen) =
-            check_entry(entry).map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
-        Ok((start + ENTRY_HEADER_LEN + klen, vlen))
-    }
-
-    /// Runs `f`, a read of this file's mapping, with device errors under the
-    /// mapping returned as I/O errors (see `read_guard`).
-    fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let mapped = crate::read_guard::Mapped {
-            path: &self.path,
-            failed: &self.read_failed,
-        };
-        crate::read_guard::read(mapped, f)
-    }
-}
-
 /// The live value-log files, by id. Immutable: a change makes a new set, and
 /// readers keep the set they started with, so a file removed by garbage
 /// collection stays readable (its descriptor open) until the last of them is done.
@@ -428,12 +349,10 @@ impl VlogSet {
         ptrs: &[ValuePointer],
         dir: &Path,
         scan: &mut ScanAhead,
-    ) -> Result<Vec<ValueBytes>> {
+    ) -> Result<Vec<Vec<u8>>> {
         let mut order: Vec<usize> = (0..ptrs.len()).collect();
         order.sort_by_key(|&i| (ptrs[i].file, ptrs[i].offset));
-        let mut out: Vec<ValueBytes> = (0..ptrs.len())
-            .map(|_| ValueBytes::Owned(Vec::new()))
-            .collect();
+        let mut out: Vec<Vec<u8>> = vec![Vec::new(); ptrs.len()];
         // Runs of `order` read together: (first, past the last, file, start, end).
         let mut runs = Vec::new();
         let mut i = 0;
@@ -457,8 +376,10 @@ impl VlogSet {
             runs.push((i, j, self.file(first, dir)?, start, end));
             i = j;
         }
-        // Mapped files are read a page per fault: ask for every run first, so
-        // that the reads go to the device together and in large pieces.
+        // Ask for every run first (through the mapping's advice, which fills
+        // the page cache without mapping pages into the process), so that the
+        // reads go to the device together and in large pieces; then read each
+        // run with one positional read.
         let mapped: Vec<(&Mmap, Range<usize>)> = runs
             .iter()
             .filter_map(|(_, _, file, start, end)| {
@@ -475,20 +396,8 @@ impl VlogSet {
         }
         for (i, j, file, start, end) in runs {
             let first = ptrs[order[i]];
-            if file.map.is_some() {
-                // Mapped: each value is checked where it lies, and not copied.
-                for &k in &order[i..j] {
-                    if let Some(found) = file.check_mapped(ptrs[k]) {
-                        let (start, len) = found?;
-                        out[k] = ValueBytes::Mapped {
-                            file: file.clone(),
-                            start,
-                            len,
-                        };
-                    }
-                }
-            } else if j == i + 1 {
-                out[order[i]] = ValueBytes::Owned(file.read(first)?);
+            if j == i + 1 {
+                out[order[i]] = file.read(first)?;
             } else {
                 let mut buf = vec![0u8; (end - start) as usize];
                 let n = read_up_to(&file.file, &mut buf, start)
@@ -507,7 +416,7 @@ impl VlogSet {
                     let entry = &buf[lo..hi];
                     let (klen, _) = check_entry(entry)
                         .map_err(|what| Error::corruption(&file.path, p.offset, what))?;
-                    out[k] = ValueBytes::Owned(entry[ENTRY_HEADER_LEN + klen..].to_vec());
+                    out[k] = entry[ENTRY_HEADER_LEN + klen..].to_vec();
                 }
             }
         }

@@ -14,19 +14,15 @@
 //! the budget serves the LRU. A shard's pinned plus LRU bytes never exceed its
 //! capacity: pinning evicts LRU entries first, or fails.
 //!
-//! Uncompressed data blocks are not cached here, unlike RocksDB, whose block
-//! cache holds every data block it reads (uncompressed), because RocksDB
-//! reads blocks with `pread` into its own heap buffers. sett reads them in
-//! place from a read-only shared mapping of the table: their bytes are the
-//! OS page cache's pages, shared with every process and dropped by the
-//! kernel under memory pressure, not process heap. Copying them into the
-//! cache would charge the budget for a second copy of memory the kernel
-//! already manages. Compressed blocks have no such copy to read in place
-//! (the mapping holds the compressed bytes), so their decompressed bytes
-//! are heap and belong in the budget. The flip side: on a machine where the
-//! page cache is squeezed, hot uncompressed blocks are read from the device
-//! again where RocksDB would keep them; RocksDB users who run with a small
-//! block cache and rely on the page cache (a common setup) see the same.
+//! Data blocks that user reads (gets and iterators) touch are cached here too,
+//! as in RocksDB's block cache: they are read with positional reads, checked
+//! against their crc, decompressed if they were compressed, and charged by
+//! their heap size. Until session 10 uncompressed blocks were read in place
+//! from the table's mapping instead; on data larger than memory that counted
+//! every touched page in the process's RSS, outside this budget, and made
+//! every eviction of such a page an unmap (PERFORMANCE.md, session 10).
+//! Compaction inputs read around the cache (they would only push hot blocks
+//! out).
 //!
 //! Shards are at least `MIN_SHARD` bytes, so that the meta of a default 64 MiB
 //! table (a few MiB) fits in one; an entry larger than a shard's room is not
@@ -178,6 +174,22 @@ impl<V: Clone> Shard<V> {
     }
 }
 
+/// Hands memory the allocator holds free back to the system. Blocks are
+/// allocated by whichever thread read them (a host's reader threads, each with
+/// its own glibc arena) and freed by whichever thread evicts them, so freed
+/// space stays resident in arenas that the next allocations may not use: in
+/// the large regime a keys-only scan through a 256 MiB cache held 804 MB of
+/// anonymous memory (PERFORMANCE.md, session 10). The memtable flush trims for
+/// the same reason.
+pub(crate) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it is
+    // thread-safe and has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// A sharded LRU cache of `V` (cheap to clone), bounded in bytes.
 pub(crate) struct Cache<V> {
     shards: Box<[Mutex<Shard<V>>]>,
@@ -187,7 +199,14 @@ pub(crate) struct Cache<V> {
     pinned: AtomicUsize,
     hits: [AtomicU64; 2],
     misses: [AtomicU64; 2],
+    /// Bytes evicted since the allocator was last asked to give free memory
+    /// back (see [`Cache::insert`]).
+    evicted: AtomicUsize,
 }
+
+/// Evicted bytes after which an insert hands the allocator's free memory back
+/// to the system: a quarter of the capacity, at least this.
+const MIN_TRIM_EVERY: usize = 16 << 20;
 
 impl<V: Clone> Cache<V> {
     /// A cache of at most `capacity` bytes (0: nothing is cached or pinned).
@@ -203,6 +222,22 @@ impl<V: Clone> Cache<V> {
             pinned: AtomicUsize::new(0),
             hits: Default::default(),
             misses: Default::default(),
+            evicted: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts `freed` evicted bytes; past a quarter of the capacity (at least
+    /// [`MIN_TRIM_EVERY`]) since the last time, gives free memory back to the
+    /// system (called with no shard held).
+    fn trim_after(&self, freed: usize) {
+        if freed == 0 {
+            return;
+        }
+        let every = (self.capacity / 4).max(MIN_TRIM_EVERY);
+        if self.evicted.fetch_add(freed, Ordering::Relaxed) + freed >= every
+            && self.evicted.swap(0, Ordering::Relaxed) >= every
+        {
+            release_free_memory();
         }
     }
 
@@ -264,6 +299,8 @@ impl<V: Clone> Cache<V> {
         s.map.insert(key, i);
         s.push_front(i);
         s.lru += charge;
+        drop(s);
+        self.trim_after(freed);
         self.usage.fetch_add(charge, Ordering::Relaxed);
     }
 

@@ -74,12 +74,12 @@ pub struct Options {
     /// Bloom filter bits per key (0 disables the filter). Default 10 (about 1% false positives).
     pub bloom_bits_per_key: usize,
     /// The memory budget for reading, in bytes: one cache holds every table's
-    /// index and bloom filter and the decompressed data blocks of compressed
-    /// tables, charged by their heap size (RocksDB's block cache with
+    /// index and bloom filter and the data blocks reads touch (decompressed),
+    /// charged by their heap size (RocksDB's block cache with
     /// `cache_index_and_filter_blocks`). Indexes and filters that fit in half
     /// of it are pinned (read without a lock); the rest are loaded on demand.
-    /// Uncompressed data blocks are read in place from the file mapping and
-    /// left to the OS page cache, so they are not counted. Default 256 MiB
+    /// Data blocks that gets and iterators read are cached in it too (read
+    /// with positional reads, as RocksDB's block cache). Default 256 MiB
     /// (RocksDB's and Badger's usual block cache size): the index and filter
     /// of about 100 million keys. At least 1 MiB.
     pub cache_size: usize,

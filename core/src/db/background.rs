@@ -2,6 +2,7 @@
 
 use super::recovery::remove;
 use super::*;
+use crate::cache::release_free_memory;
 use crate::fs::sync_dir;
 use crate::levels::compaction::{self, Compaction};
 use crate::manifest::{Edit, TableRecord};
@@ -517,20 +518,6 @@ impl Drop for ManualGuard<'_> {
         bg.manual = false;
         self.db.bg_cv.notify_all();
         self.db.room_cv.notify_all();
-    }
-}
-
-/// Hands memory the allocator holds free back to the system. A flushed
-/// memtable's entries were allocated by whichever writer thread led each write
-/// group, so glibc spreads them over its per-thread arenas and keeps the freed
-/// space resident; trimming after each flush keeps the process's resident
-/// memory near what is live (see PERFORMANCE.md).
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists; it is
-    // thread-safe and has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

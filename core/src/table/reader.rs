@@ -1,4 +1,4 @@
-//! An open table: memory-mapped data; index and filter through the cache.
+//! An open table: index, filter and data blocks read through the cache.
 //!
 //! Open checks the footer and the index block (crc and structure: the key
 //! range must be known to place the table in its level) and keeps only the
@@ -8,11 +8,13 @@
 //! once per load. Readers hold an `Arc` of the meta, so an eviction never
 //! pulls it from under a read in flight.
 //!
-//! Uncompressed data blocks are read in place from the mapping (no copy, no
-//! cache entry: the page cache holds them, outside the process heap). A
-//! compressed block (version 3) is decompressed once and cached by (table id,
-//! offset), so repeated reads of a hot block pay no decompression; compaction
-//! inputs read around the cache (they would only push hot blocks out).
+//! Gets and iterators read data blocks through the cache, keyed by (table id,
+//! offset): a miss is one positional read on a descriptor advised random (no
+//! read-ahead window), its crc checked and, if compressed, decompressed
+//! (RocksDB's block cache). Iterators ask for read-ahead through the mapping's
+//! advice, which fills the page cache without mapping pages into the process.
+//! Compaction and verify read the mapping in place (they would only push hot
+//! blocks out of the cache), under `read_guard`.
 
 use super::block::DecodedBlock;
 use super::codec::{self, Contents};

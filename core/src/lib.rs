@@ -80,6 +80,7 @@ pub mod fs;
 mod fuzzing;
 mod iter;
 mod key;
+mod keyspace;
 mod levels;
 mod manifest;
 mod memtable;
@@ -108,6 +109,7 @@ pub use db::{CheckpointReport, Db, GcOutcome, Item, Stats, VerifyReport, CHECKPO
 pub use error::{Error, Result};
 pub use feed::{Change, ChangeKind, SubscribeOptions, Subscription};
 pub use iter::{DbIterator, IterOptions};
+pub use keyspace::{Keyspace, KeyspaceOptions, MAX_NAME_LEN, RESERVED_PREFIX};
 pub use options::{Clock, Options};
 pub use sequence::Sequence;
 pub use table::Compression;

@@ -301,7 +301,8 @@ impl Db {
         since: Option<u64>,
         max_pending_bytes: Option<usize>,
     ) -> PyResult<crate::feed::Subscription> {
-        crate::feed::subscribe(py, &self.inner, prefixes, since, max_pending_bytes)
+        let db = &self.inner;
+        crate::feed::subscribe(py, |o| db.subscribe(o), prefixes, since, max_pending_bytes)
     }
 
     /// The newest version visible to reads: what a read begun now sees.

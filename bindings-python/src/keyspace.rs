@@ -249,6 +249,22 @@ impl Keyspace {
         Self::stream(slf, None, None, None, false, Yield::Keys, None)
     }
 
+    /// Committed writes to this keyspace under `prefixes` (its own keys), in
+    /// version order, keys as they were put; as `Db.subscribe`. A range
+    /// delete's `range_end` is b"" when it is the keyspace's end (a drop
+    /// of the keyspace is one range delete from b"" to b"").
+    #[pyo3(signature = (prefixes=None, since=None, max_pending_bytes=None))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        prefixes: Option<&Bound<'_, PyAny>>,
+        since: Option<u64>,
+        max_pending_bytes: Option<usize>,
+    ) -> PyResult<crate::feed::Subscription> {
+        let ks = &self.ks;
+        crate::feed::subscribe(py, |o| ks.subscribe(o), prefixes, since, max_pending_bytes)
+    }
+
     fn __repr__(&self) -> String {
         format!("<sett.Keyspace {:?} id {}>", self.ks.name(), self.ks.id())
     }

@@ -100,3 +100,19 @@ def test_drop_lists_options_and_reopen(db_path):
     with pytest.raises(sett.InvalidOptionError):
         db.keyspace("bad", value_threshold=0)
     db.close()
+
+
+def test_a_keyspace_subscription_sees_its_own_keys_and_the_db_s_does_not(db):
+    ks = db.keyspace("ks")
+    with db.subscribe() as everything, ks.subscribe() as own:
+        with db.batch() as b:
+            b.put(b"d", b"1")
+            b.put(b"k", b"2", keyspace=ks)
+        db.put(b"e", b"3")
+        db.drop_keyspace("ks")
+        seen = [(c.key, c.value) for c in everything.next(timeout=1.0) or []]
+        seen += [(c.key, c.value) for c in everything.next(timeout=1.0) or []]
+        assert seen == [(b"d", b"1"), (b"e", b"3")]
+        mine = [(c.key, c.value, c.range_end) for c in own.next(timeout=1.0) or []]
+        mine += [(c.key, c.value, c.range_end) for c in own.next(timeout=1.0) or []]
+        assert mine == [(b"k", b"2", None), (b"", None, b"")]

@@ -178,6 +178,13 @@ class Keyspace:
         reverse: bool = False,
     ) -> Iter[bytes]: ...
     def __iter__(self) -> Iter[bytes]: ...
+    def subscribe(
+        self,
+        prefixes: Optional[List[Bytes]] = None,
+        since: Optional[int] = None,
+        max_pending_bytes: Optional[int] = None,
+    ) -> Subscription:
+        """Committed writes to this keyspace, keys as they were put."""
 
 class Txn:
     def get(

@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"sync"
 	"time"
@@ -373,4 +374,27 @@ func (t *Txn) NewIteratorIn(ks *Keyspace, o IteratorOptions) (*Iterator, error) 
 		return nil, err
 	}
 	return newIterator(it, o.Limit), nil
+}
+
+// Subscribe delivers the committed writes to this keyspace under prefixes
+// (its own keys; none: every key), as DB.Subscribe, with keys as they were
+// set. A range delete's end (Value) is empty when it is the keyspace's end
+// (a drop of the keyspace is one range delete from "" to ""). DB.Subscribe never
+// sees keyspace writes.
+func (k *Keyspace) Subscribe(ctx context.Context, cb func([]Change) error, from uint64, prefixes ...[]byte) error {
+	if cb == nil {
+		return argError(C.SETT_INVALID_ARGUMENT, "Subscribe needs a callback")
+	}
+	h, err := k.handle()
+	if err != nil {
+		return err
+	}
+	sub, err := openSubscription(from, prefixes, func(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int {
+		return C.sett_keyspace_subscribe(h, list, n, from, hasFrom, 0, sub, cerr)
+	})
+	k.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	return deliver(ctx, sub, cb)
 }

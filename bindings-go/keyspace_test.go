@@ -1,6 +1,7 @@
 package sett
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -224,4 +225,80 @@ func mustStats(t *testing.T, db *DB) Stats {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func TestAKeyspaceSubscriptionSeesItsKeysAndTheDBsDoesNot(t *testing.T) {
+	db := openTemp(t)
+	ks := mustKeyspace(t, db, "ks", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sink := func(ch chan<- string) func([]Change) error {
+		return func(cs []Change) error {
+			for _, c := range cs {
+				k := string(c.Key)
+				if c.DeleteRange {
+					k = "range[" + k + "," + string(c.Value) + ")"
+				}
+				ch <- k
+			}
+			return nil
+		}
+	}
+	allCh, ownCh := make(chan string, 1000), make(chan string, 1000)
+	done := make(chan error, 2)
+	go func() { done <- db.Subscribe(ctx, sink(allCh), 0) }()
+	go func() { done <- ks.Subscribe(ctx, sink(ownCh), 0) }()
+	// Probes until both subscriptions deliver: then both are open.
+	for ready := [2]bool{}; !ready[0] || !ready[1]; {
+		if err := db.Set([]byte("probe"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ks.Set([]byte("probe"), nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-allCh:
+			ready[0] = true
+		case <-ownCh:
+			ready[1] = true
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the subscriptions never delivered a probe")
+		}
+	}
+	if err := ks.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DropKeyspace("ks"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("d"), []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	// Everything up to the last write of each stream, probes left out.
+	until := func(ch <-chan string, last string) []string {
+		var got []string
+		for {
+			select {
+			case k := <-ch:
+				if k != "probe" {
+					got = append(got, k)
+				}
+				if k == last {
+					return got
+				}
+			case <-ctx.Done():
+				return append(got, "timed out")
+			}
+		}
+	}
+	if got := until(allCh, "d"); !reflect.DeepEqual(got, []string{"d"}) {
+		t.Fatalf("the DB's subscription saw %v", got)
+	}
+	if got := until(ownCh, "range[,)"); !reflect.DeepEqual(got, []string{"k", "range[,)"}) {
+		t.Fatalf("the keyspace's subscription saw %v", got)
+	}
+	cancel()
+	<-done
+	<-done
 }

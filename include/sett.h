@@ -928,7 +928,8 @@ const char *sett_status_string(int code);
  * with a version above its sett_txn_read_ts(). A range delete (also
  * sett_drop_prefix()) is one SETT_CHANGE_DELETE_RANGE change. A bulk load
  * and sett_drop_all() end live subscriptions with SETT_FELL_BEHIND and
- * cannot be resumed across. *sub receives a handle to close with
+ * cannot be resumed across. Writes to keyspaces are not delivered (use
+ * sett_keyspace_subscribe()). *sub receives a handle to close with
  * sett_subscription_close().
  */
 int sett_subscribe(struct sett_db_t *db,
@@ -1305,6 +1306,22 @@ int sett_txn_iter_new_in(struct sett_txn_t *txn,
                          const struct sett_iter_options_t *opts,
                          struct sett_iter_t **iter,
                          struct sett_error_t **err);
+
+/**
+ * Subscribes to the changes of keyspace `ks`, as sett_subscribe(): the
+ * prefixes are in the keyspace's keys, and delivered keys come without the
+ * keyspace's prefix. A range delete's end is empty when it is the
+ * keyspace's end (a drop of the keyspace is one range delete from "" to "").
+ * Database subscriptions never see keyspace changes.
+ */
+int sett_keyspace_subscribe(struct sett_keyspace_t *ks,
+                            const struct sett_bytes_t *prefixes,
+                            size_t n,
+                            uint64_t from_version,
+                            uint32_t has_from,
+                            size_t max_pending_bytes,
+                            struct sett_subscription_t **sub,
+                            struct sett_error_t **err);
 
 /**
  * New options holding the defaults. Free with sett_options_free().

@@ -271,6 +271,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_keyspace_delete": "Keyspace.delete",
     "sett_keyspace_delete_range": "Keyspace.delete_range",
     "sett_keyspace_iter_new": "Keyspace.iter",
+    "sett_keyspace_subscribe": "Keyspace.subscribe",
     "sett_batch_put_in": "Batch.put",  # keyspace=
     "sett_batch_delete_in": "Batch.delete",  # keyspace=
     "sett_batch_delete_range_in": "Batch.delete_range",  # keyspace=

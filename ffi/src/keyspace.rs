@@ -5,6 +5,7 @@ use crate::batch::{sett_batch_t, with_batch};
 use crate::buf::sett_buf_t;
 use crate::db::{put_options, sett_db_t};
 use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
+use crate::feed::{sett_bytes_t, sett_subscription_t, subscribe_with};
 use crate::iter::{options as iter_options, sett_iter_options_t, sett_iter_t};
 use crate::txn::sett_txn_t;
 use crate::util::{bytes, guard, guard_ok, live, live_mut, path as c_str, write_out, Handle};
@@ -449,5 +450,39 @@ pub unsafe extern "C" fn sett_txn_iter_new_in(
         // SAFETY: `iter` was checked writable above.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
         Ok(())
+    })
+}
+
+/// Subscribes to the changes of keyspace `ks`, as sett_subscribe(): the
+/// prefixes are in the keyspace's keys, and delivered keys come without the
+/// keyspace's prefix. A range delete's end is empty when it is the
+/// keyspace's end (a drop of the keyspace is one range delete from "" to "").
+/// Database subscriptions never see keyspace changes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn sett_keyspace_subscribe(
+    ks: *mut sett_keyspace_t,
+    prefixes: *const sett_bytes_t,
+    n: usize,
+    from_version: u64,
+    has_from: u32,
+    max_pending_bytes: usize,
+    sub: *mut *mut sett_subscription_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let h = live(ks)?;
+        // SAFETY: forwarded from this function's contract (sett.h).
+        unsafe {
+            subscribe_with(
+                prefixes,
+                n,
+                from_version,
+                has_from,
+                max_pending_bytes,
+                sub,
+                |o| h.ks.subscribe(o),
+            )
+        }
     })
 }

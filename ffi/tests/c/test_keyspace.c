@@ -217,6 +217,30 @@ static void test_names_options_drop_and_reopen(void) {
     sett_db_free(db);
 }
 
+static void test_a_keyspace_subscription_sees_its_keys_and_the_db_s_does_not(void) {
+    sett_db_t *db = open_db("feed");
+    sett_keyspace_t *ks = NULL;
+    CHECK_RC(sett_keyspace_open(db, "ks", NULL, &ks, NULL), SETT_OK);
+    sett_subscription_t *all = NULL, *own = NULL;
+    CHECK_RC(sett_subscribe(db, NULL, 0, 0, 0, 0, &all, NULL), SETT_OK);
+    CHECK_RC(sett_keyspace_subscribe(ks, NULL, 0, 0, 0, 0, &own, NULL), SETT_OK);
+    CHECK_RC(sett_keyspace_subscribe(NULL, NULL, 0, 0, 0, 0, &own, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_keyspace_put(ks, B("k"), 1, B("v"), 1, NULL), SETT_OK);
+    CHECK_RC(sett_put(db, B("d"), 1, B("w"), 1, NULL), SETT_OK);
+    sett_changes_t c;
+    CHECK_RC(sett_subscription_next(own, 1000, &c, NULL), SETT_OK);
+    CHECK(c.len == 1 && c.items[0].key_len == 1 && c.items[0].key[0] == 'k');
+    sett_changes_free(&c);
+    CHECK_RC(sett_subscription_next(all, 1000, &c, NULL), SETT_OK);
+    CHECK(c.len == 1 && c.items[0].key_len == 1 && c.items[0].key[0] == 'd');
+    sett_changes_free(&c);
+    sett_subscription_close(all);
+    sett_subscription_close(own);
+    sett_keyspace_close(ks);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+}
+
 static void test_null_pointers_are_invalid_arguments(void) {
     sett_db_t *db = open_db("null");
     sett_keyspace_t *ks = NULL;
@@ -263,6 +287,7 @@ int main(void) {
     test_two_keyspaces_with_the_same_keys_stay_independent();
     test_batches_and_transactions_span_keyspaces();
     test_names_options_drop_and_reopen();
+    test_a_keyspace_subscription_sees_its_keys_and_the_db_s_does_not();
     test_null_pointers_are_invalid_arguments();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir_template);

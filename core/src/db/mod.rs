@@ -5,7 +5,8 @@
 //! compaction threads, flatten, drops), `gc` (value-log garbage collection),
 //! `checkpoint` (hard-linked copies).
 //!
-//! Lock order, outermost first: `gc_lock` → `queue` → `log` → `manifest` →
+//! Lock order, outermost first: `keyspaces` (the catalog's) → `gc_lock` →
+//! `queue` → `log` → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
 //! guards are never held while taking another lock. `holds` (checkpoint's
 //! value-log file holds) is innermost: nothing is taken while it is held.

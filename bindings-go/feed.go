@@ -61,6 +61,12 @@ func (d *DB) Subscribe(ctx context.Context, cb func([]Change) error, from uint64
 	if err != nil {
 		return err
 	}
+	return deliver(ctx, sub, cb)
+}
+
+// deliver hands the changes of sub to cb until ctx is done, cb fails or the
+// subscription ends, then closes sub.
+func deliver(ctx context.Context, sub *C.sett_subscription_t, cb func([]Change) error) error {
 	defer C.sett_subscription_close(sub)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -81,6 +87,21 @@ func (d *DB) Subscribe(ctx context.Context, cb func([]Change) error, from uint64
 // subscribe opens the C subscription; the prefixes are copied to C memory
 // (cgo does not let C hold Go memory that points to Go memory).
 func (d *DB) subscribe(from uint64, prefixes [][]byte) (*C.sett_subscription_t, error) {
+	h, err := d.handle()
+	if err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	return openSubscription(from, prefixes, func(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int {
+		return C.sett_subscribe(h, list, n, from, hasFrom, 0, sub, cerr)
+	})
+}
+
+// openSubscription copies the prefixes to C memory and opens a subscription
+// through call (sett_subscribe or sett_keyspace_subscribe).
+func openSubscription(from uint64, prefixes [][]byte,
+	call func(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int,
+) (*C.sett_subscription_t, error) {
 	n := len(prefixes)
 	var list *C.sett_bytes_t
 	if n > 0 {
@@ -100,14 +121,9 @@ func (d *DB) subscribe(from uint64, prefixes [][]byte) (*C.sett_subscription_t, 
 	if from > 0 {
 		hasFrom = 1
 	}
-	h, err := d.handle()
-	if err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
 	var sub *C.sett_subscription_t
 	var cerr *C.sett_error_t
-	rc := C.sett_subscribe(h, list, C.size_t(n), C.uint64_t(from), hasFrom, 0, &sub, &cerr)
+	rc := call(list, C.size_t(n), C.uint64_t(from), hasFrom, &sub, &cerr)
 	if err := status(rc, cerr); err != nil {
 		return nil, err
 	}

@@ -18,9 +18,10 @@
  * - Values returned in a sett_buf_t are owned by the caller: free them with
  *   sett_buf_free(). sett_get_into() copies into a caller buffer instead.
  * - Every handle has a *_free (or sett_close + sett_db_free) that accepts NULL.
- * - Thread safety: a sett_db_t may be used from many threads at once. A
- *   sett_txn_t, sett_iter_t, sett_batch_t, sett_options_t or
- *   sett_iter_options_t must be used by one thread at a time (it may move
+ * - Thread safety: a sett_db_t and a sett_keyspace_t may be used from many
+ *   threads at once. A sett_txn_t, sett_iter_t, sett_batch_t, sett_options_t,
+ *   sett_iter_options_t or sett_keyspace_options_t must be used by one
+ *   thread at a time (it may move
  *   between threads, as goroutines do). sett_sequence_t is thread-safe.
  * - A panic inside sett is caught and returned as SETT_PANIC.
  * - Extensible structs (sett_stats_ex_t, sett_verify_report_t,
@@ -68,7 +69,8 @@
 #define SETT_OK 0
 
 /**
- * The key has no value (not an error: *err is not set).
+ * The key has no value (not an error: *err is not set). Also a named
+ * object that does not exist (sett_drop_keyspace), then with *err set.
  */
 #define SETT_NOT_FOUND 1
 
@@ -215,6 +217,20 @@ typedef struct sett_iter_options_t sett_iter_options_t;
  * after its database is closed or freed: moving it then returns SETT_CLOSED.
  */
 typedef struct sett_iter_t sett_iter_t;
+
+/**
+ * Options of a keyspace, given when it is created. One thread at a time.
+ */
+typedef struct sett_keyspace_options_t sett_keyspace_options_t;
+
+/**
+ * A keyspace of an open database: an ordered map of its own (RocksDB's
+ * column family). Safe to use from many threads at once. Release it with
+ * sett_keyspace_close() (which does not drop the keyspace); calls on it
+ * after its database is closed return SETT_CLOSED, and after
+ * sett_drop_keyspace() SETT_INVALID_ARGUMENT.
+ */
+typedef struct sett_keyspace_t sett_keyspace_t;
 
 /**
  * Options for sett_open(); defaults as documented per setter.
@@ -912,7 +928,8 @@ const char *sett_status_string(int code);
  * with a version above its sett_txn_read_ts(). A range delete (also
  * sett_drop_prefix()) is one SETT_CHANGE_DELETE_RANGE change. A bulk load
  * and sett_drop_all() end live subscriptions with SETT_FELL_BEHIND and
- * cannot be resumed across. *sub receives a handle to close with
+ * cannot be resumed across. Writes to keyspaces are not delivered (use
+ * sett_keyspace_subscribe()). *sub receives a handle to close with
  * sett_subscription_close().
  */
 int sett_subscribe(struct sett_db_t *db,
@@ -1089,6 +1106,222 @@ int sett_iter_next_batch(struct sett_iter_t *iter,
  * Frees an iterator. Accepts NULL.
  */
 void sett_iter_free(struct sett_iter_t *iter);
+
+/**
+ * New keyspace options: the database's value threshold, no default TTL.
+ * Free with sett_keyspace_options_free().
+ */
+struct sett_keyspace_options_t *sett_keyspace_options_new(void);
+
+/**
+ * Frees keyspace options. Accepts NULL.
+ */
+void sett_keyspace_options_free(struct sett_keyspace_options_t *opts);
+
+/**
+ * Values of at least this many bytes written to the keyspace go to the value
+ * log (1..=1048576, checked at sett_keyspace_open; 0: the database's).
+ */
+int sett_keyspace_options_set_value_threshold(struct sett_keyspace_options_t *opts, size_t value);
+
+/**
+ * The TTL of puts to the keyspace that give none, in milliseconds (rounded
+ * up to whole seconds; 0: none).
+ */
+int sett_keyspace_options_set_default_ttl(struct sett_keyspace_options_t *opts, uint64_t ttl_ms);
+
+/**
+ * Opens keyspace `name` (NUL-terminated UTF-8, 1..=255 bytes), creating it
+ * with `opts` if it does not exist. `opts` may be NULL: for an existing
+ * keyspace that keeps its recorded options (other options replace them).
+ * *ks receives a handle (NULL on failure). A read-only database opens
+ * existing keyspaces only (SETT_READ_ONLY).
+ */
+int sett_keyspace_open(struct sett_db_t *db,
+                       const char *name,
+                       const struct sett_keyspace_options_t *opts,
+                       struct sett_keyspace_t **ks,
+                       struct sett_error_t **err);
+
+/**
+ * Releases a keyspace handle (the keyspace and its data stay). Accepts NULL.
+ */
+void sett_keyspace_close(struct sett_keyspace_t *ks);
+
+/**
+ * The keyspace's id (its keys are stored under FF FF FF FF | id as 4
+ * big-endian bytes); 0 for NULL.
+ */
+uint32_t sett_keyspace_id(const struct sett_keyspace_t *ks);
+
+/**
+ * Drops keyspace `name`: its catalog record and all its keys go in one
+ * atomic write (a range tombstone: O(1), writers go on; compaction
+ * reclaims the space). Its handles fail from then on. SETT_NOT_FOUND
+ * (with *err set) when there is no such keyspace.
+ */
+int sett_drop_keyspace(struct sett_db_t *db, const char *name, struct sett_error_t **err);
+
+/**
+ * The names of the database's keyspaces in byte order: *names receives each
+ * name followed by a NUL byte, back to back (free with sett_buf_free()),
+ * *count how many there are.
+ */
+int sett_keyspace_names(struct sett_db_t *db,
+                        struct sett_buf_t *names,
+                        size_t *count,
+                        struct sett_error_t **err);
+
+/**
+ * Stores key → value in the keyspace (with its default TTL, if any).
+ */
+int sett_keyspace_put(struct sett_keyspace_t *ks,
+                      const uint8_t *key,
+                      size_t keylen,
+                      const uint8_t *val,
+                      size_t vallen,
+                      struct sett_error_t **err);
+
+/**
+ * Stores key → value in the keyspace with a user-meta byte and a TTL in
+ * milliseconds (0: the keyspace's default TTL, if any).
+ */
+int sett_keyspace_put_with(struct sett_keyspace_t *ks,
+                           const uint8_t *key,
+                           size_t keylen,
+                           const uint8_t *val,
+                           size_t vallen,
+                           uint8_t user_meta,
+                           uint64_t ttl_ms,
+                           struct sett_error_t **err);
+
+/**
+ * Reads key from the keyspace. Same contract as sett_get().
+ */
+int sett_keyspace_get(struct sett_keyspace_t *ks,
+                      const uint8_t *key,
+                      size_t keylen,
+                      struct sett_buf_t *value,
+                      struct sett_error_t **err);
+
+/**
+ * Removes key from the keyspace (no error if absent).
+ */
+int sett_keyspace_delete(struct sett_keyspace_t *ks,
+                         const uint8_t *key,
+                         size_t keylen,
+                         struct sett_error_t **err);
+
+/**
+ * Deletes every key of the keyspace in [start, end) with one range
+ * tombstone, as sett_delete_range(); an empty `end` is the keyspace's end.
+ */
+int sett_keyspace_delete_range(struct sett_keyspace_t *ks,
+                               const uint8_t *start,
+                               size_t start_len,
+                               const uint8_t *end,
+                               size_t end_len,
+                               struct sett_error_t **err);
+
+/**
+ * A new iterator over a snapshot of the keyspace taken now; prefix and
+ * bounds of `opts` (may be NULL) are in the keyspace's keys, and keys come
+ * back as they were put. Free with sett_iter_free().
+ */
+int sett_keyspace_iter_new(struct sett_keyspace_t *ks,
+                           const struct sett_iter_options_t *opts,
+                           struct sett_iter_t **iter,
+                           struct sett_error_t **err);
+
+/**
+ * Adds a put in keyspace `ks` to the batch (with its default TTL, if any);
+ * one batch may write several keyspaces and the default one atomically.
+ * The batch refers to the keyspace by id: writing it after the keyspace is
+ * dropped fails whole.
+ */
+int sett_batch_put_in(struct sett_batch_t *batch,
+                      const struct sett_keyspace_t *ks,
+                      const uint8_t *key,
+                      size_t keylen,
+                      const uint8_t *val,
+                      size_t vallen);
+
+/**
+ * Adds a delete in keyspace `ks` to the batch.
+ */
+int sett_batch_delete_in(struct sett_batch_t *batch,
+                         const struct sett_keyspace_t *ks,
+                         const uint8_t *key,
+                         size_t keylen);
+
+/**
+ * Adds a delete of every key of keyspace `ks` in [start, end) to the batch
+ * (an empty `end` is the keyspace's end).
+ */
+int sett_batch_delete_range_in(struct sett_batch_t *batch,
+                               const struct sett_keyspace_t *ks,
+                               const uint8_t *start,
+                               size_t start_len,
+                               const uint8_t *end,
+                               size_t end_len);
+
+/**
+ * Reads key of keyspace `ks` as the transaction sees it. Same contract as
+ * sett_get().
+ */
+int sett_txn_get_in(struct sett_txn_t *txn,
+                    const struct sett_keyspace_t *ks,
+                    const uint8_t *key,
+                    size_t keylen,
+                    struct sett_buf_t *value,
+                    struct sett_error_t **err);
+
+/**
+ * Buffers a put in keyspace `ks` (applied at commit, atomically with the
+ * transaction's other writes in any keyspace).
+ */
+int sett_txn_put_in(struct sett_txn_t *txn,
+                    const struct sett_keyspace_t *ks,
+                    const uint8_t *key,
+                    size_t keylen,
+                    const uint8_t *val,
+                    size_t vallen,
+                    struct sett_error_t **err);
+
+/**
+ * Buffers a delete in keyspace `ks`.
+ */
+int sett_txn_delete_in(struct sett_txn_t *txn,
+                       const struct sett_keyspace_t *ks,
+                       const uint8_t *key,
+                       size_t keylen,
+                       struct sett_error_t **err);
+
+/**
+ * A new iterator over keyspace `ks` as the transaction sees it (keys as
+ * sett_keyspace_iter_new() returns them). Free with sett_iter_free().
+ */
+int sett_txn_iter_new_in(struct sett_txn_t *txn,
+                         const struct sett_keyspace_t *ks,
+                         const struct sett_iter_options_t *opts,
+                         struct sett_iter_t **iter,
+                         struct sett_error_t **err);
+
+/**
+ * Subscribes to the changes of keyspace `ks`, as sett_subscribe(): the
+ * prefixes are in the keyspace's keys, and delivered keys come without the
+ * keyspace's prefix. A range delete's end is empty when it is the
+ * keyspace's end (a drop of the keyspace is one range delete from "" to "").
+ * Database subscriptions never see keyspace changes.
+ */
+int sett_keyspace_subscribe(struct sett_keyspace_t *ks,
+                            const struct sett_bytes_t *prefixes,
+                            size_t n,
+                            uint64_t from_version,
+                            uint32_t has_from,
+                            size_t max_pending_bytes,
+                            struct sett_subscription_t **sub,
+                            struct sett_error_t **err);
 
 /**
  * New options holding the defaults. Free with sett_options_free().

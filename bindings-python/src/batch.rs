@@ -5,6 +5,7 @@
 use crate::convert::bytes_arg;
 use crate::db::{put_options, Db};
 use crate::errors::to_py;
+use crate::keyspace::Keyspace;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 use sett_core::{PutOptions, WriteBatch};
@@ -29,14 +30,16 @@ impl Batch {
 
 #[pymethods]
 impl Batch {
-    /// Adds a put of key → value, optionally with a time to live (seconds) and a user-meta byte.
-    #[pyo3(signature = (key, value, *, ttl=None, meta=0))]
+    /// Adds a put of key → value, optionally with a time to live (seconds) and
+    /// a user-meta byte; into `keyspace` if given (its default TTL applies).
+    #[pyo3(signature = (key, value, *, ttl=None, meta=0, keyspace=None))]
     fn put(
         &mut self,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
         ttl: Option<f64>,
         meta: u8,
+        keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
         let k = bytes_arg(key, "key")?;
         let v = bytes_arg(value, "value")?;
@@ -45,23 +48,45 @@ impl Batch {
         } else {
             put_options(ttl, meta)?
         };
-        self.ops.put_with(k, v, o);
+        match keyspace {
+            Some(ks) => self.ops.put_with_in(&ks.ks, k, v, o),
+            None => self.ops.put_with(k, v, o),
+        };
         Ok(())
     }
 
-    /// Adds a delete of `key` (no error at commit if it is absent).
-    fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Adds a delete of `key` (no error at commit if it is absent), in
+    /// `keyspace` if given.
+    #[pyo3(signature = (key, *, keyspace=None))]
+    fn delete(
+        &mut self,
+        key: &Bound<'_, PyAny>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
+    ) -> PyResult<()> {
         let k = bytes_arg(key, "key")?;
-        self.ops.delete(k);
+        match keyspace {
+            Some(ks) => self.ops.delete_in(&ks.ks, k),
+            None => self.ops.delete(k),
+        };
         Ok(())
     }
 
-    /// Adds a delete of every key in `[start, end)`; what the batch put before
-    /// it in the range is removed, what it puts after is kept.
-    fn delete_range(&mut self, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Adds a delete of every key in `[start, end)` (of `keyspace` if given,
+    /// where b"" end is its end); what the batch put before it in the range
+    /// is removed, what it puts after is kept.
+    #[pyo3(signature = (start, end, *, keyspace=None))]
+    fn delete_range(
+        &mut self,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
+    ) -> PyResult<()> {
         let s = bytes_arg(start, "start")?;
         let e = bytes_arg(end, "end")?;
-        self.ops.delete_range(s, e);
+        match keyspace {
+            Some(ks) => self.ops.delete_range_in(&ks.ks, s, e),
+            None => self.ops.delete_range(s, e),
+        };
         Ok(())
     }
 

@@ -5,6 +5,7 @@ use crate::convert::{bytes_arg, opt_bytes_arg};
 use crate::errors::to_py;
 use crate::extra::{BulkLoader, Sequence};
 use crate::iter::{PyIter, Yield};
+use crate::keyspace::{keyspace_options, Keyspace};
 use crate::stream::PyStream;
 use crate::txn::Txn;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
@@ -300,7 +301,8 @@ impl Db {
         since: Option<u64>,
         max_pending_bytes: Option<usize>,
     ) -> PyResult<crate::feed::Subscription> {
-        crate::feed::subscribe(py, &self.inner, prefixes, since, max_pending_bytes)
+        let db = &self.inner;
+        crate::feed::subscribe(py, |o| db.subscribe(o), prefixes, since, max_pending_bytes)
     }
 
     /// The newest version visible to reads: what a read begun now sees.
@@ -326,6 +328,34 @@ impl Db {
             .allow_threads(|| self.inner.begin(update))
             .map_err(to_py)?;
         Ok(Txn::new(t))
+    }
+
+    /// Opens keyspace `name`, creating it with these options if it does not
+    /// exist (`default_ttl` in seconds). For an existing keyspace, no options
+    /// keep its recorded ones; others replace them.
+    #[pyo3(signature = (name, value_threshold=None, default_ttl=None))]
+    fn keyspace(
+        slf: &Bound<'_, Self>,
+        name: &str,
+        value_threshold: Option<usize>,
+        default_ttl: Option<f64>,
+    ) -> PyResult<Keyspace> {
+        let o = keyspace_options(value_threshold, default_ttl)?;
+        Keyspace::open(slf, name, o)
+    }
+
+    /// The names of the keyspaces, in byte order.
+    fn keyspaces(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let inner = &self.inner;
+        py.allow_threads(|| inner.keyspaces()).map_err(to_py)
+    }
+
+    /// Drops keyspace `name` and all its keys in one atomic write (writers go
+    /// on; compaction reclaims the space). NotFoundError if there is none.
+    fn drop_keyspace(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let inner = &self.inner;
+        py.allow_threads(|| inner.drop_keyspace(name))
+            .map_err(to_py)
     }
 
     /// An iterator over a snapshot taken now: (key, value) pairs, or keys if

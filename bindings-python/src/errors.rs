@@ -88,6 +88,13 @@ create_exception!(
     "The change feed's history does not reach back to the version asked; `oldest` is the oldest it holds."
 );
 
+create_exception!(
+    sett,
+    NotFoundError,
+    SettError,
+    "A named object does not exist (a keyspace to drop)."
+);
+
 /// `exc` with attribute `name` set to `v`.
 fn with_attr(exc: PyErr, name: &str, v: u64) -> PyErr {
     Python::with_gil(|py| {
@@ -110,6 +117,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Poisoned(_) => PoisonedError::new_err(msg),
         Error::InvalidOption { .. } => InvalidOptionError::new_err(msg),
         Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
+        Error::NotFound(_) => NotFoundError::new_err(msg),
         Error::Io { .. } => IOError::new_err(msg),
         Error::UnsupportedVersion { .. } => UnsupportedVersionError::new_err(msg),
         Error::FellBehind { resume_from } => {
@@ -125,6 +133,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("Error", py.get_type_bound::<SettError>())?;
     m.add("ConflictError", py.get_type_bound::<ConflictError>())?;
+    m.add("NotFoundError", py.get_type_bound::<NotFoundError>())?;
     m.add("CorruptionError", py.get_type_bound::<CorruptionError>())?;
     m.add("ClosedError", py.get_type_bound::<ClosedError>())?;
     m.add("TooBigError", py.get_type_bound::<TooBigError>())?;

@@ -203,7 +203,7 @@ impl Subscription {
 /// `Db.subscribe`: see its docstring in db.rs.
 pub(crate) fn subscribe(
     py: Python<'_>,
-    db: &sett_core::Db,
+    open: impl FnOnce(SubscribeOptions) -> sett_core::Result<sett_core::Subscription> + Send,
     prefixes: Option<&Bound<'_, PyAny>>,
     since: Option<u64>,
     max_pending_bytes: Option<usize>,
@@ -225,7 +225,7 @@ pub(crate) fn subscribe(
     if let Some(m) = max_pending_bytes {
         opts.max_pending_bytes = m;
     }
-    let sub = py.allow_threads(|| db.subscribe(opts)).map_err(to_py)?;
+    let sub = py.allow_threads(|| open(opts)).map_err(to_py)?;
     Ok(Subscription {
         sub: Mutex::new(Some(Arc::new(sub))),
     })

@@ -16,6 +16,7 @@ mod errors;
 mod extra;
 mod feed;
 mod iter;
+mod keyspace;
 mod stream;
 mod txn;
 
@@ -29,6 +30,7 @@ fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<extra::Sequence>()?;
     m.add_class::<extra::BulkLoader>()?;
     m.add_class::<txn::Txn>()?;
+    m.add_class::<keyspace::Keyspace>()?;
     m.add_class::<iter::PyIter>()?;
     m.add_class::<feed::Subscription>()?;
     m.add_class::<feed::Change>()?;

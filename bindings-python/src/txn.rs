@@ -5,6 +5,7 @@ use crate::convert::bytes_arg;
 use crate::db::{iter_options, put_options};
 use crate::errors::{to_py, ClosedError};
 use crate::iter::{PyIter, Yield};
+use crate::keyspace::Keyspace;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Mutex;
@@ -37,16 +38,22 @@ impl Txn {
 
 #[pymethods]
 impl Txn {
-    /// The value of `key` as this transaction sees it, or `default`.
-    #[pyo3(signature = (key, default=None))]
+    /// The value of `key` (in `keyspace` if given) as this transaction sees
+    /// it, or `default`.
+    #[pyo3(signature = (key, default=None, *, keyspace=None))]
     fn get(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         default: Option<PyObject>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<PyObject> {
         let k = bytes_arg(key, "key")?;
-        match self.with(|t| t.get(&k))? {
+        let got = match keyspace {
+            Some(ks) => self.with(|t| t.get_in(&ks.ks, &k))?,
+            None => self.with(|t| t.get(&k))?,
+        };
+        match got {
             Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
         }
@@ -69,36 +76,59 @@ impl Txn {
         }
     }
 
-    /// Buffers a put (applied at commit).
-    #[pyo3(signature = (key, value, *, ttl=None, meta=0))]
+    /// Buffers a put (applied at commit), into `keyspace` if given.
+    #[pyo3(signature = (key, value, *, ttl=None, meta=0, keyspace=None))]
     fn put(
         &self,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
         ttl: Option<f64>,
         meta: u8,
+        keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
         let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
         let o = put_options(ttl, meta)?;
-        self.with(|t| t.set_with(&k, &v, o))
+        match keyspace {
+            Some(ks) => self.with(|t| t.set_with_in(&ks.ks, &k, &v, o)),
+            None => self.with(|t| t.set_with(&k, &v, o)),
+        }
     }
 
-    /// Buffers a delete.
-    fn delete(&self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Buffers a delete, in `keyspace` if given.
+    #[pyo3(signature = (key, *, keyspace=None))]
+    fn delete(
+        &self,
+        key: &Bound<'_, PyAny>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
+    ) -> PyResult<()> {
         let k = bytes_arg(key, "key")?;
-        self.with(|t| t.delete(&k))
+        match keyspace {
+            Some(ks) => self.with(|t| t.delete_in(&ks.ks, &k)),
+            None => self.with(|t| t.delete(&k)),
+        }
     }
 
-    /// Buffers a delete of every key in `[start, end)`: this transaction's
-    /// reads stop seeing the range; applied at commit with its other writes.
-    fn delete_range(&self, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Buffers a delete of every key in `[start, end)` (of `keyspace` if
+    /// given): this transaction's reads stop seeing the range; applied at
+    /// commit with its other writes.
+    #[pyo3(signature = (start, end, *, keyspace=None))]
+    fn delete_range(
+        &self,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
+    ) -> PyResult<()> {
         let s = bytes_arg(start, "start")?;
         let e = bytes_arg(end, "end")?;
-        self.with(|t| t.delete_range(&s, &e))
+        match keyspace {
+            Some(ks) => self.with(|t| t.delete_range_in(&ks.ks, &s, &e)),
+            None => self.with(|t| t.delete_range(&s, &e)),
+        }
     }
 
-    /// An iterator over this transaction's view (`prefetch` as in `Db.iter`).
-    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false, *, prefetch=None))]
+    /// An iterator over this transaction's view (`prefetch` as in `Db.iter`),
+    /// of `keyspace` if given.
+    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false, *, prefetch=None, keyspace=None))]
     #[allow(clippy::too_many_arguments)]
     fn iter(
         &self,
@@ -108,9 +138,13 @@ impl Txn {
         reverse: bool,
         keys_only: bool,
         prefetch: Option<usize>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<PyIter> {
         let o = iter_options(prefix, start, end, reverse, keys_only, prefetch)?;
-        let it = self.with(|t| t.iter(o))?;
+        let it = match keyspace {
+            Some(ks) => self.with(|t| t.iter_in(&ks.ks, o))?,
+            None => self.with(|t| t.iter(o))?,
+        };
         let what = if keys_only { Yield::Keys } else { Yield::Items };
         Ok(PyIter::new(it, what, None))
     }

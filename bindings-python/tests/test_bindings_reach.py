@@ -258,6 +258,27 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_last_version": "Db.last_version",
     "sett_txn_read_ts": "Txn.read_ts",
     "sett_error_version": "FellBehindError",  # .resume_from; FeedHistoryTooShortError.oldest
+    "sett_keyspace_open": "Db.keyspace",
+    "sett_keyspace_options_new": "Db.keyspace",  # keyword arguments of keyspace()
+    "sett_keyspace_options_set_value_threshold": "Db.keyspace",  # value_threshold=
+    "sett_keyspace_options_set_default_ttl": "Db.keyspace",  # default_ttl=
+    "sett_keyspace_names": "Db.keyspaces",
+    "sett_drop_keyspace": "Db.drop_keyspace",
+    "sett_keyspace_id": "Keyspace.id",
+    "sett_keyspace_put": "Keyspace.put",
+    "sett_keyspace_put_with": "Keyspace.put",  # ttl=, meta=
+    "sett_keyspace_get": "Keyspace.get",
+    "sett_keyspace_delete": "Keyspace.delete",
+    "sett_keyspace_delete_range": "Keyspace.delete_range",
+    "sett_keyspace_iter_new": "Keyspace.iter",
+    "sett_keyspace_subscribe": "Keyspace.subscribe",
+    "sett_batch_put_in": "Batch.put",  # keyspace=
+    "sett_batch_delete_in": "Batch.delete",  # keyspace=
+    "sett_batch_delete_range_in": "Batch.delete_range",  # keyspace=
+    "sett_txn_get_in": "Txn.get",  # keyspace=
+    "sett_txn_put_in": "Txn.put",  # keyspace=
+    "sett_txn_delete_in": "Txn.delete",  # keyspace=
+    "sett_txn_iter_new_in": "Txn.iter",  # keyspace=
 }
 
 #: Header functions Python has no counterpart for, and why.
@@ -273,6 +294,8 @@ C_NOT_IN_PYTHON: Dict[str, str] = {
     "sett_bulk_loader_free": "memory: a BulkLoader is freed (the load abandoned) when unreferenced",
     "sett_sequence_free": "memory: a Sequence is freed when unreferenced",
     "sett_changes_free": "memory: changes come back as Change objects",
+    "sett_keyspace_close": "memory: a Keyspace is freed when unreferenced",
+    "sett_keyspace_options_free": "memory: keyspace options are keyword arguments",
 }
 
 

@@ -15,6 +15,16 @@
 //! holds with and without --sync). Cycles in which the child acknowledged
 //! nothing are counted and reported.
 //!
+//! Keyspaces: batch N also puts `kN` into keyspace `ksG` (G = N / 10, created
+//! when its first batch comes), in the same batch or transaction, and after
+//! acknowledging batch N with N + 1 = (G + 2) * 10 the child drops keyspace
+//! `ksG` (a restarted child first drops those it still finds due). The
+//! parent checks each keyspace entry with its batch (whole or absent), that
+//! a keyspace is listed from its first present batch until a batch written
+//! after its drop is present, and gone from then on; a keyspace still
+//! listed holds every key of its present batches, so a drop is all or
+//! nothing across the kill.
+//!
 //! Every 40 batches the child also takes a checkpoint into
 //! `DIR-checkpoints/cNNNNNNNNN` (N: the batches acknowledged before the call),
 //! so that kills land inside checkpoints too. After each kill the parent checks
@@ -23,7 +33,8 @@
 //! absent, and any other must open and hold a prefix of at least N batches
 //! and verify; then they are removed.
 
-use sett::{Db, Options, WriteBatch};
+use sett::{Db, Keyspace, KeyspaceOptions, Options, WriteBatch};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -92,6 +103,27 @@ fn side(i: u64) -> Vec<u8> {
 
 const RANGE_EVERY: u64 = 7;
 
+/// Batches per keyspace generation.
+const GEN: u64 = 10;
+
+fn ks_name(g: u64) -> String {
+    format!("ks{g:06}")
+}
+
+/// The keyspace entry of batch `i` (in keyspace `ks_name(i / GEN)`): a value
+/// past the threshold, so that drops leave value-log garbage.
+fn ks_entry(i: u64) -> (Vec<u8>, Vec<u8>) {
+    let mut v = format!("ks:{i}:").into_bytes();
+    v.resize(100, b'k');
+    (format!("k{i:09}").into_bytes(), v)
+}
+
+/// Keyspace `ks_name(g)` is dropped after batch `drop_after(g) - 1` is
+/// acknowledged and before batch `drop_after(g)` is written.
+fn drop_after(g: u64) -> u64 {
+    (g + 2) * GEN
+}
+
 fn deletes_range(i: u64) -> bool {
     i % RANGE_EVERY == 3
 }
@@ -108,10 +140,31 @@ pub fn child(a: &ChildArgs) -> Result<(), String> {
     let (sync, start) = (a.sync, a.start);
     let db = Db::open(options(&a.dir, sync)).map_err(|e| format!("{}: {e}", a.dir.display()))?;
     let mut out = std::io::stdout().lock();
+    // Drops a killed child owed.
+    let names = db.keyspaces().map_err(|e| e.to_string())?;
+    for g in (0..).take_while(|&g| drop_after(g) <= start) {
+        if names.contains(&ks_name(g)) {
+            db.drop_keyspace(&ks_name(g)).map_err(|e| e.to_string())?;
+        }
+    }
+    let mut ks: Option<(u64, Keyspace)> = None;
     for i in start.. {
         let entries = batch_entries(i);
+        let g = i / GEN;
+        let space = match &ks {
+            Some((have, space)) if *have == g => space.clone(),
+            _ => {
+                let space = db
+                    .keyspace(&ks_name(g), KeyspaceOptions::default())
+                    .map_err(|e| e.to_string())?;
+                ks = Some((g, space.clone()));
+                space
+            }
+        };
+        let (ks_key, ks_value) = ks_entry(i);
         if i.is_multiple_of(5) {
             db.update(|t| {
+                t.set_in(&space, &ks_key, &ks_value)?;
                 if deletes_range(i) {
                     t.delete_range(b"s/", &side(i))?;
                 }
@@ -132,6 +185,7 @@ pub fn child(a: &ChildArgs) -> Result<(), String> {
                 b.delete_range(b"s/".to_vec(), side(i));
             }
             b.put(side(i), b"s".to_vec());
+            b.put_in(&space, &ks_key, ks_value);
             for (k, v) in entries {
                 b.put(k, v);
             }
@@ -144,6 +198,10 @@ pub fn child(a: &ChildArgs) -> Result<(), String> {
         writeln!(out, "ack {i}")
             .and_then(|_| out.flush())
             .map_err(|e| e.to_string())?;
+        if (i + 1).is_multiple_of(GEN) && (i + 1) / GEN >= 2 {
+            db.drop_keyspace(&ks_name((i + 1) / GEN - 2))
+                .map_err(|e| format!("drop after batch {i}: {e}"))?;
+        }
         if i % 40 == 39 {
             db.flush().map_err(|e| e.to_string())?;
             let _ = db.run_value_log_gc(0.3).map_err(|e| e.to_string())?;
@@ -212,10 +270,26 @@ fn check_checkpoints(dir: &Path, counts: &mut CheckpointCounts) -> Result<(), St
     Ok(())
 }
 
+/// What a verify found.
+struct Verified {
+    /// Batches present.
+    present: u64,
+    /// Keyspace drops found done.
+    drops: u64,
+}
+
 /// Checks the database after a kill; returns the number of batches present.
 /// `before` batches were verified present after the previous kill.
 fn verify(dir: &Path, before: u64, acked: Option<u64>) -> Result<u64, String> {
+    verify_all(dir, before, acked).map(|v| v.present)
+}
+
+fn verify_all(dir: &Path, before: u64, acked: Option<u64>) -> Result<Verified, String> {
     let db = Db::open(options(dir, false)).map_err(|e| format!("reopen failed: {e}"))?;
+    let names = db
+        .keyspaces()
+        .map_err(|e| format!("listing keyspaces: {e}"))?;
+    let mut spaces: HashMap<u64, Keyspace> = HashMap::new();
     let mut present = 0;
     let mut gap = None;
     // A child killed before its first ack still leaves `before` batches to check.
@@ -230,13 +304,45 @@ fn verify(dir: &Path, before: u64, acked: Option<u64>) -> Result<u64, String> {
                 None => {}
             }
         }
-        if found != 0 && found != entries.len() {
+        let mut expected = entries.len();
+        let mut ks_found = None;
+        // A listed keyspace holds its batches' entries: with a drop applied
+        // in part (the range delete without the catalog's delete) they
+        // would be missing here.
+        let g = i / GEN;
+        if names.contains(&ks_name(g)) {
+            if let std::collections::hash_map::Entry::Vacant(e) = spaces.entry(g) {
+                let ks = db
+                    .keyspace(&ks_name(g), KeyspaceOptions::default())
+                    .map_err(|e| format!("opening {}: {e}", ks_name(g)))?;
+                e.insert(ks);
+            }
+            let (k, v) = ks_entry(i);
+            expected += 1;
+            match spaces[&g].get(&k).map_err(|e| format!("batch {i}: {e}"))? {
+                Some(got) if got == v => {
+                    found += 1;
+                    ks_found = Some(true);
+                }
+                Some(_) => return Err(format!("batch {i}: its keyspace value is wrong")),
+                None => ks_found = Some(false),
+            }
+        }
+        if found != 0 && found != expected {
+            let ks = match ks_found {
+                Some(f) => format!(
+                    "keyspace {} (id {}) listed, its entry {}",
+                    ks_name(g),
+                    spaces[&g].id(),
+                    if f { "present" } else { "missing" }
+                ),
+                None => format!("keyspace {} not listed", ks_name(g)),
+            };
             return Err(format!(
-                "batch {i} is torn ({found} of {} entries)",
-                entries.len()
+                "batch {i} is torn ({found} of {expected} entries; {ks})"
             ));
         }
-        if found == entries.len() {
+        if found == expected {
             if let Some(g) = gap {
                 return Err(format!(
                     "batch {i} survived but batch {g} did not: not a prefix"
@@ -295,9 +401,29 @@ fn verify(dir: &Path, before: u64, acked: Option<u64>) -> Result<u64, String> {
             side_keys(present).first().map(|k| String::from_utf8_lossy(k).into_owned()),
         ));
     }
+    let mut drops = 0;
+    for g in 0..=upper / GEN {
+        let listed = names.contains(&ks_name(g));
+        if drop_after(g) < present && listed {
+            return Err(format!(
+                "keyspace {} is listed, but batch {} written after its drop is present",
+                ks_name(g),
+                drop_after(g)
+            ));
+        }
+        if g * GEN < present && present < drop_after(g) && !listed {
+            return Err(format!(
+                "keyspace {} is gone with {present} batches present: created before batch {}, dropped after batch {}",
+                ks_name(g),
+                g * GEN,
+                drop_after(g) - 1
+            ));
+        }
+        drops += u64::from(drop_after(g) <= present && !listed);
+    }
     db.verify().map_err(|e| format!("verify: {e}"))?;
     db.close().map_err(|e| e.to_string())?;
-    Ok(present)
+    Ok(Verified { present, drops })
 }
 
 /// The parent loop. Returns false when a check failed.
@@ -327,6 +453,7 @@ pub fn run(a: &CrashloopArgs) -> Result<bool, String> {
     };
     let (mut cycle, mut start, mut acked_total, mut failures) = (0u64, 0u64, 0u64, 0u64);
     let mut zero_ack_cycles = 0u64;
+    let mut drops = 0u64;
     while (seconds > 0.0 && started.elapsed().as_secs_f64() < seconds)
         || (seconds <= 0.0 && cycle < cycles)
     {
@@ -377,10 +504,13 @@ pub fn run(a: &CrashloopArgs) -> Result<bool, String> {
                 break;
             }
         }
-        match verify(&dir, start, acks.iter().copied().max())
-            .and_then(|present| check_checkpoints(&dir, &mut ckpts).map(|()| present))
+        match verify_all(&dir, start, acks.iter().copied().max())
+            .and_then(|v| check_checkpoints(&dir, &mut ckpts).map(|()| v))
         {
-            Ok(present) => start = present,
+            Ok(v) => {
+                start = v.present;
+                drops = v.drops;
+            }
             Err(e) => {
                 failures += 1;
                 println!("cycle {cycle}: FAILURE: {e}");
@@ -390,7 +520,7 @@ pub fn run(a: &CrashloopArgs) -> Result<bool, String> {
         cycle += 1;
     }
     println!(
-        "crashloop: {cycle} cycles in {:.0} s, sync={sync}, {acked_total} batches acknowledged, {zero_ack_cycles} cycles with no acknowledgement, {start} batches verified present at the end, {failures} failures; checkpoints: {} whole, {} refused by their marker, {} absent",
+        "crashloop: {cycle} cycles in {:.0} s, sync={sync}, {acked_total} batches acknowledged, {zero_ack_cycles} cycles with no acknowledgement, {start} batches verified present at the end, {failures} failures; {drops} keyspace drops verified; checkpoints: {} whole, {} refused by their marker, {} absent",
         started.elapsed().as_secs_f64(),
         ckpts.whole,
         ckpts.refused,

@@ -135,12 +135,17 @@ pub fn stats_json(s: &Stats) -> Value {
 pub fn info(a: &InfoArgs) -> Result<(), String> {
     let db = open(&a.dir, true)?;
     let s = db.stats();
+    let keyspaces = db
+        .keyspaces()
+        .map_err(|e| format!("listing the keyspaces of {}: {e}", a.dir.display()))?;
     if a.json {
         let mut v = stats_json(&s);
         v["database"] = json!(a.dir.display().to_string());
+        v["keyspaces"] = json!(keyspaces);
         return print_json(&v);
     }
     println!("database {}", a.dir.display());
+    println!("keyspaces          {}", keyspaces.join(", "));
     println!("last sequence      {}", s.last_seq);
     for (i, (n, bytes)) in s.levels.iter().enumerate() {
         println!("L{i}                 {n:>4} tables  {}", mib(*bytes));

@@ -319,6 +319,7 @@ impl DbInner {
             },
             None,
             None,
+            crate::keyspace::Region::All,
         )?;
         Ok(it.next().is_none())
     }

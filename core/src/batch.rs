@@ -1,6 +1,8 @@
 //! `WriteBatch`: an atomic group of puts and deletes, and its WAL encoding.
 
 use crate::coding::{put_varint, Reader};
+use crate::keyspace::{self, Keyspace, Shared};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Per-entry settings of a put: a user-meta byte returned with the value, and a
@@ -27,6 +29,22 @@ pub(crate) struct BatchOp {
     /// `Some(end)` for a range delete of `[key, end)` (an empty end is
     /// unbounded); `value` is then `None`.
     pub range_end: Option<Vec<u8>>,
+    /// Which key space `key` is in, for validation.
+    pub space: Space,
+    /// The keyspace's value threshold, when it has its own.
+    pub value_threshold: Option<usize>,
+}
+
+/// Where a batch op's key lies: what [`crate::Db::write`] checks it against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Space {
+    /// A default-keyspace key from a caller: must not start with the
+    /// reserved marker.
+    User,
+    /// A keyspace's storage key (marker, id, user key).
+    Keyspace,
+    /// A storage key from inside the crate (restore, catalog): any key.
+    Storage,
 }
 
 /// Puts and deletes applied atomically by [`crate::Db::write`]: after a crash,
@@ -35,6 +53,11 @@ pub(crate) struct BatchOp {
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,
     bytes: usize,
+    /// Keyspaces written: the batch is refused if one was dropped before
+    /// its turn (checked where its version is handed out).
+    pub(crate) keyspaces: Vec<Arc<Shared>>,
+    /// Keyspaces this batch drops: marked dropped when its version is handed out.
+    pub(crate) drops: Vec<Arc<Shared>>,
 }
 
 impl WriteBatch {
@@ -64,8 +87,87 @@ impl WriteBatch {
             ttl: opts.ttl,
             expires_at: 0,
             range_end: None,
+            space: Space::User,
+            value_threshold: None,
         });
         self
+    }
+
+    /// Adds a put of `key` → `value` in keyspace `ks` (its default TTL applies).
+    pub fn put_in(
+        &mut self,
+        ks: &Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl Into<Vec<u8>>,
+    ) -> &mut Self {
+        self.put_with_in(ks, key, value, PutOptions::default())
+    }
+
+    /// Adds a put with user meta and/or a time to live in keyspace `ks`; without
+    /// a TTL the keyspace's default TTL applies.
+    pub fn put_with_in(
+        &mut self,
+        ks: &Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl Into<Vec<u8>>,
+        mut opts: PutOptions,
+    ) -> &mut Self {
+        let o = ks.shared().options();
+        if opts.ttl.is_none() {
+            opts.ttl = o.default_ttl;
+        }
+        let (key, value) = (ks.shared().storage_key(key.as_ref()), value.into());
+        self.bytes += key.len() + value.len();
+        self.ops.push(BatchOp {
+            key,
+            value: Some(value),
+            user_meta: opts.user_meta,
+            ttl: opts.ttl,
+            expires_at: 0,
+            range_end: None,
+            space: Space::Keyspace,
+            value_threshold: o.value_threshold,
+        });
+        self.note_keyspace(ks.shared());
+        self
+    }
+
+    /// Adds a delete of `key` in keyspace `ks`.
+    pub fn delete_in(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> &mut Self {
+        let key = ks.shared().storage_key(key.as_ref());
+        self.bytes += key.len();
+        self.ops.push(BatchOp {
+            key,
+            value: None,
+            user_meta: 0,
+            ttl: None,
+            expires_at: 0,
+            range_end: None,
+            space: Space::Keyspace,
+            value_threshold: None,
+        });
+        self.note_keyspace(ks.shared());
+        self
+    }
+
+    /// Adds a delete of every key of keyspace `ks` in `[start, end)`; an empty
+    /// `end` is the end of the keyspace. As [`WriteBatch::delete_range`].
+    pub fn delete_range_in(
+        &mut self,
+        ks: &Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        let (start, end) = ks.shared().storage_range(start.as_ref(), end.as_ref());
+        self.push_range(start, end, Space::Keyspace);
+        self.note_keyspace(ks.shared());
+        self
+    }
+
+    pub(crate) fn note_keyspace(&mut self, ks: &Arc<Shared>) {
+        if !self.keyspaces.iter().any(|k| Arc::ptr_eq(k, ks)) {
+            self.keyspaces.push(ks.clone());
+        }
     }
 
     /// Adds a put that expires at an absolute time (unix seconds; 0 = never).
@@ -84,6 +186,8 @@ impl WriteBatch {
             ttl: None,
             expires_at,
             range_end: None,
+            space: Space::Storage,
+            value_threshold: None,
         });
     }
 
@@ -98,6 +202,8 @@ impl WriteBatch {
             ttl: None,
             expires_at: 0,
             range_end: None,
+            space: Space::User,
+            value_threshold: None,
         });
         self
     }
@@ -106,19 +212,63 @@ impl WriteBatch {
     /// one record, whatever the number of keys. Operations added before it
     /// on keys in the range are removed from the batch (the range delete
     /// wins, as it would in order); later ones are kept. [`crate::Db::write`]
-    /// refuses the batch unless `start < end`.
+    /// refuses the batch unless `start < end`. It stays in the default
+    /// keyspace: an `end` past the keyspaces' reserved prefix (`FF FF FF FF`)
+    /// stops there, and a `start` in it is refused.
     pub fn delete_range(
         &mut self,
         start: impl Into<Vec<u8>>,
         end: impl Into<Vec<u8>>,
     ) -> &mut Self {
         let (start, end) = (start.into(), end.into());
-        self.delete_range_raw(start, end);
+        self.push_range(start, keyspace::clamp_default_end(end), Space::User);
         self
     }
 
-    /// [`WriteBatch::delete_range`] on owned bounds.
+    /// A range delete over storage keys, from inside the crate.
     pub(crate) fn delete_range_raw(&mut self, start: Vec<u8>, end: Vec<u8>) {
+        self.push_range(start, end, Space::Storage);
+    }
+
+    /// A put (or delete, `value` `None`) of a key already in `space`.
+    pub(crate) fn push_op(
+        &mut self,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+        opts: PutOptions,
+        space: Space,
+        value_threshold: Option<usize>,
+    ) {
+        self.bytes += key.len() + value.as_ref().map_or(0, Vec::len);
+        self.ops.push(BatchOp {
+            key,
+            value,
+            user_meta: opts.user_meta,
+            ttl: opts.ttl,
+            expires_at: 0,
+            range_end: None,
+            space,
+            value_threshold,
+        });
+    }
+
+    /// A delete of one storage key, from inside the crate.
+    pub(crate) fn delete_raw(&mut self, key: Vec<u8>) {
+        self.bytes += key.len();
+        self.ops.push(BatchOp {
+            key,
+            value: None,
+            user_meta: 0,
+            ttl: None,
+            expires_at: 0,
+            range_end: None,
+            space: Space::Storage,
+            value_threshold: None,
+        });
+    }
+
+    /// Adds a range delete whose bounds are already in `space`.
+    pub(crate) fn push_range(&mut self, start: Vec<u8>, end: Vec<u8>, space: Space) {
         let inside = |k: &[u8]| k >= start.as_slice() && (end.is_empty() || k < end.as_slice());
         let mut bytes = 0;
         self.ops.retain(|op| {
@@ -137,6 +287,8 @@ impl WriteBatch {
             ttl: None,
             expires_at: 0,
             range_end: Some(end),
+            space,
+            value_threshold: None,
         });
     }
 
@@ -164,6 +316,8 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.ops.clear();
         self.bytes = 0;
+        self.keyspaces.clear();
+        self.drops.clear();
     }
 }
 

@@ -92,7 +92,7 @@ impl BulkLoader {
         let expires_at = opts.ttl.map_or(0, |t| {
             db.now() + t.as_secs() + u64::from(t.subsec_nanos() > 0)
         });
-        db.check_key(key)?;
+        db.check_user_key(key)?;
         if value.len() > db.opts.max_value_size {
             return Err(Error::TooBig {
                 what: "value",

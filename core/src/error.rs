@@ -42,6 +42,8 @@ pub enum Error {
     },
     /// A caller passed something the API does not accept (an empty key, say).
     InvalidArgument(String),
+    /// A named object the call needs does not exist (a keyspace to drop).
+    NotFound(String),
     /// A key or value is larger than the configured limit.
     TooBig {
         /// "key" or "value".
@@ -135,6 +137,7 @@ impl fmt::Display for Error {
             ),
             Error::InvalidOption { name, reason } => write!(f, "invalid option `{name}`: {reason}"),
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::NotFound(msg) => write!(f, "not found: {msg}"),
             Error::TooBig { what, len, max } => {
                 write!(f, "{what} of {len} bytes exceeds the limit of {max} bytes")
             }

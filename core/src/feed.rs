@@ -140,15 +140,25 @@ struct Group {
     version: u64,
     changes: Vec<Change>,
     bytes: usize,
+    /// Some change is in the keyspaces' region.
+    reserved: bool,
+    /// Some range delete ends at the keyspaces' marker.
+    clamped: bool,
 }
 
 impl Group {
     fn new(version: u64, changes: Vec<Change>) -> Group {
         let bytes = changes.iter().map(Change::charge).sum();
+        let reserved = changes.iter().any(|c| crate::keyspace::is_reserved(&c.key));
+        let clamped = changes.iter().any(|c| {
+            c.kind == ChangeKind::DeleteRange && c.value == crate::keyspace::RESERVED_PREFIX
+        });
         Group {
             version,
             changes,
             bytes,
+            reserved,
+            clamped,
         }
     }
 }
@@ -185,6 +195,8 @@ impl Collector {
 struct Sub {
     id: u64,
     prefixes: Vec<Vec<u8>>,
+    /// Bytes taken off the front of delivered keys (a keyspace's prefix).
+    strip: usize,
     max_pending: usize,
     state: Mutex<SubState>,
     cv: Condvar,
@@ -204,6 +216,15 @@ struct SubState {
 
 impl Sub {
     fn wants(&self, c: &Change) -> bool {
+        // Keyspace changes go only to those who name the region.
+        if crate::keyspace::is_reserved(&c.key)
+            && !self
+                .prefixes
+                .iter()
+                .any(|p| crate::keyspace::is_reserved(p))
+        {
+            return false;
+        }
         if self.prefixes.is_empty() {
             return true;
         }
@@ -222,16 +243,39 @@ impl Sub {
 
     /// This subscriber's part of `g`, if any.
     fn part(&self, g: &Arc<Group>) -> Option<Arc<Group>> {
-        if self.prefixes.is_empty() {
+        if self.prefixes.is_empty() && !g.reserved && !g.clamped {
             return Some(g.clone());
         }
         let changes: Vec<Change> = g
             .changes
             .iter()
             .filter(|c| self.wants(c))
-            .cloned()
+            .map(|c| self.stripped(c))
             .collect();
         (!changes.is_empty()).then(|| Arc::new(Group::new(g.version, changes)))
+    }
+
+    /// `c` with the keyspace prefix taken off its key (and off a range
+    /// end inside the keyspace; one past it becomes empty: the keyspace's
+    /// end). For the default keyspace, a range ending at the keyspaces'
+    /// marker ends at the default keyspace's end: empty, as it was given.
+    fn stripped(&self, c: &Change) -> Change {
+        let mut c = c.clone();
+        if self.strip == 0 {
+            if c.kind == ChangeKind::DeleteRange && c.value == crate::keyspace::RESERVED_PREFIX {
+                c.value.clear();
+            }
+            return c;
+        }
+        let prefix = c.key.get(..self.strip).map(<[u8]>::to_vec);
+        c.key.drain(..self.strip.min(c.key.len()));
+        if c.kind == ChangeKind::DeleteRange {
+            c.value = match prefix {
+                Some(p) if c.value.starts_with(&p) => c.value[self.strip..].to_vec(),
+                _ => Vec::new(),
+            };
+        }
+        c
     }
 
     /// Queues `g` without waiting (the caller is a writer): past the bound,
@@ -393,6 +437,7 @@ impl Feed {
         self: &Arc<Self>,
         opts: SubscribeOptions,
         now: u64,
+        strip: usize,
     ) -> Result<Subscription> {
         if opts.max_pending_bytes == 0 {
             return Err(Error::InvalidArgument(
@@ -425,6 +470,7 @@ impl Feed {
         let sub = Arc::new(Sub {
             id: hub.next_id,
             prefixes: opts.prefixes,
+            strip,
             max_pending: opts.max_pending_bytes,
             state: Mutex::new(SubState {
                 queue: VecDeque::new(),

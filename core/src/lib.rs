@@ -51,6 +51,11 @@
 //! - One writer process per directory (a `flock` on `LOCK`); read-only opens share.
 //! - After an I/O error on the write path the Db refuses writes
 //!   ([`Error::Poisoned`]); reads keep working.
+//! - Keyspaces ([`Db::keyspace`], RocksDB's column families) are independent
+//!   ordered maps in one Db: batches and transactions span them atomically,
+//!   and [`Db::drop_keyspace`] is one write, all or nothing across a crash.
+//!   Keys starting with [`RESERVED_PREFIX`] belong to them, never to the
+//!   default keyspace (refused there with [`Error::InvalidArgument`]).
 //! - The change feed ([`Db::subscribe`]) delivers committed writes in version
 //!   order, each once and only after it is visible to reads; a write never
 //!   waits on a subscriber (a slow one is told [`Error::FellBehind`] and where
@@ -80,6 +85,7 @@ pub mod fs;
 mod fuzzing;
 mod iter;
 mod key;
+mod keyspace;
 mod levels;
 mod manifest;
 mod memtable;
@@ -108,6 +114,7 @@ pub use db::{CheckpointReport, Db, GcOutcome, Item, Stats, VerifyReport, CHECKPO
 pub use error::{Error, Result};
 pub use feed::{Change, ChangeKind, SubscribeOptions, Subscription};
 pub use iter::{DbIterator, IterOptions};
+pub use keyspace::{Keyspace, KeyspaceOptions, MAX_NAME_LEN, RESERVED_PREFIX};
 pub use options::{Clock, Options};
 pub use sequence::Sequence;
 pub use table::Compression;

@@ -3,12 +3,15 @@
 //! and several value-log files all happen, and values on both sides of the
 //! value threshold. Range deletes (alone, in batches and as `drop_prefix`)
 //! are in the mix, and so are kills (the files copied as a killed process
-//! leaves them, opened without a close).
+//! leaves them, opened without a close). So are keyspaces: created (one with
+//! its own value threshold), written alone and in batches with the default
+//! keyspace, read, iterated, range-deleted and dropped, each checked against
+//! a model of its own, and all of them after every reopen and kill.
 
 mod common;
 
 use common::{tiny_options, Rng};
-use sett::{Db, IterOptions, WriteBatch};
+use sett::{Db, IterOptions, KeyspaceOptions, WriteBatch};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -94,14 +97,117 @@ fn random_iter_options(rng: &mut Rng) -> IterOptions {
 }
 
 fn check_iter(db: &Db, model: &Model, o: IterOptions, ctx: &str) {
+    check_walk(db.iter(o.clone()), model, o, ctx);
+}
+
+fn check_walk(it: sett::Result<sett::DbIterator>, model: &Model, o: IterOptions, ctx: &str) {
     let want = expected_range(model, &o);
-    let got: Vec<(Vec<u8>, Vec<u8>)> = db
-        .iter(o.clone())
-        .unwrap()
-        .collect::<sett::Result<_>>()
-        .unwrap();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = it.unwrap().collect::<sett::Result<_>>().unwrap();
     assert_eq!(got.len(), want.len(), "{ctx}: iterator length with {o:?}");
     assert!(got == want, "{ctx}: iterator contents differ with {o:?}");
+}
+
+/// The keyspaces' models, by name.
+type Spaces = BTreeMap<String, Model>;
+
+/// The options a keyspace of the mix is created with: "ks1" sends values of
+/// 16 bytes and more to the value log (the Db's threshold is 64).
+fn keyspace_options(name: &str) -> KeyspaceOptions {
+    KeyspaceOptions {
+        value_threshold: (name == "ks1").then_some(16),
+        default_ttl: None,
+    }
+}
+
+/// Every keyspace of the model exists with its data, and no other one.
+fn check_spaces(db: &Db, spaces: &Spaces, ctx: &str) {
+    let names: Vec<String> = spaces.keys().cloned().collect();
+    assert_eq!(db.keyspaces().unwrap(), names, "{ctx}: keyspaces");
+    for (name, m) in spaces {
+        let ks = db.keyspace(name, KeyspaceOptions::default()).unwrap();
+        assert_eq!(
+            ks.options(),
+            keyspace_options(name),
+            "{ctx}: options of {name}"
+        );
+        check_walk(
+            ks.iter(IterOptions::default()),
+            m,
+            IterOptions::default(),
+            &format!("{ctx}: keyspace {name}"),
+        );
+    }
+}
+
+/// One keyspace operation of the mix.
+fn keyspace_op(db: &Db, rng: &mut Rng, model: &mut Model, spaces: &mut Spaces, ctx: &str) {
+    let name = format!("ks{}", rng.below(3));
+    let ks = db.keyspace(&name, keyspace_options(&name)).unwrap();
+    let m = spaces.entry(name.clone()).or_default();
+    match rng.below(100) {
+        0..=44 => {
+            let (k, v) = (random_key(rng), random_value(rng, false));
+            ks.put(&k, &v).unwrap();
+            m.insert(k, v);
+        }
+        45..=59 => {
+            let k = random_key(rng);
+            ks.delete(&k).unwrap();
+            m.remove(&k);
+        }
+        60..=74 => {
+            let k = random_key(rng);
+            assert_eq!(
+                ks.get(&k).unwrap(),
+                m.get(&k).cloned(),
+                "{ctx}: {name} get {k:?}"
+            );
+        }
+        75..=84 => {
+            // One batch over this keyspace, another one and the default keyspace.
+            let other_name = format!("ks{}", rng.below(3));
+            let other = db
+                .keyspace(&other_name, keyspace_options(&other_name))
+                .unwrap();
+            spaces.entry(other_name.clone()).or_default();
+            let mut b = WriteBatch::new();
+            for _ in 0..1 + rng.below(10) {
+                let (k, v) = (random_key(rng), random_value(rng, false));
+                match rng.below(3) {
+                    0 => {
+                        b.put_in(&ks, &k, v.clone());
+                        spaces.entry(name.clone()).or_default().insert(k, v);
+                    }
+                    1 => {
+                        b.put_in(&other, &k, v.clone());
+                        spaces.entry(other_name.clone()).or_default().insert(k, v);
+                    }
+                    _ => {
+                        b.put(k.clone(), v.clone());
+                        model.insert(k, v);
+                    }
+                }
+            }
+            db.write(b).unwrap();
+        }
+        85..=93 => {
+            let o = random_iter_options(rng);
+            check_walk(ks.iter(o.clone()), m, o, &format!("{ctx}: {name} iter"));
+        }
+        94..=96 => {
+            let (start, end) = random_range(rng);
+            ks.delete_range(&start, &end).unwrap();
+            model_delete_range(m, &start, &end);
+        }
+        _ => {
+            db.drop_keyspace(&name).unwrap();
+            spaces.remove(&name);
+            assert!(
+                ks.get(b"k1").is_err(),
+                "{ctx}: a dropped handle still reads"
+            );
+        }
+    }
 }
 
 /// The files of `db` copied as a kill would leave them, and the copy opened.
@@ -165,6 +271,8 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
     let ckpts = tempfile::tempdir().unwrap();
     let mut checkpoints = 0;
     let mut model = Model::new();
+    let mut spaces = Spaces::new();
+    let mut keyspace_ops = 0;
     let mut rng = Rng::new(seed);
     // Directories of the copies a kill left, opened in turn.
     let mut killed: Vec<tempfile::TempDir> = Vec::new();
@@ -241,7 +349,11 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                 }
                 db.write(b).unwrap();
             }
-            65..=89 => {
+            65..=72 => {
+                keyspace_op(&db, &mut rng, &mut model, &mut spaces, &ctx);
+                keyspace_ops += 1;
+            }
+            73..=89 => {
                 let k = random_key(&mut rng);
                 assert_eq!(
                     db.get(&k).unwrap(),
@@ -267,6 +379,7 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                     IterOptions::default(),
                     &format!("{ctx}: checkpoint"),
                 );
+                check_spaces(&copy, &spaces, &format!("{ctx}: checkpoint"));
                 copy.verify().unwrap();
                 copy.close().unwrap();
                 drop(copy);
@@ -277,6 +390,7 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                 db.close().unwrap();
                 drop(db);
                 db = Db::open(opts.clone()).unwrap();
+                check_spaces(&db, &spaces, &format!("{ctx}: reopened"));
             }
             _ => {
                 // A kill: the files as the process leaves them, no close.
@@ -295,10 +409,13 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                     IterOptions::default(),
                     &format!("{ctx}: killed"),
                 );
+                check_spaces(&db, &spaces, &format!("{ctx}: killed"));
             }
         }
     }
     assert!(range_deletes > 0, "seed {seed}: no range delete");
+    assert!(keyspace_ops > 0, "seed {seed}: no keyspace operation");
+    check_spaces(&db, &spaces, "final");
     assert!(
         checkpoints > 0,
         "seed {seed}: no checkpoint in {ops} operations"
@@ -326,6 +443,7 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
     drop(db);
     let db = Db::open(opts).unwrap();
     check_iter(&db, &model, IterOptions::default(), "after final reopen");
+    check_spaces(&db, &spaces, "after final reopen");
 }
 
 #[test]

@@ -5,7 +5,8 @@ use std::ffi::{c_char, c_int, CString};
 
 /// Success.
 pub const SETT_OK: c_int = 0;
-/// The key has no value (not an error: *err is not set).
+/// The key has no value (not an error: *err is not set). Also a named
+/// object that does not exist (sett_drop_keyspace), then with *err set.
 pub const SETT_NOT_FOUND: c_int = 1;
 /// A transaction conflicted with one that committed after it started; retry it.
 pub const SETT_CONFLICT: c_int = 2;
@@ -78,6 +79,7 @@ impl From<Error> for FfiError {
             Error::UnsupportedVersion { .. } => SETT_UNSUPPORTED_VERSION,
             Error::InvalidOption { .. } => SETT_INVALID_OPTION,
             Error::InvalidArgument(_) => SETT_INVALID_ARGUMENT,
+            Error::NotFound(_) => SETT_NOT_FOUND,
             Error::TooBig { .. } => SETT_TOO_BIG,
             Error::Locked(_) => SETT_LOCKED,
             Error::ReadOnly => SETT_READ_ONLY,

@@ -155,7 +155,8 @@ impl sett_changes_t {
 /// with a version above its sett_txn_read_ts(). A range delete (also
 /// sett_drop_prefix()) is one SETT_CHANGE_DELETE_RANGE change. A bulk load
 /// and sett_drop_all() end live subscriptions with SETT_FELL_BEHIND and
-/// cannot be resumed across. *sub receives a handle to close with
+/// cannot be resumed across. Writes to keyspaces are not delivered (use
+/// sett_keyspace_subscribe()). *sub receives a handle to close with
 /// sett_subscription_close().
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -171,35 +172,64 @@ pub unsafe extern "C" fn sett_subscribe(
 ) -> c_int {
     guard_ok(err, || {
         let h = live(db)?;
-        if sub.is_null() {
-            return Err(FfiError::invalid("sub is NULL"));
+        // SAFETY: forwarded from this function's contract (sett.h).
+        unsafe {
+            subscribe_with(
+                prefixes,
+                n,
+                from_version,
+                has_from,
+                max_pending_bytes,
+                sub,
+                |o| h.db.subscribe(o),
+            )
         }
-        if n > 0 && prefixes.is_null() {
-            return Err(FfiError::invalid(format!("prefixes is NULL with n = {n}")));
-        }
-        let has_from = crate::util::flag(has_from, "has_from")?;
-        let mut list = Vec::with_capacity(n);
-        for i in 0..n {
-            // SAFETY: non-NULL (checked) and, as sett.h requires, valid for `n` entries.
-            let p = unsafe { &*prefixes.add(i) };
-            // SAFETY: each entry points to `len` readable bytes, as sett.h requires.
-            let b = unsafe { bytes(p.data, p.len, "prefix") }?;
-            list.push(b.to_vec());
-        }
-        let mut opts = SubscribeOptions {
-            prefixes: list,
-            from: has_from.then_some(from_version),
-            ..SubscribeOptions::default()
-        };
-        if max_pending_bytes > 0 {
-            opts.max_pending_bytes = max_pending_bytes;
-        }
-        let s = h.db.subscribe(opts)?;
-        let boxed = Box::into_raw(Box::new(sett_subscription_t { sub: s }));
-        // SAFETY: `sub` is non-NULL (checked above) and writable, as sett.h requires.
-        unsafe { sub.write(boxed) };
-        Ok(())
     })
+}
+
+/// The checks and options of sett_subscribe() and sett_keyspace_subscribe():
+/// subscribes with `open` and stores the handle in `*sub`.
+///
+/// # Safety
+/// As sett_subscribe(): `prefixes` is NULL or valid for `n` entries, each
+/// pointing to its `len` readable bytes; `sub` is NULL or writable.
+pub(crate) unsafe fn subscribe_with(
+    prefixes: *const sett_bytes_t,
+    n: usize,
+    from_version: u64,
+    has_from: u32,
+    max_pending_bytes: usize,
+    sub: *mut *mut sett_subscription_t,
+    open: impl FnOnce(SubscribeOptions) -> sett_core::Result<sett_core::Subscription>,
+) -> Result<(), FfiError> {
+    if sub.is_null() {
+        return Err(FfiError::invalid("sub is NULL"));
+    }
+    if n > 0 && prefixes.is_null() {
+        return Err(FfiError::invalid(format!("prefixes is NULL with n = {n}")));
+    }
+    let has_from = crate::util::flag(has_from, "has_from")?;
+    let mut list = Vec::with_capacity(n);
+    for i in 0..n {
+        // SAFETY: non-NULL (checked) and, as sett.h requires, valid for `n` entries.
+        let p = unsafe { &*prefixes.add(i) };
+        // SAFETY: each entry points to `len` readable bytes, as sett.h requires.
+        let b = unsafe { bytes(p.data, p.len, "prefix") }?;
+        list.push(b.to_vec());
+    }
+    let mut opts = SubscribeOptions {
+        prefixes: list,
+        from: has_from.then_some(from_version),
+        ..SubscribeOptions::default()
+    };
+    if max_pending_bytes > 0 {
+        opts.max_pending_bytes = max_pending_bytes;
+    }
+    let s = open(opts)?;
+    let boxed = Box::into_raw(Box::new(sett_subscription_t { sub: s }));
+    // SAFETY: `sub` is non-NULL (checked above) and writable, as sett.h requires.
+    unsafe { sub.write(boxed) };
+    Ok(())
 }
 
 /// Waits up to `timeout_ms` (negative: until changes come) for changes and

@@ -19,7 +19,7 @@ impl Handle for sett_iter_options_t {
 /// An iterator over a snapshot. One thread at a time. It stays memory-safe
 /// after its database is closed or freed: moving it then returns SETT_CLOSED.
 pub struct sett_iter_t {
-    it: DbIterator,
+    pub(crate) it: DbIterator,
 }
 
 impl Handle for sett_iter_t {
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn sett_iter_options_set_prefetch(
 }
 
 /// The iterator options behind `opts`; NULL means the defaults.
-fn options(opts: *const sett_iter_options_t) -> IterOptions {
+pub(crate) fn options(opts: *const sett_iter_options_t) -> IterOptions {
     live(opts).map_or_else(|_| IterOptions::default(), |o| o.opts.clone())
 }
 

@@ -41,6 +41,7 @@ class ReadOnlyError(Error): ...
 class PoisonedError(Error): ...
 class InvalidOptionError(Error): ...
 class InvalidArgumentError(Error): ...
+class NotFoundError(Error): ...
 class IOError(Error): ...
 class UnsupportedVersionError(Error): ...
 
@@ -100,15 +101,28 @@ class Iter(Iterator[_T_co]):
         """Next item: the first key (reverse: the last) within bounds."""
     def close(self) -> None: ...
 
-class Txn:
+class Keyspace:
+    """A named, independent ordered map in one database (Db.keyspace)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def id(self) -> int: ...
+    @property
+    def value_threshold(self) -> Optional[int]: ...
+    @property
+    def default_ttl(self) -> Optional[float]: ...
     def get(self, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]: ...
     def get_entry(self, key: Bytes) -> Optional[Tuple[bytes, int, int, int]]: ...
+    def __getitem__(self, key: Bytes) -> bytes: ...
+    def __setitem__(self, key: Bytes, value: Bytes) -> None: ...
+    def __delitem__(self, key: Bytes) -> None: ...
+    def __contains__(self, key: object) -> bool: ...
     def put(
         self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
     ) -> None: ...
     def delete(self, key: Bytes) -> None: ...
     def delete_range(self, start: Bytes, end: Bytes) -> None:
-        """Buffers a delete of [start, end); this transaction's reads stop seeing it."""
+        """Deletes [start, end) of this keyspace (b"" end: to its end)."""
     @overload
     def iter(
         self,
@@ -142,6 +156,91 @@ class Txn:
         *,
         prefetch: Optional[int] = None,
     ) -> Iter[Any]: ...
+    def keys(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+    ) -> Iter[bytes]: ...
+    def items(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+    ) -> Iter[Tuple[bytes, bytes]]: ...
+    def values(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+    ) -> Iter[bytes]: ...
+    def __iter__(self) -> Iter[bytes]: ...
+    def subscribe(
+        self,
+        prefixes: Optional[List[Bytes]] = None,
+        since: Optional[int] = None,
+        max_pending_bytes: Optional[int] = None,
+    ) -> Subscription:
+        """Committed writes to this keyspace, keys as they were put."""
+
+class Txn:
+    def get(
+        self, key: Bytes, default: Optional[bytes] = None, *, keyspace: Optional[Keyspace] = None
+    ) -> Optional[bytes]: ...
+    def get_entry(self, key: Bytes) -> Optional[Tuple[bytes, int, int, int]]: ...
+    def put(
+        self,
+        key: Bytes,
+        value: Bytes,
+        *,
+        ttl: Optional[float] = None,
+        meta: int = 0,
+        keyspace: Optional[Keyspace] = None,
+    ) -> None: ...
+    def delete(self, key: Bytes, *, keyspace: Optional[Keyspace] = None) -> None: ...
+    def delete_range(
+        self, start: Bytes, end: Bytes, *, keyspace: Optional[Keyspace] = None
+    ) -> None:
+        """Buffers a delete of [start, end); this transaction's reads stop seeing it."""
+    @overload
+    def iter(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+        keys_only: Literal[False] = False,
+        *,
+        prefetch: Optional[int] = None,
+        keyspace: Optional[Keyspace] = None,
+    ) -> Iter[Tuple[bytes, bytes]]: ...
+    @overload
+    def iter(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+        *,
+        keys_only: Literal[True],
+        prefetch: Optional[int] = None,
+        keyspace: Optional[Keyspace] = None,
+    ) -> Iter[bytes]: ...
+    @overload
+    def iter(
+        self,
+        prefix: Optional[Bytes] = None,
+        start: Optional[Bytes] = None,
+        end: Optional[Bytes] = None,
+        reverse: bool = False,
+        keys_only: bool = False,
+        *,
+        prefetch: Optional[int] = None,
+        keyspace: Optional[Keyspace] = None,
+    ) -> Iter[Any]: ...
     def commit(self) -> None: ...
     def discard(self) -> None: ...
     @property
@@ -160,12 +259,21 @@ class Txn:
 
 class Batch:
     """Puts and deletes applied atomically by commit(), or at the end of a with
-    block that raised nothing (an exception discards them)."""
+    block that raised nothing (an exception discards them); keyspace= writes
+    into a keyspace, several of them in one batch."""
     def put(
-        self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
+        self,
+        key: Bytes,
+        value: Bytes,
+        *,
+        ttl: Optional[float] = None,
+        meta: int = 0,
+        keyspace: Optional[Keyspace] = None,
     ) -> None: ...
-    def delete(self, key: Bytes) -> None: ...
-    def delete_range(self, start: Bytes, end: Bytes) -> None:
+    def delete(self, key: Bytes, *, keyspace: Optional[Keyspace] = None) -> None: ...
+    def delete_range(
+        self, start: Bytes, end: Bytes, *, keyspace: Optional[Keyspace] = None
+    ) -> None:
         """Deletes [start, end) at commit; earlier puts of this batch in the range go too."""
     def commit(self) -> None: ...
     def clear(self) -> None: ...
@@ -237,6 +345,16 @@ class Db:
     ) -> Subscription:
         """Committed writes under prefixes, in version order (the change feed)."""
     def last_version(self) -> int: ...
+    def keyspace(
+        self,
+        name: str,
+        value_threshold: Optional[int] = None,
+        default_ttl: Optional[float] = None,
+    ) -> Keyspace:
+        """Opens keyspace name, creating it with these options if missing."""
+    def keyspaces(self) -> List[str]: ...
+    def drop_keyspace(self, name: str) -> None:
+        """Drops the keyspace and its keys in one atomic write; NotFoundError if absent."""
     @overload
     def iter(
         self,

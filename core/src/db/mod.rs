@@ -5,7 +5,8 @@
 //! compaction threads, flatten, drops), `gc` (value-log garbage collection),
 //! `checkpoint` (hard-linked copies).
 //!
-//! Lock order, outermost first: `gc_lock` → `queue` → `log` → `manifest` →
+//! Lock order, outermost first: `keyspaces` (the catalog's) → `gc_lock` →
+//! `queue` → `log` → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
 //! guards are never held while taking another lock. `holds` (checkpoint's
 //! value-log file holds) is innermost: nothing is taken while it is held.
@@ -26,6 +27,7 @@ use crate::feed::{Feed, SubscribeOptions, Subscription};
 use crate::filename;
 use crate::iter::{DbIterator, IterOptions, MemIter, MergeIter, PendingIter, Source};
 use crate::key;
+use crate::keyspace::Region;
 use crate::levels::Version;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
@@ -285,6 +287,8 @@ pub(crate) struct DbInner {
     pub(crate) read_only_recovery: Option<(crate::manifest::ManifestState, Vec<u64>)>,
     /// The change feed's hub (see `crate::feed`).
     pub(crate) feed: Arc<Feed>,
+    /// Open keyspaces; its lock orders keyspace creates and drops (outermost).
+    pub(crate) keyspaces: Mutex<crate::keyspace::Catalog>,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.
@@ -370,13 +374,18 @@ impl Db {
         let st = self.inner.read_state();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
         keys.iter()
-            .map(|k| Ok(self.inner.get_in(&st, k, seq)?.map(|i| i.value)))
+            .map(|k| {
+                self.inner.check_user_key(k)?;
+                Ok(self.inner.get_in(&st, k, seq)?.map(|i| i.value))
+            })
             .collect()
     }
 
     /// An iterator over a snapshot of the Db taken now.
+    /// It walks the default keyspace: keys below `FF FF FF FF` (the prefix
+    /// reserved for [`Db::keyspace`]s), whatever its bounds say.
     pub fn iter(&self, opts: IterOptions) -> Result<DbIterator> {
-        self.inner.iter(opts, None, None)
+        self.inner.iter(opts, None, None, Region::Default)
     }
 
     /// Makes the active memtable immutable and waits until every memtable is
@@ -423,8 +432,12 @@ impl Db {
     }
 
     /// Deletes every key (tables and value-log files go, nothing is rewritten).
+    /// Keyspaces go too: their handles fail from then on.
     pub fn drop_all(&self) -> Result<()> {
-        self.inner.drop_all()
+        let mut cat = lock(&self.inner.keyspaces);
+        self.inner.drop_all()?;
+        cat.drop_every();
+        Ok(())
     }
 
     /// Deletes every key starting with `prefix`: one range delete over the
@@ -433,14 +446,21 @@ impl Db {
     /// write (it removes every write ordered before it and none ordered
     /// after it), and writers do not wait. Compaction reclaims the space
     /// later ([`Db::flatten`] at once). An empty prefix is [`Db::drop_all`].
+    ///
+    /// It stays in the default keyspace: an empty prefix with keyspaces in
+    /// the Db is a range delete of every key below `FF FF FF FF`, and a
+    /// prefix starting with those bytes is refused.
     pub fn drop_prefix(&self, prefix: &[u8]) -> Result<()> {
-        if prefix.is_empty() {
+        if crate::keyspace::is_reserved(prefix) {
+            return Err(crate::keyspace::reserved_error("prefix", prefix));
+        }
+        if prefix.is_empty() && !self.inner.has_keyspace_keys()? {
             return self.inner.drop_all();
         }
         self.inner.check_range(prefix, &[])?;
         let mut b = WriteBatch::new();
-        // An all-0xff prefix has no successor: the range is unbounded above.
-        b.delete_range_raw(
+        // An all-0xff prefix has no successor: the range stops at the keyspaces.
+        b.delete_range(
             prefix.to_vec(),
             key::prefix_successor(prefix).unwrap_or_default(),
         );
@@ -574,12 +594,12 @@ impl Db {
     /// }
     /// # }
     /// ```
+    ///
+    /// Changes to keyspaces ([`Db::keyspace`]) are not delivered to it (nor
+    /// to any subscription whose prefixes do not start with `FF FF FF FF`):
+    /// subscribe to a keyspace with [`crate::Keyspace::subscribe`].
     pub fn subscribe(&self, opts: SubscribeOptions) -> Result<Subscription> {
-        self.inner.check_open()?;
-        let _log = lock(&self.inner.log);
-        self.inner.check_open()?;
-        let now = self.inner.visible_seq.load(Ordering::Acquire);
-        self.inner.feed.subscribe(opts, now)
+        subscribe(&self.inner, opts, 0)
     }
 
     /// The newest version visible to reads: what a read or iterator begun now sees.
@@ -620,6 +640,20 @@ impl Db {
     pub fn close(&self) -> Result<()> {
         self.inner.close()
     }
+}
+
+/// Subscribes to the change feed; delivered keys lose their first `strip`
+/// bytes (a keyspace's prefix).
+pub(crate) fn subscribe(
+    inner: &DbInner,
+    opts: SubscribeOptions,
+    strip: usize,
+) -> Result<Subscription> {
+    inner.check_open()?;
+    let _log = lock(&inner.log);
+    inner.check_open()?;
+    let now = inner.visible_seq.load(Ordering::Acquire);
+    inner.feed.subscribe(opts, now, strip)
 }
 
 impl Drop for Db {
@@ -667,6 +701,16 @@ impl DbInner {
         self.opts.clock.now()
     }
 
+    /// Checks a key of the default keyspace from a caller: as `check_key`,
+    /// and not in the keyspaces' reserved region.
+    pub(crate) fn check_user_key(&self, key: &[u8]) -> Result<()> {
+        self.check_key(key)?;
+        if crate::keyspace::is_reserved(key) {
+            return Err(crate::keyspace::reserved_error("key", key));
+        }
+        Ok(())
+    }
+
     pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
         if key.is_empty() {
             return Err(Error::InvalidArgument("empty key".into()));
@@ -684,11 +728,18 @@ impl DbInner {
     /// Checks the bounds of a range delete: each at most `max_key_size`,
     /// `start < end`; an empty `end` (unbounded) only from inside the crate.
     pub(crate) fn check_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.check_range_in(start, end, 0)
+    }
+
+    /// [`DbInner::check_range`] for bounds that carry a `prefix`-byte
+    /// keyspace prefix beyond the key limit.
+    pub(crate) fn check_range_in(&self, start: &[u8], end: &[u8], prefix: usize) -> Result<()> {
         for (what, k) in [("range start", start), ("range end", end)] {
-            if k.len() > self.opts.max_key_size {
+            let len = k.len().saturating_sub(prefix);
+            if len > self.opts.max_key_size {
                 return Err(Error::TooBig {
                     what,
-                    len: k.len(),
+                    len,
                     max: self.opts.max_key_size,
                 });
             }
@@ -703,15 +754,16 @@ impl DbInner {
 
     fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
         self.check_open()?;
+        self.check_user_key(key)?;
         // State first, then the sequence: see DbInner::iter.
         let st = self.read_state();
         let seq = self.visible_seq.load(Ordering::Acquire);
         self.get_in(&st, key, seq)
     }
 
-    /// Reads `key` at `read_seq` from `st`; tombstones and expired entries read as absent.
+    /// Reads `key` at `read_seq` from `st`; tombstones and expired entries
+    /// read as absent. The caller has checked the key.
     pub(crate) fn get_in(&self, st: &ReadState, key: &[u8], read_seq: u64) -> Result<Option<Item>> {
-        self.check_key(key)?;
         let Some((version, raw)) = st.lookup(key, read_seq)? else {
             return Ok(None);
         };
@@ -765,6 +817,7 @@ impl DbInner {
         opts: IterOptions,
         at: Option<(u64, Arc<ReadState>)>,
         txn: Option<crate::txn::TxnView>,
+        region: Region<'_>,
     ) -> Result<DbIterator> {
         self.check_open()?;
         let (seq, st) = match at {
@@ -791,8 +844,8 @@ impl DbInner {
             reads = view.reads;
             ranges = view.ranges;
         }
-        let (lower, upper) = crate::iter::bounds(&opts);
-        sources.extend(st.sources(opts.reverse, lower.as_deref(), upper.as_deref()));
+        let walk = region.bounds(&opts);
+        sources.extend(st.sources(opts.reverse, walk.lower.as_deref(), walk.upper.as_deref()));
         let merge = MergeIter::new(sources, opts.reverse);
         DbIterator::new(
             self.clone(),
@@ -801,7 +854,7 @@ impl DbInner {
             (st.range_dels.clone(), ranges),
             snap,
             reads,
-            opts,
+            (opts, walk),
         )
     }
 

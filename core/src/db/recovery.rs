@@ -252,6 +252,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         cache,
         feed: Arc::new(crate::feed::Feed::new(opts.change_feed_history_bytes)),
         read_only_recovery: opts.read_only.then(|| (mstate.clone(), replayed.clone())),
+        keyspaces: Mutex::new(Default::default()),
         opts,
     });
     if inner.opts.read_only {

@@ -13,7 +13,9 @@
 
 use super::*;
 use crate::batch;
+use crate::batch::Space;
 use crate::fs::sync_dir;
+use crate::keyspace;
 use crate::manifest::Edit;
 use crate::range_del::RangeTombstone;
 use crate::value::ValuePointer;
@@ -114,6 +116,14 @@ fn reserve_batch(q: &mut Queue, b: &WriteBatch, txn: Option<&TxnCheck>) -> Resul
             return Err(Error::Conflict);
         }
     }
+    // A drop marks its keyspaces here, under the same lock: a batch is
+    // either ordered before the drop (and deleted by it) or refused.
+    for ks in &b.keyspaces {
+        ks.check_live()?;
+    }
+    for ks in &b.drops {
+        ks.mark_dropped();
+    }
     let seq = q.reserve();
     if q.oracle.tracking() {
         q.oracle.record(
@@ -139,10 +149,20 @@ impl DbInner {
     fn validate(&self, batch: &WriteBatch) -> Result<usize> {
         for op in &batch.ops {
             if let Some(end) = &op.range_end {
-                self.check_range(&op.key, end)?;
+                if op.space == Space::User {
+                    if keyspace::is_reserved(&op.key) {
+                        return Err(keyspace::reserved_error("range start", &op.key));
+                    }
+                    self.check_range(&op.key, end)?;
+                } else {
+                    self.check_range_in(&op.key, end, keyspace::PREFIX_LEN)?;
+                }
                 continue;
             }
-            self.check_key(&op.key)?;
+            if op.space == Space::User {
+                self.check_key(&op.key)?;
+            }
+            keyspace::check_op_key(op.space, &op.key, self.opts.max_key_size)?;
             if let Some(v) = &op.value {
                 if v.len() > self.opts.max_value_size {
                     return Err(Error::TooBig {
@@ -372,11 +392,13 @@ impl DbInner {
                 }
                 // Sized for the record's header (at most 12 bytes) and an
                 // inline value or pointer: no regrowth while encoding.
+                // A keyspace's own threshold, else the Db's.
+                let threshold = op.value_threshold.unwrap_or(threshold);
                 let inline = op.value.as_ref().map_or(0, |v| v.len()).min(threshold);
                 let mut rec = Vec::with_capacity(32 + inline);
                 match op.value {
                     None => value::encode(&mut rec, &Stored::Delete, 0, 0),
-                    Some(v) if self.opts.in_value_log(v.len()) => {
+                    Some(v) if v.len() >= threshold => {
                         let p = log.vlog.append_owned(&op.key, v);
                         value::encode(&mut rec, &Stored::Pointer(p), op.user_meta, expires);
                     }

@@ -62,6 +62,16 @@ pub(crate) fn bounds(opts: &IterOptions) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
     (lower, upper)
 }
 
+/// What a walk covers, in storage keys (see `keyspace::Region`).
+pub(crate) struct Walk {
+    /// Inclusive lower bound.
+    pub lower: Option<Vec<u8>>,
+    /// Exclusive upper bound.
+    pub upper: Option<Vec<u8>>,
+    /// A keyspace's prefix: added to seek targets, taken off returned keys.
+    pub strip: Vec<u8>,
+}
+
 /// Where a buffered item's value is.
 enum Val {
     /// In `bytes` (inline values; empty in keys-only mode).
@@ -95,8 +105,11 @@ pub struct DbIterator {
     /// its own pending writes.
     pending_ranges: KeyRanges,
     _snapshot: SnapshotGuard,
+    /// Bounds over storage keys.
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
+    /// A keyspace's prefix: added to seek targets, taken off returned keys.
+    strip: Vec<u8>,
     reverse: bool,
     keys_only: bool,
     prefetch: usize,
@@ -123,11 +136,15 @@ impl DbIterator {
         (range_dels, pending_ranges): (Arc<RangeDels>, KeyRanges),
         snapshot: SnapshotGuard,
         reads: Option<Arc<Mutex<HashSet<u64>>>>,
-        opts: IterOptions,
+        (opts, walk): (IterOptions, Walk),
     ) -> Result<DbIterator> {
+        let Walk {
+            lower,
+            upper,
+            strip,
+        } = walk;
         let read_seq = snapshot.seq();
         let now = db.now();
-        let (lower, upper) = bounds(&opts);
         let mut it = DbIterator {
             db,
             vlogs,
@@ -140,6 +157,7 @@ impl DbIterator {
             _snapshot: snapshot,
             lower,
             upper,
+            strip,
             reverse: opts.reverse,
             keys_only: opts.keys_only,
             prefetch: opts.prefetch.max(1),
@@ -171,6 +189,13 @@ impl DbIterator {
 
     /// Moves to the first key ≥ `k` (reverse: the last key ≤ `k`), within bounds.
     pub fn seek(&mut self, k: &[u8]) -> Result<()> {
+        let owned;
+        let k = if self.strip.is_empty() {
+            k
+        } else {
+            owned = [self.strip.as_slice(), k].concat();
+            owned.as_slice()
+        };
         if self.reverse {
             match &self.upper {
                 Some(u) if k >= u.as_slice() => self.merge.seek(&key::encode(u, key::MAX_SEQ))?,
@@ -205,7 +230,9 @@ impl DbIterator {
 
     /// The current key (empty when not valid).
     pub fn key(&self) -> &[u8] {
-        self.items.get(self.pos).map_or(&[], |it| self.span(it.key))
+        self.items
+            .get(self.pos)
+            .map_or(&[], |it| &self.span(it.key)[self.strip.len()..])
     }
 
     /// The current value (empty when not valid or keys-only).

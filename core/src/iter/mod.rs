@@ -6,7 +6,7 @@ mod mem;
 mod merge;
 mod pending;
 
-pub(crate) use db_iter::bounds;
+pub(crate) use db_iter::{bounds, Walk};
 pub use db_iter::{DbIterator, IterOptions};
 pub(crate) use level::LevelIter;
 pub(crate) use mem::MemIter;

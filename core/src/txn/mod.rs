@@ -12,9 +12,11 @@ mod oracle;
 
 pub(crate) use oracle::{fingerprint, Oracle};
 
+use crate::batch::Space;
 use crate::db::{lock, DbInner, Item, ReadState, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, IterOptions};
+use crate::keyspace::{Keyspace, Region, Shared};
 use crate::value::{self, Stored};
 use crate::{PutOptions, WriteBatch};
 use std::collections::{BTreeMap, HashSet};
@@ -47,6 +49,8 @@ pub(crate) fn update<T>(
 struct PendingWrite {
     value: Option<Vec<u8>>,
     opts: PutOptions,
+    /// A keyspace's own value threshold.
+    value_threshold: Option<usize>,
 }
 
 /// What a transaction's iterator needs: its pending writes (as internal key,
@@ -74,6 +78,8 @@ pub struct Txn {
     size: usize,
     _snapshot: SnapshotGuard,
     ended: bool,
+    /// Keyspaces written: the commit is refused if one was dropped.
+    keyspaces: Vec<Arc<Shared>>,
 }
 
 impl DbInner {
@@ -120,6 +126,7 @@ impl DbInner {
             size: 0,
             _snapshot: snapshot,
             ended: false,
+            keyspaces: Vec::new(),
         })
     }
 }
@@ -144,7 +151,23 @@ impl Txn {
     /// pending write).
     pub fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
         self.check_usable()?;
-        self.db.check_key(key)?;
+        self.db.check_user_key(key)?;
+        self.get_storage(key)
+    }
+
+    /// The value of `key` in keyspace `ks` as this transaction sees it.
+    pub fn get_in(&self, ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_entry_in(ks, key)?.map(|i| i.value))
+    }
+
+    /// [`Txn::get_entry`] in keyspace `ks`.
+    pub fn get_entry_in(&self, ks: &Keyspace, key: &[u8]) -> Result<Option<Item>> {
+        self.check_usable()?;
+        self.db.check_keyspace_key(ks.shared(), key)?;
+        self.get_storage(&ks.shared().storage_key(key))
+    }
+
+    fn get_storage(&self, key: &[u8]) -> Result<Option<Item>> {
         if let Some(w) = self.writes.get(key) {
             return Ok(w.value.as_ref().map(|v| Item {
                 value: v.clone(),
@@ -169,12 +192,86 @@ impl Txn {
 
     /// Buffers a put with user meta and/or a time to live.
     pub fn set_with(&mut self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
-        self.write(key, Some(value), opts)
+        self.check_usable()?;
+        self.db.check_user_key(key)?;
+        self.write(key.to_vec(), Some(value), opts, None)
     }
 
     /// Buffers a delete.
     pub fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.write(key, None, PutOptions::default())
+        self.check_usable()?;
+        self.db.check_user_key(key)?;
+        self.write(key.to_vec(), None, PutOptions::default(), None)
+    }
+
+    /// Buffers a put in keyspace `ks` (with its default TTL, if it has one).
+    pub fn set_in(&mut self, ks: &Keyspace, key: &[u8], value: &[u8]) -> Result<()> {
+        self.set_with_in(ks, key, value, PutOptions::default())
+    }
+
+    /// Buffers a put in keyspace `ks` with user meta and/or a time to live
+    /// (without one, the keyspace's default TTL).
+    pub fn set_with_in(
+        &mut self,
+        ks: &Keyspace,
+        key: &[u8],
+        value: &[u8],
+        mut opts: PutOptions,
+    ) -> Result<()> {
+        self.check_usable()?;
+        self.db.check_keyspace_key(ks.shared(), key)?;
+        let o = ks.options();
+        if opts.ttl.is_none() {
+            opts.ttl = o.default_ttl;
+        }
+        self.write(
+            ks.shared().storage_key(key),
+            Some(value),
+            opts,
+            o.value_threshold,
+        )?;
+        self.note_keyspace(ks);
+        Ok(())
+    }
+
+    /// Buffers a delete in keyspace `ks`.
+    pub fn delete_in(&mut self, ks: &Keyspace, key: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        self.db.check_keyspace_key(ks.shared(), key)?;
+        self.write(
+            ks.shared().storage_key(key),
+            None,
+            PutOptions::default(),
+            None,
+        )?;
+        self.note_keyspace(ks);
+        Ok(())
+    }
+
+    /// Buffers a delete of every key of keyspace `ks` in `[start, end)` (an
+    /// empty `end` is the keyspace's end), as [`Txn::delete_range`].
+    pub fn delete_range_in(&mut self, ks: &Keyspace, start: &[u8], end: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        ks.shared().check_live()?;
+        let (start, end) = ks.shared().storage_range(start, end);
+        self.db
+            .check_range_in(&start, &end, crate::keyspace::PREFIX_LEN)?;
+        self.range(start, end)?;
+        self.note_keyspace(ks);
+        Ok(())
+    }
+
+    fn note_keyspace(&mut self, ks: &Keyspace) {
+        if !self.keyspaces.iter().any(|k| Arc::ptr_eq(k, ks.shared())) {
+            self.keyspaces.push(ks.shared().clone());
+        }
+    }
+
+    /// An iterator over keyspace `ks` as this transaction sees it (keys
+    /// without the keyspace's prefix, as [`Keyspace::iter`]).
+    pub fn iter_in(&self, ks: &Keyspace, opts: IterOptions) -> Result<DbIterator> {
+        ks.shared().check_live()?;
+        self.iter_region(opts, Region::Keyspace(&ks.shared().storage_key(b"")))
     }
 
     /// Buffers a delete of every key in `[start, end)` (as
@@ -182,17 +279,26 @@ impl Txn {
     /// transaction's reads and iterators no longer see the snapshot's keys
     /// in the range, nor its own earlier writes there; later ones are kept.
     /// At commit it is applied before the other writes, in the same batch.
+    /// It stays in the default keyspace (as [`WriteBatch::delete_range`]).
     pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> Result<()> {
         self.check_usable()?;
+        if crate::keyspace::is_reserved(start) {
+            return Err(crate::keyspace::reserved_error("range start", start));
+        }
+        self.db.check_range(start, end)?;
+        let end = crate::keyspace::clamp_default_end(end.to_vec());
+        self.range(start.to_vec(), end)
+    }
+
+    fn range(&mut self, start: Vec<u8>, end: Vec<u8>) -> Result<()> {
         if !self.update {
             return Err(Error::InvalidArgument(
                 "write in a read-only transaction".into(),
             ));
         }
-        self.db.check_range(start, end)?;
         self.charge(start.len() + end.len())?;
-        self.writes.retain(|k, _| !in_range(k, start, end));
-        self.ranges.push((start.to_vec(), end.to_vec()));
+        self.writes.retain(|k, _| !in_range(k, &start, &end));
+        self.ranges.push((start, end));
         Ok(())
     }
 
@@ -210,14 +316,19 @@ impl Txn {
         Ok(())
     }
 
-    fn write(&mut self, key: &[u8], value: Option<&[u8]>, opts: PutOptions) -> Result<()> {
-        self.check_usable()?;
+    /// Buffers a write of a checked storage key.
+    fn write(
+        &mut self,
+        key: Vec<u8>,
+        value: Option<&[u8]>,
+        opts: PutOptions,
+        value_threshold: Option<usize>,
+    ) -> Result<()> {
         if !self.update {
             return Err(Error::InvalidArgument(
                 "write in a read-only transaction".into(),
             ));
         }
-        self.db.check_key(key)?;
         let vlen = value.map_or(0, <[u8]>::len);
         if vlen > self.db.opts.max_value_size {
             return Err(Error::TooBig {
@@ -228,17 +339,23 @@ impl Txn {
         }
         self.charge(key.len() + vlen)?;
         self.writes.insert(
-            key.to_vec(),
+            key,
             PendingWrite {
                 value: value.map(<[u8]>::to_vec),
                 opts,
+                value_threshold,
             },
         );
         Ok(())
     }
 
     /// An iterator over this transaction's view: the snapshot plus its own writes.
+    /// It walks the default keyspace, as [`crate::Db::iter`].
     pub fn iter(&self, opts: IterOptions) -> Result<DbIterator> {
+        self.iter_region(opts, Region::Default)
+    }
+
+    fn iter_region(&self, opts: IterOptions, region: Region<'_>) -> Result<DbIterator> {
         self.check_usable()?;
         let mut pending = Vec::with_capacity(self.writes.len());
         for (k, w) in &self.writes {
@@ -254,8 +371,12 @@ impl Txn {
             ranges: Arc::new(self.ranges.clone()),
             reads: self.update.then(|| self.reads.clone()),
         };
-        self.db
-            .iter(opts, Some((self.read_ts, self.state.clone())), Some(view))
+        self.db.iter(
+            opts,
+            Some((self.read_ts, self.state.clone())),
+            Some(view),
+            region,
+        )
     }
 
     /// Applies the writes atomically, or fails with `Error::Conflict` if a write
@@ -266,15 +387,24 @@ impl Txn {
             Ok(())
         } else {
             let mut batch = WriteBatch::new();
+            // Keys and ranges were checked when buffered: default ones
+            // never start with the marker, keyspace ones always do.
+            let space = |k: &[u8]| {
+                if crate::keyspace::is_reserved(k) {
+                    Space::Keyspace
+                } else {
+                    Space::User
+                }
+            };
             for (start, end) in std::mem::take(&mut self.ranges) {
-                batch.delete_range_raw(start, end);
+                let sp = space(&start);
+                batch.push_range(start, end, sp);
             }
             for (k, w) in std::mem::take(&mut self.writes) {
-                match w.value {
-                    Some(v) => batch.put_with(k, v, w.opts),
-                    None => batch.delete(k),
-                };
+                let sp = space(&k);
+                batch.push_op(k, w.value, w.opts, sp, w.value_threshold);
             }
+            batch.keyspaces = std::mem::take(&mut self.keyspaces);
             let reads = std::mem::take(&mut *lock(&self.reads));
             self.db.write(
                 crate::db::WriterKind::Batch(batch),

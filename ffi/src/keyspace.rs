@@ -1,0 +1,488 @@
+//! `sett_keyspace_t`: keyspaces (column families), their point operations,
+//! iterators, and their batch and transaction variants.
+
+use crate::batch::{sett_batch_t, with_batch};
+use crate::buf::sett_buf_t;
+use crate::db::{put_options, sett_db_t};
+use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
+use crate::feed::{sett_bytes_t, sett_subscription_t, subscribe_with};
+use crate::iter::{options as iter_options, sett_iter_options_t, sett_iter_t};
+use crate::txn::sett_txn_t;
+use crate::util::{bytes, guard, guard_ok, live, live_mut, path as c_str, write_out, Handle};
+use sett_core::{Keyspace, KeyspaceOptions};
+use std::ffi::{c_char, c_int};
+use std::time::Duration;
+
+/// A keyspace of an open database: an ordered map of its own (RocksDB's
+/// column family). Safe to use from many threads at once. Release it with
+/// sett_keyspace_close() (which does not drop the keyspace); calls on it
+/// after its database is closed return SETT_CLOSED, and after
+/// sett_drop_keyspace() SETT_INVALID_ARGUMENT.
+pub struct sett_keyspace_t {
+    ks: Keyspace,
+}
+
+impl Handle for sett_keyspace_t {
+    const NAME: &'static str = "keyspace";
+}
+
+/// Options of a keyspace, given when it is created. One thread at a time.
+pub struct sett_keyspace_options_t {
+    opts: KeyspaceOptions,
+}
+
+impl Handle for sett_keyspace_options_t {
+    const NAME: &'static str = "opts";
+}
+
+/// New keyspace options: the database's value threshold, no default TTL.
+/// Free with sett_keyspace_options_free().
+#[no_mangle]
+pub extern "C" fn sett_keyspace_options_new() -> *mut sett_keyspace_options_t {
+    Box::into_raw(Box::new(sett_keyspace_options_t {
+        opts: KeyspaceOptions::default(),
+    }))
+}
+
+/// Frees keyspace options. Accepts NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_options_free(opts: *mut sett_keyspace_options_t) {
+    if !opts.is_null() {
+        // SAFETY: opts came from sett_keyspace_options_new and is freed once.
+        drop(unsafe { Box::from_raw(opts) });
+    }
+}
+
+/// Values of at least this many bytes written to the keyspace go to the value
+/// log (1..=1048576, checked at sett_keyspace_open; 0: the database's).
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_options_set_value_threshold(
+    opts: *mut sett_keyspace_options_t,
+    value: usize,
+) -> c_int {
+    guard(std::ptr::null_mut(), || {
+        live_mut(opts)?.opts.value_threshold = (value > 0).then_some(value);
+        Ok(SETT_OK)
+    })
+}
+
+/// The TTL of puts to the keyspace that give none, in milliseconds (rounded
+/// up to whole seconds; 0: none).
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_options_set_default_ttl(
+    opts: *mut sett_keyspace_options_t,
+    ttl_ms: u64,
+) -> c_int {
+    guard(std::ptr::null_mut(), || {
+        live_mut(opts)?.opts.default_ttl =
+            (ttl_ms > 0).then(|| Duration::from_secs(ttl_ms.div_ceil(1000)));
+        Ok(SETT_OK)
+    })
+}
+
+/// Opens keyspace `name` (NUL-terminated UTF-8, 1..=255 bytes), creating it
+/// with `opts` if it does not exist. `opts` may be NULL: for an existing
+/// keyspace that keeps its recorded options (other options replace them).
+/// *ks receives a handle (NULL on failure). A read-only database opens
+/// existing keyspaces only (SETT_READ_ONLY).
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_open(
+    db: *mut sett_db_t,
+    name: *const c_char,
+    opts: *const sett_keyspace_options_t,
+    ks: *mut *mut sett_keyspace_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: `ks` is NULL (refused) or writable for one pointer, as sett.h requires.
+        unsafe { write_out(ks, std::ptr::null_mut(), "ks") }?;
+        let h = live(db)?;
+        // SAFETY: `name` is NULL (refused) or NUL-terminated, as sett.h requires.
+        let name = unsafe { c_str(name, "name") }?;
+        let o = if opts.is_null() {
+            KeyspaceOptions::default()
+        } else {
+            live(opts)?.opts
+        };
+        let handle = Box::new(sett_keyspace_t {
+            ks: h.db.keyspace(name, o)?,
+        });
+        // SAFETY: `ks` was checked writable above.
+        unsafe { ks.write(Box::into_raw(handle)) };
+        Ok(())
+    })
+}
+
+/// Releases a keyspace handle (the keyspace and its data stay). Accepts NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_close(ks: *mut sett_keyspace_t) {
+    if !ks.is_null() {
+        // SAFETY: ks came from sett_keyspace_open and is released once.
+        drop(unsafe { Box::from_raw(ks) });
+    }
+}
+
+/// The keyspace's id (its keys are stored under FF FF FF FF | id as 4
+/// big-endian bytes); 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_id(ks: *const sett_keyspace_t) -> u32 {
+    live(ks).map_or(0, |k| k.ks.id())
+}
+
+/// Drops keyspace `name`: its catalog record and all its keys go in one
+/// atomic write (a range tombstone: O(1), writers go on; compaction
+/// reclaims the space). Its handles fail from then on. SETT_NOT_FOUND
+/// (with *err set) when there is no such keyspace.
+#[no_mangle]
+pub unsafe extern "C" fn sett_drop_keyspace(
+    db: *mut sett_db_t,
+    name: *const c_char,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let h = live(db)?;
+        // SAFETY: `name` is NULL (refused) or NUL-terminated, as sett.h requires.
+        let name = unsafe { c_str(name, "name") }?;
+        h.db.drop_keyspace(name)?;
+        Ok(())
+    })
+}
+
+/// The names of the database's keyspaces in byte order: *names receives each
+/// name followed by a NUL byte, back to back (free with sett_buf_free()),
+/// *count how many there are.
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_names(
+    db: *mut sett_db_t,
+    names: *mut sett_buf_t,
+    count: *mut usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: `names` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(names, sett_buf_t::empty(), "names") }?;
+        // SAFETY: `count` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(count, 0, "count") }?;
+        let h = live(db)?;
+        let list = h.db.keyspaces()?;
+        let mut out = Vec::new();
+        for n in &list {
+            out.extend_from_slice(n.as_bytes());
+            out.push(0);
+        }
+        // SAFETY: both were checked writable above.
+        unsafe {
+            names.write(sett_buf_t::from_vec(out));
+            count.write(list.len());
+        }
+        Ok(())
+    })
+}
+
+/// Stores key → value in the keyspace (with its default TTL, if any).
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_put(
+    ks: *mut sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { sett_keyspace_put_with(ks, key, keylen, val, vallen, 0, 0, err) }
+}
+
+/// Stores key → value in the keyspace with a user-meta byte and a TTL in
+/// milliseconds (0: the keyspace's default TTL, if any).
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_put_with(
+    ks: *mut sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    user_meta: u8,
+    ttl_ms: u64,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
+        let v = unsafe { bytes(val, vallen, "value") }?;
+        h.ks.put_with(k, v, put_options(user_meta, ttl_ms))?;
+        Ok(())
+    })
+}
+
+/// Reads key from the keyspace. Same contract as sett_get().
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_get(
+    ks: *mut sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    value: *mut sett_buf_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard(err, || {
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
+        found(value, h.ks.get(k)?)
+    })
+}
+
+/// Writes a found value to a checked out-pointer: SETT_OK, or SETT_NOT_FOUND.
+fn found(value: *mut sett_buf_t, v: Option<Vec<u8>>) -> Result<c_int, FfiError> {
+    match v {
+        Some(v) => {
+            // SAFETY: every caller checked `value` writable (write_out) first.
+            unsafe { value.write(sett_buf_t::from_vec(v)) };
+            Ok(SETT_OK)
+        }
+        None => Ok(SETT_NOT_FOUND),
+    }
+}
+
+/// Removes key from the keyspace (no error if absent).
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_delete(
+    ks: *mut sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        h.ks.delete(unsafe { bytes(key, keylen, "key") }?)?;
+        Ok(())
+    })
+}
+
+/// Deletes every key of the keyspace in [start, end) with one range
+/// tombstone, as sett_delete_range(); an empty `end` is the keyspace's end.
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_delete_range(
+    ks: *mut sett_keyspace_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let h = live(ks)?;
+        // SAFETY: `start` is NULL (refused) or points to `start_len` readable bytes, as sett.h requires.
+        let s = unsafe { bytes(start, start_len, "start") }?;
+        // SAFETY: as for `start`, with `end_len`.
+        let e = unsafe { bytes(end, end_len, "end") }?;
+        h.ks.delete_range(s, e)?;
+        Ok(())
+    })
+}
+
+/// A new iterator over a snapshot of the keyspace taken now; prefix and
+/// bounds of `opts` (may be NULL) are in the keyspace's keys, and keys come
+/// back as they were put. Free with sett_iter_free().
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_iter_new(
+    ks: *mut sett_keyspace_t,
+    opts: *const sett_iter_options_t,
+    iter: *mut *mut sett_iter_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
+        unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
+        let it = live(ks)?.ks.iter(iter_options(opts))?;
+        // SAFETY: `iter` was checked writable above.
+        unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
+        Ok(())
+    })
+}
+
+/// Adds a put in keyspace `ks` to the batch (with its default TTL, if any);
+/// one batch may write several keyspaces and the default one atomically.
+/// The batch refers to the keyspace by id: writing it after the keyspace is
+/// dropped fails whole.
+#[no_mangle]
+pub unsafe extern "C" fn sett_batch_put_in(
+    batch: *mut sett_batch_t,
+    ks: *const sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+) -> c_int {
+    with_batch(batch, |b| {
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
+        let v = unsafe { bytes(val, vallen, "value") }?;
+        b.put_in(&h.ks, k, v);
+        Ok(())
+    })
+}
+
+/// Adds a delete in keyspace `ks` to the batch.
+#[no_mangle]
+pub unsafe extern "C" fn sett_batch_delete_in(
+    batch: *mut sett_batch_t,
+    ks: *const sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+) -> c_int {
+    with_batch(batch, |b| {
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        b.delete_in(&h.ks, unsafe { bytes(key, keylen, "key") }?);
+        Ok(())
+    })
+}
+
+/// Adds a delete of every key of keyspace `ks` in [start, end) to the batch
+/// (an empty `end` is the keyspace's end).
+#[no_mangle]
+pub unsafe extern "C" fn sett_batch_delete_range_in(
+    batch: *mut sett_batch_t,
+    ks: *const sett_keyspace_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+) -> c_int {
+    with_batch(batch, |b| {
+        let h = live(ks)?;
+        // SAFETY: `start` is NULL (refused) or points to `start_len` readable bytes, as sett.h requires.
+        let s = unsafe { bytes(start, start_len, "start") }?;
+        // SAFETY: as for `start`, with `end_len`.
+        let e = unsafe { bytes(end, end_len, "end") }?;
+        b.delete_range_in(&h.ks, s, e);
+        Ok(())
+    })
+}
+
+/// Reads key of keyspace `ks` as the transaction sees it. Same contract as
+/// sett_get().
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_get_in(
+    txn: *mut sett_txn_t,
+    ks: *const sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    value: *mut sett_buf_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard(err, || {
+        let t = live_mut(txn)?.live()?;
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
+        found(value, t.get_in(&h.ks, k)?)
+    })
+}
+
+/// Buffers a put in keyspace `ks` (applied at commit, atomically with the
+/// transaction's other writes in any keyspace).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_put_in(
+    txn: *mut sett_txn_t,
+    ks: *const sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    val: *const u8,
+    vallen: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let t = live_mut(txn)?.live()?;
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
+        let v = unsafe { bytes(val, vallen, "value") }?;
+        t.set_in(&h.ks, k, v)?;
+        Ok(())
+    })
+}
+
+/// Buffers a delete in keyspace `ks`.
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_delete_in(
+    txn: *mut sett_txn_t,
+    ks: *const sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let t = live_mut(txn)?.live()?;
+        let h = live(ks)?;
+        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
+        t.delete_in(&h.ks, unsafe { bytes(key, keylen, "key") }?)?;
+        Ok(())
+    })
+}
+
+/// A new iterator over keyspace `ks` as the transaction sees it (keys as
+/// sett_keyspace_iter_new() returns them). Free with sett_iter_free().
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_iter_new_in(
+    txn: *mut sett_txn_t,
+    ks: *const sett_keyspace_t,
+    opts: *const sett_iter_options_t,
+    iter: *mut *mut sett_iter_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
+        unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
+        let t = live_mut(txn)?.live()?;
+        let it = t.iter_in(&live(ks)?.ks, iter_options(opts))?;
+        // SAFETY: `iter` was checked writable above.
+        unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
+        Ok(())
+    })
+}
+
+/// Subscribes to the changes of keyspace `ks`, as sett_subscribe(): the
+/// prefixes are in the keyspace's keys, and delivered keys come without the
+/// keyspace's prefix. A range delete's end is empty when it is the
+/// keyspace's end (a drop of the keyspace is one range delete from "" to "").
+/// Database subscriptions never see keyspace changes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn sett_keyspace_subscribe(
+    ks: *mut sett_keyspace_t,
+    prefixes: *const sett_bytes_t,
+    n: usize,
+    from_version: u64,
+    has_from: u32,
+    max_pending_bytes: usize,
+    sub: *mut *mut sett_subscription_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        let h = live(ks)?;
+        // SAFETY: forwarded from this function's contract (sett.h).
+        unsafe {
+            subscribe_with(
+                prefixes,
+                n,
+                from_version,
+                has_from,
+                max_pending_bytes,
+                sub,
+                |o| h.ks.subscribe(o),
+            )
+        }
+    })
+}

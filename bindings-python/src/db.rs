@@ -63,7 +63,7 @@ fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()>
 
 /// A codec by name ("none", "lz4" or "zstd"); another name is a ValueError
 /// naming the option.
-fn compression(option: &str, name: &str) -> PyResult<Compression> {
+pub(crate) fn compression(option: &str, name: &str) -> PyResult<Compression> {
     Compression::from_name(name).ok_or_else(|| {
         PyValueError::new_err(format!(
             "option {option}: {name:?} is not \"none\", \"lz4\" or \"zstd\""
@@ -331,16 +331,19 @@ impl Db {
     }
 
     /// Opens keyspace `name`, creating it with these options if it does not
-    /// exist (`default_ttl` in seconds). For an existing keyspace, no options
-    /// keep its recorded ones; others replace them.
-    #[pyo3(signature = (name, value_threshold=None, default_ttl=None))]
+    /// exist (`default_ttl` in seconds; `compression`: "none", "lz4" or
+    /// "zstd" for every table block of its keys, instead of the database's
+    /// per-level codec). For an existing keyspace, no options keep its
+    /// recorded ones; others replace them.
+    #[pyo3(signature = (name, value_threshold=None, default_ttl=None, compression=None))]
     fn keyspace(
         slf: &Bound<'_, Self>,
         name: &str,
         value_threshold: Option<usize>,
         default_ttl: Option<f64>,
+        compression: Option<&str>,
     ) -> PyResult<Keyspace> {
-        let o = keyspace_options(value_threshold, default_ttl)?;
+        let o = keyspace_options(value_threshold, default_ttl, compression)?;
         Keyspace::open(slf, name, o)
     }
 

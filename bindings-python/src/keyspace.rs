@@ -22,10 +22,12 @@ pub struct Keyspace {
     _db: Py<Db>,
 }
 
-/// Keyspace options from the Python arguments: `default_ttl` in seconds.
+/// Keyspace options from the Python arguments: `default_ttl` in seconds,
+/// `compression` a codec name ("none", "lz4", "zstd").
 pub(crate) fn keyspace_options(
     value_threshold: Option<usize>,
     default_ttl: Option<f64>,
+    compression: Option<&str>,
 ) -> PyResult<KeyspaceOptions> {
     let default_ttl = match default_ttl {
         None => None,
@@ -39,6 +41,9 @@ pub(crate) fn keyspace_options(
     Ok(KeyspaceOptions {
         value_threshold,
         default_ttl,
+        compression: compression
+            .map(|c| crate::db::compression("compression", c))
+            .transpose()?,
     })
 }
 
@@ -99,6 +104,12 @@ impl Keyspace {
     #[getter]
     fn default_ttl(&self) -> Option<f64> {
         self.ks.options().default_ttl.map(|d| d.as_secs_f64())
+    }
+
+    /// Its own codec ("none", "lz4" or "zstd"), or None for the database's.
+    #[getter]
+    fn compression(&self) -> Option<&'static str> {
+        self.ks.options().compression.map(|c| c.name())
     }
 
     /// The value of `key`, or `default`.

@@ -37,6 +37,8 @@ use crate::error::{Error, Result};
 use crate::feed::{SubscribeOptions, Subscription};
 use crate::iter::{DbIterator, IterOptions, Walk};
 use crate::key;
+use crate::table::codec::KeyspaceCodecs;
+use crate::table::Compression;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,14 +51,27 @@ pub const RESERVED_PREFIX: [u8; 4] = [0xff; 4];
 pub(crate) const PREFIX_LEN: usize = 8;
 /// The catalog's prefix (id 0).
 const CATALOG: [u8; PREFIX_LEN] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
-/// Format of catalog records; the first byte of each.
+/// Format of the id counter record and of keyspace records without a
+/// codec; the first byte of each.
 const RECORD_FORMAT: u8 = 1;
+/// Format of keyspace records with a codec (format 1 and a codec byte).
+const RECORD_FORMAT_CODEC: u8 = 2;
 /// Longest keyspace name, in bytes.
 pub const MAX_NAME_LEN: usize = 255;
 
 /// True when `key` lies in the keyspaces' region (starts with the marker).
 pub(crate) fn is_reserved(key: &[u8]) -> bool {
     key.starts_with(&RESERVED_PREFIX)
+}
+
+/// The keyspace prefix of storage key `key`: empty for the default
+/// keyspace, else its first `PREFIX_LEN` bytes (fewer if it is shorter).
+pub(crate) fn space_of(key: &[u8]) -> &[u8] {
+    if is_reserved(key) {
+        &key[..key.len().min(PREFIX_LEN)]
+    } else {
+        &[]
+    }
 }
 
 /// The refusal of a default-keyspace key in the reserved region.
@@ -134,6 +149,26 @@ pub struct KeyspaceOptions {
     /// The TTL of puts through this keyspace that give none (whole
     /// seconds are stored; at least one second).
     pub default_ttl: Option<Duration>,
+    /// The codec of every table block holding this keyspace's keys, on
+    /// every level (`None`: the Db's per-level choice). Zstd uses
+    /// [`crate::Options::zstd_level`].
+    pub compression: Option<Compression>,
+}
+
+/// A keyspace record's codec byte: 0 for the Db's, else the block type byte
+/// plus one.
+fn codec_byte(c: Option<Compression>) -> u8 {
+    c.map_or(0, |c| c.type_byte() + 1)
+}
+
+fn codec_of_byte(b: u8) -> Option<Option<Compression>> {
+    match b {
+        0 => Some(None),
+        b => [Compression::None, Compression::Lz4, Compression::Zstd]
+            .into_iter()
+            .find(|c| c.type_byte() + 1 == b)
+            .map(Some),
+    }
 }
 
 impl KeyspaceOptions {
@@ -157,15 +192,25 @@ impl KeyspaceOptions {
         Ok(())
     }
 
-    /// The catalog record: `format u8 = 1 | id u32 LE | value_threshold u32
-    /// LE (0: the Db's) | default_ttl seconds u32 LE (0: none)`.
+    /// The catalog record: `format u8 | id u32 LE | value_threshold u32
+    /// LE (0: the Db's) | default_ttl seconds u32 LE (0: none)`, then in
+    /// format 2 `codec u8` (0: the Db's, else the block type byte + 1).
+    /// Format 1 (no codec byte) when the codec is the Db's, so that a
+    /// database without keyspace codecs still opens in older builds.
     fn encode(&self, id: u32) -> Vec<u8> {
-        let mut rec = vec![RECORD_FORMAT];
+        let format = match self.compression {
+            None => RECORD_FORMAT,
+            Some(_) => RECORD_FORMAT_CODEC,
+        };
+        let mut rec = vec![format];
         rec.extend_from_slice(&id.to_le_bytes());
         let t = self.value_threshold.unwrap_or(0) as u32;
         rec.extend_from_slice(&t.to_le_bytes());
         let ttl = self.default_ttl.map_or(0, |d| d.as_secs() as u32);
         rec.extend_from_slice(&ttl.to_le_bytes());
+        if self.compression.is_some() {
+            rec.push(codec_byte(self.compression));
+        }
         rec
     }
 
@@ -177,12 +222,19 @@ impl KeyspaceOptions {
                 format!("catalog record of keyspace {name:?}: {what}"),
             )
         };
-        match rec.first() {
-            Some(&RECORD_FORMAT) if rec.len() == 13 => {}
-            Some(&RECORD_FORMAT) => return Err(bad(format!("{} bytes, not 13", rec.len()))),
+        let want = match rec.first() {
+            Some(&RECORD_FORMAT) => 13,
+            Some(&RECORD_FORMAT_CODEC) => 14,
             Some(f) => return Err(bad(format!("unknown format {f}"))),
             None => return Err(bad("empty".into())),
+        };
+        if rec.len() != want {
+            return Err(bad(format!("{} bytes, not {want}", rec.len())));
         }
+        let compression = match rec.get(13) {
+            None => None,
+            Some(&b) => codec_of_byte(b).ok_or_else(|| bad(format!("unknown codec byte {b}")))?,
+        };
         let u32_at = |i: usize| crate::coding::u32_at(rec, i).unwrap_or(0);
         let id = u32_at(1);
         if id == 0 {
@@ -193,6 +245,7 @@ impl KeyspaceOptions {
             default_ttl: Some(u64::from(u32_at(9)))
                 .filter(|&s| s != 0)
                 .map(Duration::from_secs),
+            compression,
         };
         Ok((id, opts))
     }
@@ -359,6 +412,7 @@ impl Db {
                     self.write(b)?;
                     opts
                 };
+                inner.set_keyspace_codec(id, effective.compression);
                 match cat.open.get(name) {
                     Some(s) if s.id == id => {
                         *lock(&s.opts) = effective;
@@ -387,6 +441,7 @@ impl Db {
                 counter.extend_from_slice(&next.to_le_bytes());
                 b.put_raw(CATALOG.to_vec(), Some(counter), 0, 0);
                 self.write(b)?;
+                inner.set_keyspace_codec(id, opts.compression);
                 cat.next_floor = next;
                 let s = Arc::new(Shared::new(id, name, opts));
                 cat.open.insert(name.to_string(), s.clone());
@@ -452,7 +507,9 @@ impl Db {
         if let Some(s) = cat.open.remove(name) {
             b.drops.push(s);
         }
-        self.write(b)
+        self.write(b)?;
+        inner.set_keyspace_codec(id, None);
+        Ok(())
     }
 }
 
@@ -587,6 +644,55 @@ pub(crate) fn check_op_key(space: Space, key: &[u8], max: usize) -> Result<()> {
 }
 
 impl DbInner {
+    /// The keyspace codecs as they are now (table builds take it at start;
+    /// a keyspace created during a build gets the level codec in it).
+    pub(crate) fn keyspace_codecs(&self) -> KeyspaceCodecs {
+        lock(&self.keyspace_codecs).clone()
+    }
+
+    pub(crate) fn set_keyspace_codecs(&self, codecs: KeyspaceCodecs) {
+        *lock(&self.keyspace_codecs) = codecs;
+    }
+
+    /// Records keyspace `id`'s codec (`None`: the Db's) for later builds.
+    fn set_keyspace_codec(&self, id: u32, codec: Option<Compression>) {
+        let mut map = lock(&self.keyspace_codecs);
+        if map.get(&id).copied() != codec {
+            let m = Arc::make_mut(&mut map);
+            match codec {
+                Some(c) => m.insert(id, c),
+                None => m.remove(&id),
+            };
+        }
+    }
+
+    /// Reads every catalog record's codec (at open, and after a restore).
+    pub(crate) fn load_keyspace_codecs(self: &Arc<Self>) -> Result<()> {
+        let it = self.iter(
+            IterOptions {
+                prefix: Some(CATALOG.to_vec()),
+                ..IterOptions::default()
+            },
+            None,
+            None,
+            Region::All,
+        )?;
+        let mut map = std::collections::HashMap::new();
+        for item in it {
+            let (k, v) = item?;
+            let name = String::from_utf8_lossy(&k[PREFIX_LEN..]);
+            if name.is_empty() {
+                continue; // the id counter
+            }
+            let (id, opts) = KeyspaceOptions::decode(&v, &name, self)?;
+            if let Some(c) = opts.compression {
+                map.insert(id, c);
+            }
+        }
+        self.set_keyspace_codecs(Arc::new(map));
+        Ok(())
+    }
+
     /// True when some key lies in the keyspaces' region (a keyspace, its
     /// catalog record, or data of a dropped one not compacted away yet).
     pub(crate) fn has_keyspace_keys(self: &Arc<Self>) -> Result<bool> {

@@ -3,7 +3,7 @@
 //! saves on JSON-like data; and a database written without compression
 //! (version-2 tables) reopened with it.
 
-use sett::{Compression, Db, IterOptions, Options};
+use sett::{Compression, Db, IterOptions, Keyspace, KeyspaceOptions, Options};
 use std::path::Path;
 
 /// A JSON-like record, deterministic from `i`, 300-600 bytes: field names and
@@ -207,4 +207,119 @@ fn a_database_written_without_compression_reopened_with_it_reads_old_tables_and_
     let db = Db::open(opts).unwrap();
     assert!(table_versions(dir.path()).iter().all(|&v| v == 3));
     check_all(&db, half + more, "all rewritten compressed");
+}
+
+/// The storage-key prefix of keyspace `ks`'s keys.
+fn region(ks: &Keyspace) -> Vec<u8> {
+    [&[0xff; 4][..], &ks.id().to_be_bytes()].concat()
+}
+
+fn check_keyspace(ks: &Keyspace, n: u64, ctx: &str) {
+    for i in 0..n {
+        assert_eq!(ks.get(&key(i)).unwrap(), Some(record(i)), "{ctx}: key {i}");
+    }
+    let items = ks
+        .iter(IterOptions::default())
+        .and_then(|it| it.collect::<sett::Result<Vec<_>>>())
+        .unwrap();
+    assert_eq!(items.len() as u64, n, "{ctx}: scan length");
+    for (i, (k, v)) in (0..).zip(&items) {
+        assert_eq!((k, v), (&key(i), &record(i)), "{ctx}");
+    }
+}
+
+#[test]
+fn a_zstd_keyspace_in_a_database_without_compression_gets_compressed_blocks_its_neighbours_do_not()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.value_threshold = 4096; // the records stay in the tables
+    let zstd = KeyspaceOptions {
+        compression: Some(Compression::Zstd),
+        ..KeyspaceOptions::default()
+    };
+    let n = 1500;
+    let (ra, rb) = {
+        let db = Db::open(o.clone()).unwrap();
+        let a = db.keyspace("a", zstd).unwrap();
+        let b = db.keyspace("b", KeyspaceOptions::default()).unwrap();
+        for i in 0..n {
+            db.put(&key(i), &record(i)).unwrap();
+            a.put(&key(i), &record(i)).unwrap();
+            b.put(&key(i), &record(i)).unwrap();
+        }
+        db.flush().unwrap();
+        db.flatten().unwrap();
+        let (ra, rb) = (region(&a), region(&b));
+        let (a_blocks, a_zipped) = db.compressed_blocks(&ra).unwrap();
+        let (b_blocks, b_zipped) = db.compressed_blocks(&rb).unwrap();
+        let (d_blocks, d_zipped) = db.compressed_blocks(b"user:").unwrap();
+        // A block the codec does not shrink by an eighth is stored raw: JSON
+        // records always shrink, so every block of "a" is compressed.
+        assert!(a_blocks > 10, "{a_blocks} blocks of a");
+        assert_eq!(a_zipped, a_blocks, "blocks of keyspace a stored compressed");
+        assert!(b_blocks > 10 && d_blocks > 10, "{b_blocks} {d_blocks}");
+        assert_eq!((b_zipped, d_zipped), (0, 0), "blocks of b and default");
+        // Every table that may hold a's blocks is format version 3.
+        assert!(table_versions(dir.path()).iter().all(|&v| v == 3));
+        check_all(&db, n, "after flatten");
+        check_keyspace(&a, n, "a after flatten");
+        check_keyspace(&b, n, "b after flatten");
+        db.close().unwrap();
+        (ra, rb)
+    };
+    // After a reopen, with no keyspace opened: dropping "b" rewrites the
+    // tables it shares with "a", and a's blocks come out zstd again (the
+    // codecs come from the catalog at open).
+    let db = Db::open(o.clone()).unwrap();
+    db.drop_keyspace("b").unwrap();
+    db.flatten().unwrap();
+    let (a_blocks, a_zipped) = db.compressed_blocks(&ra).unwrap();
+    assert!(
+        a_blocks > 10 && a_zipped == a_blocks,
+        "{a_zipped}/{a_blocks}"
+    );
+    assert_eq!(
+        db.compressed_blocks(&rb).unwrap(),
+        (0, 0),
+        "b's blocks gone"
+    );
+    let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
+    assert_eq!(a.options().compression, Some(Compression::Zstd));
+    check_keyspace(&a, n, "a after reopen");
+    check_all(&db, n, "after reopen");
+}
+
+#[test]
+fn a_keyspace_that_asks_for_no_compression_keeps_raw_blocks_in_a_zstd_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.value_threshold = 4096;
+    o.compression = Compression::Zstd;
+    let db = Db::open(o).unwrap();
+    let raw = db
+        .keyspace(
+            "raw",
+            KeyspaceOptions {
+                compression: Some(Compression::None),
+                ..KeyspaceOptions::default()
+            },
+        )
+        .unwrap();
+    let n = 600;
+    for i in 0..n {
+        db.put(&key(i), &record(i)).unwrap();
+        raw.put(&key(i), &record(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.flatten().unwrap();
+    let (r_blocks, r_zipped) = db.compressed_blocks(&region(&raw)).unwrap();
+    let (d_blocks, d_zipped) = db.compressed_blocks(b"user:").unwrap();
+    assert!(r_blocks > 10 && r_zipped == 0, "{r_zipped}/{r_blocks}");
+    assert!(
+        d_blocks > 10 && d_zipped == d_blocks,
+        "{d_zipped}/{d_blocks}"
+    );
+    check_keyspace(&raw, n, "raw");
+    check_all(&db, n, "default");
 }

@@ -11,7 +11,7 @@
 mod common;
 
 use common::{tiny_options, Rng};
-use sett::{Db, IterOptions, KeyspaceOptions, WriteBatch};
+use sett::{Compression, Db, IterOptions, KeyspaceOptions, WriteBatch};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -111,11 +111,13 @@ fn check_walk(it: sett::Result<sett::DbIterator>, model: &Model, o: IterOptions,
 type Spaces = BTreeMap<String, Model>;
 
 /// The options a keyspace of the mix is created with: "ks1" sends values of
-/// 16 bytes and more to the value log (the Db's threshold is 64).
+/// 16 bytes and more to the value log (the Db's threshold is 64); "ks2"'s
+/// blocks are zstd whatever the level's codec (tables mix codecs).
 fn keyspace_options(name: &str) -> KeyspaceOptions {
     KeyspaceOptions {
         value_threshold: (name == "ks1").then_some(16),
         default_ttl: None,
+        compression: (name == "ks2").then_some(Compression::Zstd),
     }
 }
 

@@ -74,7 +74,8 @@ impl DbInner {
                 self.opts.block_size,
                 self.opts.bloom_bits_per_key,
                 self.opts.codec(0),
-            )?;
+            )?
+            .with_keyspace_codecs(self.keyspace_codecs());
             // Versions that no snapshot can see any more stay out of the table,
             // and their separated values are counted as value-log garbage now,
             // as a compaction would: with large values a memtable holds many
@@ -254,7 +255,8 @@ impl DbInner {
                 now: self.now(),
                 range_dels: &dels,
             };
-            let result = compaction::run(c, &self.opts, &self.dir, at, || {
+            let codecs = self.keyspace_codecs();
+            let result = compaction::run(c, &self.opts, &self.dir, at, &codecs, || {
                 lock(&self.manifest)
                     .as_mut()
                     .map(|m| m.next_file_id())

@@ -289,6 +289,10 @@ pub(crate) struct DbInner {
     pub(crate) feed: Arc<Feed>,
     /// Open keyspaces; its lock orders keyspace creates and drops (outermost).
     pub(crate) keyspaces: Mutex<crate::keyspace::Catalog>,
+    /// Keyspace id → codec of every keyspace with its own, as the catalog
+    /// records them; table builds take a copy when they start. Its lock is
+    /// innermost (held only to swap or clone the Arc).
+    pub(crate) keyspace_codecs: Mutex<crate::table::codec::KeyspaceCodecs>,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.
@@ -437,6 +441,7 @@ impl Db {
         let mut cat = lock(&self.inner.keyspaces);
         self.inner.drop_all()?;
         cat.drop_every();
+        self.inner.set_keyspace_codecs(Default::default());
         Ok(())
     }
 
@@ -465,6 +470,22 @@ impl Db {
             key::prefix_successor(prefix).unwrap_or_default(),
         );
         self.write(b)
+    }
+
+    /// Table data blocks (of the live tables) whose last storage key starts
+    /// with `prefix`, and how many of them are stored compressed:
+    /// (blocks, compressed). For tests of per-keyspace codecs.
+    #[doc(hidden)]
+    pub fn compressed_blocks(&self, prefix: &[u8]) -> Result<(u64, u64)> {
+        self.inner.check_open()?;
+        let st = self.inner.read_state();
+        let (mut blocks, mut compressed) = (0, 0);
+        for t in st.version.levels.iter().flatten() {
+            let (b, c) = t.compressed_blocks(prefix)?;
+            blocks += b;
+            compressed += c;
+        }
+        Ok((blocks, compressed))
     }
 
     /// The drop of [`Db::drop_prefix`] before range deletes: rewrites every
@@ -511,7 +532,10 @@ impl Db {
     /// may be in the Db by then (with their right values): empty it
     /// ([`Db::drop_all`]) before restoring a whole backup again.
     pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
-        self.inner.load(r)
+        let loaded = self.inner.load(r);
+        // The stream may have brought keyspaces with codecs of their own.
+        self.inner.load_keyspace_codecs()?;
+        loaded
     }
 
     /// Loads sorted data straight into bottom-level tables; the Db must be empty,

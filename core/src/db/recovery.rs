@@ -253,8 +253,11 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         feed: Arc::new(crate::feed::Feed::new(opts.change_feed_history_bytes)),
         read_only_recovery: opts.read_only.then(|| (mstate.clone(), replayed.clone())),
         keyspaces: Mutex::new(Default::default()),
+        keyspace_codecs: Mutex::new(Default::default()),
         opts,
     });
+    // Before recovery's flushes, so that they use the keyspaces' codecs.
+    inner.load_keyspace_codecs()?;
     if inner.opts.read_only {
         return Ok(inner);
     }

@@ -13,6 +13,7 @@ use crate::iter::{MergeIter, Source};
 use crate::key;
 use crate::options::Options;
 use crate::range_del::RangeDels;
+use crate::table::codec::KeyspaceCodecs;
 use crate::table::{Table, TableBuilder, TableIter, TableMeta};
 use crate::value::{self, Stored};
 use std::collections::{HashMap, HashSet};
@@ -291,6 +292,7 @@ pub(crate) fn run(
     opts: &Options,
     dir: &Path,
     at: At<'_>,
+    keyspace_codecs: &KeyspaceCodecs,
     mut new_id: impl FnMut() -> u64,
 ) -> Result<Output> {
     let At {
@@ -360,7 +362,8 @@ pub(crate) fn run(
                         opts.block_size,
                         opts.bloom_bits_per_key,
                         opts.codec(c.out_level),
-                    )?,
+                    )?
+                    .with_keyspace_codecs(keyspace_codecs.clone()),
                 ));
             }
             if let Some((_, b)) = builder.as_mut() {
@@ -624,7 +627,7 @@ mod tests {
             };
             next_id += 1;
             let id = next_id;
-            run(&c, &opts, dir.path(), at, || id).unwrap()
+            run(&c, &opts, dir.path(), at, &Default::default(), || id).unwrap()
         };
         let out = run_at(10);
         let kept = output_entries(dir.path(), &out);

@@ -1,13 +1,14 @@
 //! Writes a table from entries given in internal-key order.
 
 use super::block::BlockBuilder;
-use super::codec::{self, Codec, Compression};
+use super::codec::{self, Codec, Compression, KeyspaceCodecs};
 use super::footer::{self, Footer, Handle};
 use super::{bloom, MAX_PAD, PAGE, VERSION_COMPRESSED, VERSION_UNCOMPRESSED};
 use crate::coding::put_varint;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, FsWriter};
 use crate::key;
+use crate::keyspace::{self, PREFIX_LEN};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -34,8 +35,15 @@ pub(crate) struct TableBuilder {
     last_user_key: Vec<u8>,
     entries: u64,
     max_seq: u64,
+    /// The level's codec: blocks of keys with no keyspace codec use it.
     codec: Codec,
-    /// Format version written: 3 with a codec, else 2.
+    /// Keyspace id → codec, for keyspaces that chose their own.
+    keyspaces: KeyspaceCodecs,
+    /// The keyspace prefix (`FF FF FF FF | id`, or empty for the default
+    /// keyspace) of the open block's keys, and the codec it is written with.
+    block_space: Vec<u8>,
+    block_codec: Codec,
+    /// Format version written: 3 when some codec compresses, else 2.
     version: u32,
     /// Compressed bytes of the block being written (reused).
     scratch: Vec<u8>,
@@ -71,6 +79,9 @@ impl TableBuilder {
             entries: 0,
             max_seq: 0,
             codec,
+            keyspaces: KeyspaceCodecs::default(),
+            block_space: Vec::new(),
+            block_codec: codec,
             version: if codec.compression == Compression::None {
                 VERSION_UNCOMPRESSED
             } else {
@@ -78,6 +89,36 @@ impl TableBuilder {
             },
             scratch: Vec::new(),
         })
+    }
+
+    /// Gives the codecs of keyspaces that chose their own (before the first
+    /// `add`): their keys' blocks use them instead of the level's. The table
+    /// is written in version 3 if any of them compresses.
+    pub(crate) fn with_keyspace_codecs(mut self, keyspaces: KeyspaceCodecs) -> TableBuilder {
+        debug_assert!(
+            self.entries == 0,
+            "keyspace codecs given after the first add"
+        );
+        if keyspaces.values().any(|&c| c != Compression::None) {
+            self.version = VERSION_COMPRESSED;
+        }
+        self.keyspaces = keyspaces;
+        self
+    }
+
+    /// The codec of the block that `uk`'s keyspace prefix starts.
+    fn codec_for(&self, space: &[u8]) -> Codec {
+        let id = space
+            .get(4..PREFIX_LEN)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_be_bytes);
+        match id.and_then(|id| self.keyspaces.get(&id)) {
+            Some(&compression) => Codec {
+                compression,
+                zstd_level: self.codec.zstd_level,
+            },
+            None => self.codec,
+        }
     }
 
     /// Adds an entry; internal keys must be strictly increasing.
@@ -93,15 +134,27 @@ impl TableBuilder {
         }
         self.max_seq = self.max_seq.max(seq);
         self.entries += 1;
+        // A block holds one keyspace's keys, so that it can use that
+        // keyspace's codec: cut where the keyspace prefix changes.
+        let space = keyspace::space_of(uk);
+        if !self.keyspaces.is_empty() && space != self.block_space.as_slice() {
+            self.finish_block()?;
+        }
+        if self.block.is_empty() && space != self.block_space.as_slice() {
+            self.block_codec = self.codec_for(space);
+            self.block_space.clear();
+            self.block_space.extend_from_slice(space);
+        }
         // Blocks that fit a page end before an entry would take them (and
         // their crc) past the block size, so that they can sit in one page.
         // Not when compressing: the stored block is smaller than a page anyway,
         // and one more entry per block compresses better (RocksDB's rule: cut
         // once the block reaches the block size).
-        if self.version < VERSION_COMPRESSED
+        let trailer = usize::from(self.version >= VERSION_COMPRESSED);
+        if self.block_codec.compression == Compression::None
             && self.block_size as u64 <= PAGE
             && !self.block.is_empty()
-            && self.block.size_with(ikey.len(), value.len()) + 4 > self.block_size
+            && self.block.size_with(ikey.len(), value.len()) + 4 + trailer > self.block_size
         {
             self.finish_block()?;
         }
@@ -158,7 +211,7 @@ impl TableBuilder {
         let mut scratch = std::mem::take(&mut self.scratch);
         let compressed = self.version >= VERSION_COMPRESSED;
         let ty = if compressed {
-            codec::compress(self.codec, &data, &mut scratch)
+            codec::compress(self.block_codec, &data, &mut scratch)
         } else {
             0
         };

@@ -58,6 +58,9 @@ impl Compression {
     }
 }
 
+/// Keyspace id → the codec its keys' blocks use (keyspaces that chose one).
+pub(crate) type KeyspaceCodecs = std::sync::Arc<std::collections::HashMap<u32, Compression>>;
+
 /// What a table builder compresses with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Codec {

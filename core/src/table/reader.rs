@@ -523,6 +523,28 @@ impl Table {
         Ok(block)
     }
 
+    /// Counts the data blocks whose last user key starts with `prefix`, and
+    /// those of them stored compressed: (blocks, compressed).
+    pub(crate) fn compressed_blocks(&self, prefix: &[u8]) -> Result<(u64, u64)> {
+        let meta = self.meta()?;
+        let (mut blocks, mut compressed) = (0, 0);
+        for i in 0..meta.blocks() {
+            if !key::split(meta.key(i)).0.starts_with(prefix) {
+                continue;
+            }
+            blocks += 1;
+            if self.version >= VERSION_COMPRESSED {
+                let e = meta.entry(i);
+                let stored =
+                    checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+                if stored.last().is_some_and(|&t| t != 0) {
+                    compressed += 1;
+                }
+            }
+        }
+        Ok((blocks, compressed))
+    }
+
     /// Checks every block's crc and format; returns the number of blocks.
     pub(crate) fn verify(&self) -> Result<usize> {
         let meta = self.meta()?;

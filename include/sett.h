@@ -184,6 +184,12 @@
 #define SETT_COMPRESSION_ZSTD 2
 
 /**
+ * Keyspace compression (sett_keyspace_options_set_compression()): the
+ * database's per-level choice. Not a codec: database options refuse it.
+ */
+#define SETT_COMPRESSION_INHERIT -1
+
+/**
  * A write batch. One thread at a time.
  */
 typedef struct sett_batch_t sett_batch_t;
@@ -1108,7 +1114,8 @@ int sett_iter_next_batch(struct sett_iter_t *iter,
 void sett_iter_free(struct sett_iter_t *iter);
 
 /**
- * New keyspace options: the database's value threshold, no default TTL.
+ * New keyspace options: the database's value threshold and compression,
+ * no default TTL.
  * Free with sett_keyspace_options_free().
  */
 struct sett_keyspace_options_t *sett_keyspace_options_new(void);
@@ -1129,6 +1136,21 @@ int sett_keyspace_options_set_value_threshold(struct sett_keyspace_options_t *op
  * up to whole seconds; 0: none).
  */
 int sett_keyspace_options_set_default_ttl(struct sett_keyspace_options_t *opts, uint64_t ttl_ms);
+
+/**
+ * The codec of every table block holding the keyspace's keys, on every
+ * level: SETT_COMPRESSION_NONE, _LZ4 or _ZSTD (zstd at the database's
+ * sett_options_set_zstd_level()), or SETT_COMPRESSION_INHERIT (the
+ * default) for the database's per-level choice. Any other value is
+ * SETT_INVALID_ARGUMENT and leaves the options as they were.
+ */
+int sett_keyspace_options_set_compression(struct sett_keyspace_options_t *opts, int value);
+
+/**
+ * The keyspace's codec in force: a SETT_COMPRESSION_* value, or
+ * SETT_COMPRESSION_INHERIT when it uses the database's (also for NULL).
+ */
+int sett_keyspace_compression(const struct sett_keyspace_t *ks);
 
 /**
  * Opens keyspace `name` (NUL-terminated UTF-8, 1..=255 bytes), creating it

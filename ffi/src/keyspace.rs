@@ -7,6 +7,7 @@ use crate::db::{put_options, sett_db_t};
 use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
 use crate::feed::{sett_bytes_t, sett_subscription_t, subscribe_with};
 use crate::iter::{options as iter_options, sett_iter_options_t, sett_iter_t};
+use crate::options::{compression, compression_code, SETT_COMPRESSION_INHERIT};
 use crate::txn::sett_txn_t;
 use crate::util::{bytes, guard, guard_ok, live, live_mut, path as c_str, write_out, Handle};
 use sett_core::{Keyspace, KeyspaceOptions};
@@ -35,7 +36,8 @@ impl Handle for sett_keyspace_options_t {
     const NAME: &'static str = "opts";
 }
 
-/// New keyspace options: the database's value threshold, no default TTL.
+/// New keyspace options: the database's value threshold and compression,
+/// no default TTL.
 /// Free with sett_keyspace_options_free().
 #[no_mangle]
 pub extern "C" fn sett_keyspace_options_new() -> *mut sett_keyspace_options_t {
@@ -78,6 +80,36 @@ pub unsafe extern "C" fn sett_keyspace_options_set_default_ttl(
             (ttl_ms > 0).then(|| Duration::from_secs(ttl_ms.div_ceil(1000)));
         Ok(SETT_OK)
     })
+}
+
+/// The codec of every table block holding the keyspace's keys, on every
+/// level: SETT_COMPRESSION_NONE, _LZ4 or _ZSTD (zstd at the database's
+/// sett_options_set_zstd_level()), or SETT_COMPRESSION_INHERIT (the
+/// default) for the database's per-level choice. Any other value is
+/// SETT_INVALID_ARGUMENT and leaves the options as they were.
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_options_set_compression(
+    opts: *mut sett_keyspace_options_t,
+    value: c_int,
+) -> c_int {
+    guard(std::ptr::null_mut(), || {
+        let o = live_mut(opts)?;
+        o.opts.compression = match value {
+            SETT_COMPRESSION_INHERIT => None,
+            v => Some(compression(v)?),
+        };
+        Ok(SETT_OK)
+    })
+}
+
+/// The keyspace's codec in force: a SETT_COMPRESSION_* value, or
+/// SETT_COMPRESSION_INHERIT when it uses the database's (also for NULL).
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_compression(ks: *const sett_keyspace_t) -> c_int {
+    live(ks)
+        .ok()
+        .and_then(|k| k.ks.options().compression)
+        .map_or(SETT_COMPRESSION_INHERIT, compression_code)
 }
 
 /// Opens keyspace `name` (NUL-terminated UTF-8, 1..=255 bytes), creating it

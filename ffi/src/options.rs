@@ -94,8 +94,20 @@ pub const SETT_COMPRESSION_NONE: c_int = 0;
 pub const SETT_COMPRESSION_LZ4: c_int = 1;
 /// Compression type: zstd, at the level of sett_options_set_zstd_level().
 pub const SETT_COMPRESSION_ZSTD: c_int = 2;
+/// Keyspace compression (sett_keyspace_options_set_compression()): the
+/// database's per-level choice. Not a codec: database options refuse it.
+pub const SETT_COMPRESSION_INHERIT: c_int = -1;
 
-fn compression(value: c_int) -> Result<Compression, FfiError> {
+/// The SETT_COMPRESSION_* value of a codec.
+pub(crate) fn compression_code(c: Compression) -> c_int {
+    match c {
+        Compression::Lz4 => SETT_COMPRESSION_LZ4,
+        Compression::Zstd => SETT_COMPRESSION_ZSTD,
+        _ => SETT_COMPRESSION_NONE,
+    }
+}
+
+pub(crate) fn compression(value: c_int) -> Result<Compression, FfiError> {
     match value {
         SETT_COMPRESSION_NONE => Ok(Compression::None),
         SETT_COMPRESSION_LZ4 => Ok(Compression::Lz4),

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include "sett.h"
 
@@ -241,6 +243,78 @@ static void test_a_keyspace_subscription_sees_its_keys_and_the_db_s_does_not(voi
     sett_db_free(db);
 }
 
+/* Bytes of the tables (*.sst) in database directory `name`. */
+static long long table_bytes(const char *name) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir_template, name);
+    DIR *d = opendir(path);
+    long long total = 0;
+    if (d == NULL) return -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 4, ".sst") != 0) continue;
+        char file[1200];
+        struct stat st;
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        if (stat(file, &st) == 0) total += st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+/* Writes compressible records to keyspace "ks" of database `name`, opened
+ * with codec `codec` (SETT_COMPRESSION_INHERIT: the database's, none),
+ * flattens and closes; returns the tables' bytes. */
+static long long fill(const char *name, int codec) {
+    sett_db_t *db = open_db(name);
+    sett_keyspace_options_t *o = sett_keyspace_options_new();
+    CHECK_RC(sett_keyspace_options_set_compression(o, codec), SETT_OK);
+    sett_keyspace_t *ks = NULL;
+    CHECK_RC(sett_keyspace_open(db, "ks", o, &ks, NULL), SETT_OK);
+    sett_keyspace_options_free(o);
+    CHECK(sett_keyspace_compression(ks) == codec);
+    for (int i = 0; i < 2000; i++) {
+        char k[32], v[300];
+        int kl = snprintf(k, sizeof k, "key%05d", i);
+        int vl = snprintf(v, sizeof v,
+                          "{\"id\":%d,\"name\":\"user-%d\",\"city\":\"Lyon\","
+                          "\"bio\":\"alpha bravo charlie delta echo foxtrot golf hotel\"}",
+                          i, i);
+        CHECK_RC(sett_keyspace_put(ks, B(k), (size_t)kl, B(v), (size_t)vl, NULL), SETT_OK);
+    }
+    CHECK_RC(sett_flatten(db, NULL), SETT_OK);
+    sett_keyspace_close(ks);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+    return table_bytes(name);
+}
+
+static void test_a_zstd_keyspace_s_tables_shrink_and_keep_the_codec_after_reopen(void) {
+    long long plain = fill("codec-plain", SETT_COMPRESSION_INHERIT);
+    long long zstd = fill("codec-zstd", SETT_COMPRESSION_ZSTD);
+    CHECK(plain > 0 && zstd > 0 && zstd * 2 < plain);
+    if (!(zstd * 2 < plain)) fprintf(stderr, "tables: zstd %lld, plain %lld\n", zstd, plain);
+
+    sett_db_t *db = open_db("codec-zstd");
+    sett_keyspace_t *ks = NULL;
+    CHECK_RC(sett_keyspace_open(db, "ks", NULL, &ks, NULL), SETT_OK);
+    CHECK(sett_keyspace_compression(ks) == SETT_COMPRESSION_ZSTD);
+    sett_buf_t v;
+    CHECK_RC(sett_keyspace_get(ks, B("key01999"), 8, &v, NULL), SETT_OK);
+    CHECK(v.len > 10 && memcmp(v.data, "{\"id\":1999,", 11) == 0);
+    sett_buf_free(&v);
+    sett_keyspace_close(ks);
+    sett_keyspace_options_t *o = sett_keyspace_options_new();
+    CHECK_RC(sett_keyspace_options_set_compression(o, 7), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_keyspace_options_set_compression(NULL, SETT_COMPRESSION_LZ4),
+             SETT_INVALID_ARGUMENT);
+    sett_keyspace_options_free(o);
+    CHECK(sett_keyspace_compression(NULL) == SETT_COMPRESSION_INHERIT);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+}
+
 static void test_null_pointers_are_invalid_arguments(void) {
     sett_db_t *db = open_db("null");
     sett_keyspace_t *ks = NULL;
@@ -289,6 +363,7 @@ int main(void) {
     test_names_options_drop_and_reopen();
     test_a_keyspace_subscription_sees_its_keys_and_the_db_s_does_not();
     test_null_pointers_are_invalid_arguments();
+    test_a_zstd_keyspace_s_tables_shrink_and_keep_the_codec_after_reopen();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir_template);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir_template);

@@ -262,6 +262,8 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_keyspace_options_new": "Db.keyspace",  # keyword arguments of keyspace()
     "sett_keyspace_options_set_value_threshold": "Db.keyspace",  # value_threshold=
     "sett_keyspace_options_set_default_ttl": "Db.keyspace",  # default_ttl=
+    "sett_keyspace_options_set_compression": "Db.keyspace",  # compression=
+    "sett_keyspace_compression": "Keyspace.compression",
     "sett_keyspace_names": "Db.keyspaces",
     "sett_drop_keyspace": "Db.drop_keyspace",
     "sett_keyspace_id": "Keyspace.id",

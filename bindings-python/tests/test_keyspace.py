@@ -116,3 +116,34 @@ def test_a_keyspace_subscription_sees_its_own_keys_and_the_db_s_does_not(db):
         mine = [(c.key, c.value, c.range_end) for c in own.next(timeout=1.0) or []]
         mine += [(c.key, c.value, c.range_end) for c in own.next(timeout=1.0) or []]
         assert mine == [(b"k", b"2", None), (b"", None, b"")]
+
+
+def _table_bytes(path):
+    return sum(f.stat().st_size for f in path.glob("*.sst"))
+
+
+def _fill(path, compression):
+    """Compressible records into keyspace "ks" (its own codec, or the
+    database's: none), flattened; returns the tables' bytes."""
+    db = sett.open(path)
+    ks = db.keyspace("ks", compression=compression)
+    assert ks.compression == compression
+    for i in range(2000):
+        ks[b"key%05d" % i] = b'{"id":%d,"city":"Lyon","bio":"alpha bravo charlie delta echo"}' % i
+    db.flatten()
+    db.close()
+    return _table_bytes(path)
+
+
+def test_a_zstd_keyspace_s_tables_shrink_and_keep_the_codec_after_reopen(tmp_path):
+    plain = _fill(tmp_path / "plain", None)
+    zstd = _fill(tmp_path / "zstd", "zstd")
+    assert 0 < zstd * 2 < plain, (zstd, plain)
+    db = sett.open(tmp_path / "zstd")
+    ks = db.keyspace("ks")
+    assert ks.compression == "zstd"
+    assert ks[b"key01999"].startswith(b'{"id":1999,')
+    assert len(list(ks.keys())) == 2000
+    with pytest.raises(ValueError, match="compression"):
+        db.keyspace("bad", compression="snappy")
+    db.close()

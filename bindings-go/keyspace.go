@@ -16,7 +16,8 @@ import (
 )
 
 // KeyspaceOptions are a keyspace's own options, recorded when it is created.
-// The zero value takes the database's value threshold and no default TTL.
+// The zero value takes the database's value threshold and compression and no
+// default TTL.
 type KeyspaceOptions struct {
 	// ValueThreshold: values of at least this many bytes written to the
 	// keyspace go to the value log (0: the database's Options.ValueThreshold).
@@ -24,6 +25,15 @@ type KeyspaceOptions struct {
 	// DefaultTTL: the TTL of puts to the keyspace that give none (rounded up
 	// to whole seconds; 0: none).
 	DefaultTTL time.Duration
+	// Compression: the codec of every table block holding the keyspace's
+	// keys, on every level (zstd at Options.ZSTDCompressionLevel); nil: the
+	// database's per-level choice. CompressionZSTD.Ptr() sets one.
+	Compression *Compression
+}
+
+// Ptr returns a pointer to c, for KeyspaceOptions.Compression.
+func (c Compression) Ptr() *Compression {
+	return &c
 }
 
 // Keyspace is a named, independent ordered map in one database (RocksDB's
@@ -53,6 +63,11 @@ func (d *DB) Keyspace(name string, opts *KeyspaceOptions) (*Keyspace, error) {
 		C.sett_keyspace_options_set_value_threshold(co, C.size_t(opts.ValueThreshold))
 		ms := (opts.DefaultTTL + time.Millisecond - 1) / time.Millisecond
 		C.sett_keyspace_options_set_default_ttl(co, C.uint64_t(ms))
+		if c := opts.Compression; c != nil {
+			if rc := C.sett_keyspace_options_set_compression(co, C.int(*c)); rc != C.SETT_OK {
+				return nil, argError(rc, "keyspace compression %d is not a Compression", int(*c))
+			}
+		}
 	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
@@ -133,6 +148,21 @@ func (k *Keyspace) ID() uint32 {
 	}
 	defer k.mu.RUnlock()
 	return uint32(C.sett_keyspace_id(h))
+}
+
+// Compression is the keyspace's codec in force, or nil when it uses the
+// database's per-level choice (also once closed).
+func (k *Keyspace) Compression() *Compression {
+	h, err := k.handle()
+	if err != nil {
+		return nil
+	}
+	defer k.mu.RUnlock()
+	c := C.sett_keyspace_compression(h)
+	if c == C.SETT_COMPRESSION_INHERIT {
+		return nil
+	}
+	return Compression(c).Ptr()
 }
 
 // Close releases the handle; the keyspace and its data stay. Safe to call

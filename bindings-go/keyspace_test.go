@@ -3,6 +3,7 @@ package sett
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -301,4 +302,58 @@ func TestAKeyspaceSubscriptionSeesItsKeysAndTheDBsDoesNot(t *testing.T) {
 	cancel()
 	<-done
 	<-done
+}
+
+// fillKeyspace writes compressible records to keyspace "ks" of a new
+// database in dir (no compression of its own) and flattens it; returns the
+// tables' bytes.
+func fillKeyspace(t *testing.T, dir string, c *Compression) int64 {
+	t.Helper()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := db.Keyspace("ks", &KeyspaceOptions{Compression: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ks.Compression(); !reflect.DeepEqual(got, c) {
+		t.Fatalf("compression in force %v, want %v", got, c)
+	}
+	for i := 0; i < 2000; i++ {
+		if err := ks.Set([]byte(fmt.Sprintf("key%05d", i)), jsonRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flatten(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return tableBytes(t, dir)
+}
+
+func TestAZstdKeyspacesTablesShrinkAndKeepTheCodecAfterReopen(t *testing.T) {
+	plainDir, zstdDir := t.TempDir(), t.TempDir()
+	plain := fillKeyspace(t, plainDir, nil)
+	zstd := fillKeyspace(t, zstdDir, CompressionZSTD.Ptr())
+	if zstd <= 0 || zstd*2 >= plain {
+		t.Fatalf("tables: zstd keyspace %d bytes, plain %d", zstd, plain)
+	}
+	db, err := Open(zstdDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ks := mustKeyspace(t, db, "ks", nil)
+	if c := ks.Compression(); c == nil || *c != CompressionZSTD {
+		t.Fatalf("after reopen the keyspace's codec is %v", c)
+	}
+	if got := ksGet(t, ks, "key01999"); !strings.HasPrefix(got, `{"id":1999,`) {
+		t.Fatalf("key01999 holds %q", got)
+	}
+	if _, err := db.Keyspace("bad", &KeyspaceOptions{Compression: Compression(7).Ptr()}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("an unknown codec: %v", err)
+	}
 }

@@ -30,6 +30,12 @@
 //!   keyspace dropped before its commit is refused whole.
 //! - [`Db::drop_all`] deletes keyspaces too (it empties the Db);
 //!   `drop_prefix(b"")` empties the default keyspace only.
+//! - A keyspace's codec ([`KeyspaceOptions::compression`]) applies to the
+//!   table blocks written after it is set: each flush or compaction takes
+//!   the codecs when it starts (a keyspace created or changed meanwhile gets
+//!   the level's codec in that build), and tables already written, or moved
+//!   down a level without a rewrite, keep theirs until compaction rewrites
+//!   them (as a change of `Options::compression` does).
 
 use crate::batch::{PutOptions, Space, WriteBatch};
 use crate::db::{lock, Db, DbInner, Item};
@@ -667,6 +673,9 @@ impl DbInner {
     }
 
     /// Reads every catalog record's codec (at open, and after a restore).
+    /// A record that does not decode is skipped (its keyspace's blocks get
+    /// the level's codec): [`Db::keyspace`] reports it when it is opened,
+    /// and the rest of the Db stays usable.
     pub(crate) fn load_keyspace_codecs(self: &Arc<Self>) -> Result<()> {
         let it = self.iter(
             IterOptions {
@@ -684,9 +693,10 @@ impl DbInner {
             if name.is_empty() {
                 continue; // the id counter
             }
-            let (id, opts) = KeyspaceOptions::decode(&v, &name, self)?;
-            if let Some(c) = opts.compression {
-                map.insert(id, c);
+            if let Ok((id, opts)) = KeyspaceOptions::decode(&v, &name, self) {
+                if let Some(c) = opts.compression {
+                    map.insert(id, c);
+                }
             }
         }
         self.set_keyspace_codecs(Arc::new(map));

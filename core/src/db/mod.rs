@@ -9,7 +9,8 @@
 //! `queue` → `log` → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
 //! guards are never held while taking another lock. `holds` (checkpoint's
-//! value-log file holds) is innermost: nothing is taken while it is held.
+//! value-log file holds) and `keyspace_codecs` are innermost: nothing is
+//! taken while either is held.
 
 mod background;
 mod checkpoint;
@@ -533,9 +534,12 @@ impl Db {
     /// ([`Db::drop_all`]) before restoring a whole backup again.
     pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
         let loaded = self.inner.load(r);
-        // The stream may have brought keyspaces with codecs of their own.
-        self.inner.load_keyspace_codecs()?;
-        loaded
+        // The stream may have brought keyspaces with codecs of their own
+        // (also when it failed part way: what it applied stays).
+        let codecs = self.inner.load_keyspace_codecs();
+        let n = loaded?;
+        codecs?;
+        Ok(n)
     }
 
     /// Loads sorted data straight into bottom-level tables; the Db must be empty,

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{copy_dir, files_with_ext, tiny_options, value_for, wal_records_end};
-use sett::{Clock, Compression, Db, Error, IterOptions, PutOptions};
+use sett::{Clock, Compression, Db, Error, IterOptions, KeyspaceOptions, PutOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -47,25 +47,53 @@ fn first_version(k: u64) -> (Vec<u8>, Vec<u8>) {
     (key(k), value_for(&key(k), 1, value_len(k)))
 }
 
-/// The sweep's options; with `compress`, flushed tables are LZ4 and deeper
-/// ones zstd (format version 3), so damage lands in compressed blocks.
-fn options(dir: &Path, compress: bool) -> sett::Options {
+/// How the swept database's tables are written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    /// No compression: version-2 tables.
+    Plain,
+    /// Flushed tables LZ4, deeper ones zstd (version 3), so damage lands in
+    /// compressed blocks.
+    Levels,
+    /// No compression for the Db, and the same data again in keyspace
+    /// `KS`, whose blocks are zstd: version-3 tables mixing raw and
+    /// compressed blocks.
+    Keyspace,
+}
+
+/// The keyspace of `Mode::Keyspace`.
+const KS: &str = "z";
+
+fn options(dir: &Path, mode: Mode) -> sett::Options {
     let mut o = tiny_options(dir);
-    if compress {
+    if mode == Mode::Levels {
         o.compression_per_level = vec![Compression::Lz4, Compression::Zstd];
     }
     o
 }
 
-fn build(compress: bool) -> tempfile::TempDir {
+fn build(mode: Mode) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = options(dir.path(), compress);
+    let mut o = options(dir.path(), mode);
     // TTLs are measured against a clock far in the past: expired at any reopen.
     o.clock = Clock::manual(Arc::new(AtomicU64::new(1_000_000)));
     let db = Db::open(o).unwrap();
+    let ks = (mode == Mode::Keyspace).then(|| {
+        let zstd = KeyspaceOptions {
+            compression: Some(Compression::Zstd),
+            ..KeyspaceOptions::default()
+        };
+        db.keyspace(KS, zstd).unwrap()
+    });
+    let put = |key: &[u8], v: &[u8], opts: PutOptions| {
+        db.put_with(key, v, opts).unwrap();
+        if let Some(ks) = &ks {
+            ks.put_with(key, v, opts).unwrap();
+        }
+    };
     for k in 0..KEYS {
         let (key, v) = first_version(k);
-        db.put(&key, &v).unwrap();
+        put(&key, &v, PutOptions::default());
     }
     db.flush().unwrap();
     for k in 0..KEYS {
@@ -74,14 +102,26 @@ fn build(compress: bool) -> tempfile::TempDir {
                 ttl: Some(Duration::from_secs(5)),
                 ..PutOptions::default()
             };
-            db.put_with(&key(k), &value_for(&key(k), 3, value_len(k)), ttl)
-                .unwrap();
+            put(&key(k), &value_for(&key(k), 3, value_len(k)), ttl);
         } else if k.is_multiple_of(7) {
             db.delete(&key(k)).unwrap();
+            if let Some(ks) = &ks {
+                ks.delete(&key(k)).unwrap();
+            }
         } else if k.is_multiple_of(2) {
-            db.put(&key(k), &value_for(&key(k), 2, value_len(k)))
-                .unwrap();
+            put(
+                &key(k),
+                &value_for(&key(k), 2, value_len(k)),
+                PutOptions::default(),
+            );
         }
+    }
+    if let Some(ks) = &ks {
+        // The zstd keyspace's blocks are compressed, the default keyspace's not.
+        let region = [&[0xff; 4][..], &ks.id().to_be_bytes()].concat();
+        let (blocks, zipped) = db.compressed_blocks(&region).unwrap();
+        assert!(blocks > 0 && zipped * 2 > blocks, "{zipped}/{blocks}");
+        assert_eq!(db.compressed_blocks(b"key").unwrap().1, 0);
     }
     db.close().unwrap();
     dir
@@ -124,19 +164,54 @@ fn damaged_copy(
 }
 
 /// Returns (clean, errors) counts for one damaged copy.
-fn probe(dir: &Path, damaged: &Path, what: &str, compress: bool) -> (u32, u32) {
-    let db = match Db::open(options(dir, compress)) {
+fn probe(dir: &Path, damaged: &Path, what: &str, mode: Mode) -> (u32, u32) {
+    let db = match Db::open(options(dir, mode)) {
         Ok(db) => db,
         Err(e) => {
             check_error(&e, damaged, what);
             return (0, 1);
         }
     };
+    let mut errors = check_reads(
+        db.iter(IterOptions::default()),
+        |k| db.get(k),
+        damaged,
+        what,
+    );
+    if let Err(e) = db.verify() {
+        check_error(&e, damaged, what);
+        errors += 1;
+    }
+    if mode == Mode::Keyspace {
+        let what = &format!("{what}, keyspace {KS}");
+        match db.keyspace(KS, KeyspaceOptions::default()) {
+            Ok(ks) => {
+                errors += check_reads(
+                    ks.iter(IterOptions::default()),
+                    |k| ks.get(k),
+                    damaged,
+                    what,
+                )
+            }
+            Err(e) => {
+                check_error(&e, damaged, what);
+                errors += 1;
+            }
+        }
+    }
+    (u32::from(errors == 0), u32::from(errors > 0))
+}
+
+/// A full scan and a get of every key give the right data or a corruption
+/// error naming the damaged file; returns the number of errors.
+fn check_reads(
+    scan: sett::Result<sett::DbIterator>,
+    get: impl Fn(&[u8]) -> sett::Result<Option<Vec<u8>>>,
+    damaged: &Path,
+    what: &str,
+) -> u32 {
     let mut errors = 0;
-    match db
-        .iter(IterOptions::default())
-        .and_then(|it| it.collect::<sett::Result<Vec<_>>>())
-    {
+    match scan.and_then(|it| it.collect::<sett::Result<Vec<_>>>()) {
         Ok(items) => {
             let mut seen = 0;
             for (k, v) in &items {
@@ -159,13 +234,9 @@ fn probe(dir: &Path, damaged: &Path, what: &str, compress: bool) -> (u32, u32) {
             errors += 1;
         }
     }
-    if let Err(e) = db.verify() {
-        check_error(&e, damaged, what);
-        errors += 1;
-    }
     for k in 0..KEYS {
         let (key, v) = expected(k);
-        match (db.get(&key), v) {
+        match (get(&key), v) {
             (Ok(Some(got)), Some(v)) => {
                 assert_eq!(got, v, "{what}: get returned a wrong value for {k}")
             }
@@ -178,11 +249,11 @@ fn probe(dir: &Path, damaged: &Path, what: &str, compress: bool) -> (u32, u32) {
             }
         }
     }
-    (u32::from(errors == 0), u32::from(errors > 0))
+    errors
 }
 
-fn sweep(ext: &str, samples: usize, compress: bool) {
-    let src = build(compress);
+fn sweep(ext: &str, samples: usize, mode: Mode) {
+    let src = build(mode);
     let targets: Vec<PathBuf> = if ext == "MANIFEST" {
         vec![src.path().join("MANIFEST")]
     } else {
@@ -192,7 +263,7 @@ fn sweep(ext: &str, samples: usize, compress: bool) {
             .collect()
     };
     assert!(!targets.is_empty(), "no .{ext} file to damage");
-    if compress {
+    if mode != Mode::Plain {
         // The footer's format version (u32 at 40 of the last 56 bytes) is 3.
         let version = |p: &PathBuf| {
             let b = std::fs::read(p).unwrap();
@@ -210,13 +281,13 @@ fn sweep(ext: &str, samples: usize, compress: bool) {
         for off in (0..len).step_by(step) {
             let (copy, path) = damaged_copy(src.path(), target, |d| d[off] ^= 0x5A);
             let what = format!("{} offset {off}", path.display());
-            let (c, d) = probe(copy.path(), &path, &what, compress);
+            let (c, d) = probe(copy.path(), &path, &what, mode);
             clean += c;
             detected += d;
         }
     }
     eprintln!(
-        "{ext} (compress {compress}): {} files, {clean} flips harmless, {detected} reported as corruption",
+        "{ext} ({mode:?}): {} files, {clean} flips harmless, {detected} reported as corruption",
         targets.len()
     );
     assert!(detected > 0, "no flip in a .{ext} file was detected");
@@ -224,28 +295,33 @@ fn sweep(ext: &str, samples: usize, compress: bool) {
 
 #[test]
 fn flipped_bytes_in_tables_are_detected_or_harmless() {
-    sweep("sst", 40, false);
+    sweep("sst", 40, Mode::Plain);
 }
 
 #[test]
 fn flipped_bytes_in_compressed_tables_are_detected_or_harmless() {
-    sweep("sst", 40, true);
+    sweep("sst", 40, Mode::Levels);
+}
+
+#[test]
+fn flipped_bytes_in_tables_mixing_a_zstd_keyspace_with_raw_blocks_are_detected_or_harmless() {
+    sweep("sst", 40, Mode::Keyspace);
 }
 
 #[test]
 fn flipped_bytes_in_value_logs_are_detected_or_harmless() {
-    sweep("vlog", 40, false);
+    sweep("vlog", 40, Mode::Plain);
 }
 
 #[test]
 fn flipped_bytes_in_the_manifest_are_detected_or_harmless() {
-    sweep("MANIFEST", 60, false);
+    sweep("MANIFEST", 60, Mode::Plain);
 }
 
 /// Cuts every table and the manifest at many lengths: open, scan, verify and
 /// point reads give the right data or a corruption error naming the cut file.
-fn truncation_sweep(ext: &str, samples: usize, compress: bool) -> (u32, u32) {
-    let src = build(compress);
+fn truncation_sweep(ext: &str, samples: usize, mode: Mode) -> (u32, u32) {
+    let src = build(mode);
     let targets: Vec<PathBuf> = if ext == "MANIFEST" {
         vec![src.path().join("MANIFEST")]
     } else {
@@ -258,7 +334,7 @@ fn truncation_sweep(ext: &str, samples: usize, compress: bool) -> (u32, u32) {
         for cut in (0..len).step_by((len / samples).max(1)) {
             let (copy, path) = damaged_copy(src.path(), target, |d| d.truncate(cut));
             let what = format!("{} cut to {cut} of {len} bytes", path.display());
-            let (c, d) = probe(copy.path(), &path, &what, compress);
+            let (c, d) = probe(copy.path(), &path, &what, mode);
             clean += c;
             detected += d;
         }
@@ -269,25 +345,31 @@ fn truncation_sweep(ext: &str, samples: usize, compress: bool) -> (u32, u32) {
 
 #[test]
 fn truncated_tables_are_detected_never_read_wrong() {
-    let (_, detected) = truncation_sweep("sst", 30, false);
+    let (_, detected) = truncation_sweep("sst", 30, Mode::Plain);
     assert!(detected > 0);
 }
 
 #[test]
 fn truncated_compressed_tables_are_detected_never_read_wrong() {
-    let (_, detected) = truncation_sweep("sst", 30, true);
+    let (_, detected) = truncation_sweep("sst", 30, Mode::Levels);
+    assert!(detected > 0);
+}
+
+#[test]
+fn truncated_tables_mixing_a_zstd_keyspace_with_raw_blocks_are_detected_never_read_wrong() {
+    let (_, detected) = truncation_sweep("sst", 30, Mode::Keyspace);
     assert!(detected > 0);
 }
 
 #[test]
 fn truncated_value_logs_are_detected_never_read_wrong() {
-    let (_, detected) = truncation_sweep("vlog", 30, false);
+    let (_, detected) = truncation_sweep("vlog", 30, Mode::Plain);
     assert!(detected > 0);
 }
 
 #[test]
 fn truncated_manifests_are_detected_never_read_wrong() {
-    let (_, detected) = truncation_sweep("MANIFEST", 40, false);
+    let (_, detected) = truncation_sweep("MANIFEST", 40, Mode::Plain);
     assert!(detected > 0);
 }
 
@@ -371,7 +453,7 @@ fn flipped_bytes_in_the_wal_are_detected_or_cut_as_a_torn_tail() {
 
 #[test]
 fn verify_checks_every_block_and_value_of_a_healthy_db() {
-    let dir = build(false);
+    let dir = build(Mode::Plain);
     let db = Db::open(tiny_options(dir.path())).unwrap();
     let r = db.verify().unwrap();
     assert!(r.tables > 0 && r.blocks >= r.tables, "{r:?}");

@@ -254,6 +254,11 @@ fn a_zstd_keyspace_in_a_database_without_compression_gets_compressed_blocks_its_
         let (a_blocks, a_zipped) = db.compressed_blocks(&ra).unwrap();
         let (b_blocks, b_zipped) = db.compressed_blocks(&rb).unwrap();
         let (d_blocks, d_zipped) = db.compressed_blocks(b"user:").unwrap();
+        eprintln!(
+            "blocks (compressed/all): keyspace a {a_zipped}/{a_blocks}, b {b_zipped}/{b_blocks}, \
+             default {d_zipped}/{d_blocks}; directory {} bytes",
+            dir_size(dir.path())
+        );
         // A block the codec does not shrink by an eighth is stored raw: JSON
         // records always shrink, so every block of "a" is compressed.
         assert!(a_blocks > 10, "{a_blocks} blocks of a");

@@ -328,3 +328,34 @@ fn a_keyspace_that_asks_for_no_compression_keeps_raw_blocks_in_a_zstd_database()
     check_keyspace(&raw, n, "raw");
     check_all(&db, n, "default");
 }
+
+#[test]
+fn a_database_restored_from_a_backup_compresses_a_zstd_keyspace_s_new_tables() {
+    let (src, dst) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut o = options(src.path());
+    o.value_threshold = 4096;
+    let db = Db::open(o).unwrap();
+    let zstd = KeyspaceOptions {
+        compression: Some(Compression::Zstd),
+        ..KeyspaceOptions::default()
+    };
+    let ks = db.keyspace("z", zstd).unwrap();
+    let n = 600;
+    for i in 0..n {
+        ks.put(&key(i), &record(i)).unwrap();
+    }
+    let mut stream = Vec::new();
+    db.backup(&mut stream, 0).unwrap();
+    let mut o = options(dst.path());
+    o.value_threshold = 4096;
+    let restored = Db::open(o).unwrap();
+    restored.load(&mut stream.as_slice()).unwrap();
+    // No keyspace handle opened: the codec comes from the restored catalog.
+    restored.flush().unwrap();
+    restored.flatten().unwrap();
+    let (blocks, zipped) = restored.compressed_blocks(&region(&ks)).unwrap();
+    assert!(blocks > 10 && zipped == blocks, "{zipped}/{blocks}");
+    let ks = restored.keyspace("z", KeyspaceOptions::default()).unwrap();
+    assert_eq!(ks.options().compression, Some(Compression::Zstd));
+    check_keyspace(&ks, n, "restored");
+}

@@ -86,19 +86,35 @@ func Settings(kind string, o Options) string {
 	return "unknown engine " + kind
 }
 
-// WaitIdle polls s.Backlog until the engine reports no pending work or timeout
-// passes; it returns how long it waited, whether it became idle, and the last
+// WaitIdle polls s.Backlog until the engine has reported no pending work for
+// QuietPeriod or timeout passes; it returns how long it waited, whether it became idle, and the last
 // description of its backlog.
 func WaitIdle(s Store, timeout time.Duration) (time.Duration, bool, string, error) {
 	start := time.Now()
+	var quietSince time.Time
 	for {
 		idle, desc, err := s.Backlog()
-		if err != nil || idle || time.Since(start) >= timeout {
+		if err != nil || time.Since(start) >= timeout {
 			return time.Since(start), idle, desc, err
+		}
+		switch {
+		case !idle:
+			quietSince = time.Time{}
+		case quietSince.IsZero():
+			quietSince = time.Now()
+		case time.Since(quietSince) >= QuietPeriod:
+			return time.Since(start), true, desc, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// QuietPeriod is how long an engine must report no pending work, sample
+// after sample, before WaitIdle calls it settled. One idle sample is not
+// enough: sett marks itself idle after a second without writes and only then
+// merges its last L0 tables down (and its value-log GC follows the garbage
+// that finds), which a read phase started on the first sample ran into.
+const QuietPeriod = 3 * time.Second
 
 // Kinds lists the engines of the badger-bench suite.
 var Kinds = []string{"sett", "rocksdb", "badger"}

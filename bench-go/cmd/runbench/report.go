@@ -193,7 +193,7 @@ func report(r *runner) string {
 	} else {
 		b.WriteString("; values are a function of their key, random and incompressible; sett's and RocksDB's table data blocks are compressed with " + c.compression + " on every level (Badger: none), which these values do not let shrink.")
 	}
-	b.WriteString(" Populate's clock stops after close: every engine has flushed its memtables into tables and synced its logs. Each read phase is a fresh process that first waits for the engine's pending flushes and compactions, sett's value-log GC backlog included (up to " + c.settle.String() + "; the wait is in the CSV). Every value read is checked against the value its key must hold; every engine hands the benchmark loop borrowed slices that the loop copies, and pays one cgo call per read and one per batch of scanned items (RocksDB through a small C helper, as sett's C ABI does).")
+	b.WriteString(" Populate's clock stops after close: every engine has flushed its memtables into tables and synced its logs. Each read phase is a fresh process that first waits until the engine has reported no pending flushes and compactions, sett's value-log GC backlog included, for " + stores.QuietPeriod.String() + " in a row (up to " + c.settle.String() + "; the wait is in the CSV). Every value read is checked against the value its key must hold; every engine hands the benchmark loop borrowed slices that the loop copies, and pays one cgo call per read and one per batch of scanned items (RocksDB through a small C helper, as sett's C ABI does).")
 	if c.phaseTimeout > 0 {
 		b.WriteString(" A phase still running after " + c.phaseTimeout.String() + " is stopped (by its pid) and its engine's row says so, so that one slow engine cannot push the run past its budget.")
 	}
@@ -202,7 +202,7 @@ func report(r *runner) string {
 		if e == "rocksdb-blob" && !c.blob {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s: %s.\n", e, stores.Settings(e, stores.Options{CacheBytes: c.cacheMiB << 20, Compression: c.compression}))
+		fmt.Fprintf(&b, "- %s: %s.\n", e, stores.Settings(e, stores.Options{CacheBytes: c.cacheMiB << 20, Compression: c.compression, ValueThreshold: c.settThreshold}))
 	}
 	b.WriteString("- Memory: peak RSS is the process's peak (VmHWM, and VmRSS sampled every 100 ms) less what it held before the engine was opened (the harness's buffers), per phase, each phase in its own process. It counts the pages of mapped files that the engine touched: Badger reads its tables through mappings, and sett's scans read its sealed value-log files through mappings (its point reads and table reads are positional reads, as RocksDB's), while RocksDB reads into its block cache and the page cache, which its RSS does not show; the anonymous columns leave mapped files out (heap, memtables, caches, indexes and filters).\n")
 	fmt.Fprintf(&b, "- Runs: %d per cell, engine order rotated each run; figures are the median [min–max].\n", c.runs)

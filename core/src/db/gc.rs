@@ -24,7 +24,7 @@
 use super::*;
 use crate::manifest::Edit;
 use crate::vlog::ENTRY_HEADER_LEN;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// No write for this long makes the Db idle: L0 is merged down below its trigger.
@@ -34,8 +34,34 @@ const IDLE_AFTER: Duration = Duration::from_secs(1);
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(30);
 
 /// A head value-log file this large (or half of `vlog_file_size`, if less)
-/// with enough garbage is sealed so that GC can collect it.
+/// with enough garbage is sealed so that GC can collect it; also the least
+/// size the head is sealed at while background GC runs (`head_target`).
 const SEAL_HEAD_AT: u64 = 16 << 20;
+
+/// While background GC runs, the head file is sealed once it holds this
+/// fraction (1/N) of the live value-log bytes: garbage can only be collected
+/// from sealed files, so the head bounds what waits uncollectable.
+const HEAD_PER_LIVE: u64 = 16;
+
+/// While writes run, the GC may read and rewrite this many times the rate at
+/// which they append to the value log (when that is above `vlog_gc_rate`):
+/// each appended byte can make a byte of garbage, and a file is read whole to
+/// free its garbage share of it.
+const RATE_PER_WRITE_RATE: u64 = 2;
+
+/// The write rate is measured over this window.
+const WRITE_RATE_WINDOW: Duration = Duration::from_secs(2);
+
+/// Entries looked up to estimate a file's garbage share by sampling.
+const SAMPLE_ENTRIES: u64 = 256;
+
+/// A file's sample is taken again after this fraction (1/N) of a head
+/// file's worth of appends: a file whose keys were just overwritten is found
+/// soon, at the cost of `SAMPLE_ENTRIES` lookups per sealed file.
+const RESAMPLE_PER_HEAD: u64 = 4;
+
+/// Looks the GC loop takes per second while writes run (once a second when idle).
+const BUSY_WAIT: Duration = Duration::from_millis(100);
 
 /// Moves are handed to the write pipeline in chunks of about this many bytes.
 const MOVE_CHUNK: usize = 4 << 20;
@@ -75,12 +101,140 @@ fn garbage_share(discard: &BTreeMap<u32, u64>, f: &crate::vlog::VlogFile) -> Res
     Ok(discard.get(&f.id()).copied().unwrap_or(0) as f64 / size as f64)
 }
 
+/// Garbage shares of sealed value-log files estimated by sampling: what a
+/// file holds that no compaction or flush has counted yet (versions shadowed
+/// by newer ones still in memtables or in L0 above them).
+#[derive(Default)]
+pub(crate) struct Samples {
+    files: HashMap<u32, Sample>,
+}
+
+#[derive(Clone, Copy)]
+struct Sample {
+    share: f64,
+    /// Value-log bytes appended when it was taken (`DbInner::vlog_appended`).
+    at: u64,
+}
+
+/// The head file's sealing size before the GC has measured the live data.
+pub(crate) fn initial_head_target(opts: &Options) -> u64 {
+    if opts.vlog_gc_ratio > 0.0 && !opts.read_only {
+        opts.vlog_file_size.min(SEAL_HEAD_AT)
+    } else {
+        opts.vlog_file_size
+    }
+}
+
+/// The head file's sealing size for `live` value-log bytes: a
+/// `HEAD_PER_LIVE`th of them, at least `SEAL_HEAD_AT`, at most `vlog_file_size`.
+fn head_target(opts: &Options, live: u64) -> u64 {
+    let floor = opts.vlog_file_size.min(SEAL_HEAD_AT);
+    (live / HEAD_PER_LIVE).clamp(floor, opts.vlog_file_size)
+}
+
+/// The GC's rate limit: `vlog_gc_rate`, or `RATE_PER_WRITE_RATE` times the
+/// rate (bytes a second) writes append at, if more. 0: no limit.
+fn gc_rate(configured: u64, write_rate: u64) -> u64 {
+    if configured == 0 {
+        0
+    } else {
+        configured.max(write_rate.saturating_mul(RATE_PER_WRITE_RATE))
+    }
+}
+
 impl DbInner {
+    /// Bytes appended to the value log since open.
+    fn vlog_appended(&self) -> u64 {
+        let head = lock(&self.log).as_ref().map_or(0, |l| l.vlog.len());
+        self.counters.vlog_sealed_bytes.load(Ordering::Relaxed) + head
+    }
+
+    /// The estimated garbage share of sealed file `f`: what compactions and
+    /// flushes counted, or a sample's estimate if higher. With `resample`
+    /// (GC rounds, under `gc_lock`) a sample older than a quarter of a head file's worth
+    /// of appends is taken again; without (stats) the last one is used.
+    fn estimated_share(
+        &self,
+        discard: &BTreeMap<u32, u64>,
+        f: &crate::vlog::VlogFile,
+        ratio: f64,
+        resample: Option<u64>,
+    ) -> Result<f64> {
+        let counted = garbage_share(discard, f)?;
+        if counted >= ratio {
+            return Ok(counted);
+        }
+        let cached = lock(&self.gc_samples).files.get(&f.id()).copied();
+        let sample = match (cached, resample) {
+            (Some(s), Some(now))
+                if now.saturating_sub(s.at)
+                    < self.vlog_head_target.load(Ordering::Relaxed) / RESAMPLE_PER_HEAD =>
+            {
+                s.share
+            }
+            (_, Some(now)) => {
+                let share = self.sample_share(f)?;
+                lock(&self.gc_samples)
+                    .files
+                    .insert(f.id(), Sample { share, at: now });
+                share
+            }
+            (Some(s), None) => s.share,
+            (None, None) => 0.0,
+        };
+        Ok(counted.max(sample))
+    }
+
+    /// The share of `SAMPLE_ENTRIES` entries of `f` (spread over its bytes)
+    /// that a lookup finds shadowed, deleted or expired.
+    fn sample_share(&self, f: &crate::vlog::VlogFile) -> Result<f64> {
+        let sampled = f.sample_entries(SAMPLE_ENTRIES)?;
+        if sampled.is_empty() {
+            return Ok(0.0);
+        }
+        let st = self.read_state();
+        let now = self.now();
+        let mut dead = 0usize;
+        for (ptr, key) in &sampled {
+            let live = st
+                .lookup(key, crate::key::MAX_SEQ)?
+                .is_some_and(|(_, raw)| {
+                    value::decode(&raw)
+                        .is_some_and(|rec| rec.stored == Stored::Pointer(*ptr) && !rec.expired(now))
+                });
+            dead += usize::from(!live);
+        }
+        Ok(dead as f64 / sampled.len() as f64)
+    }
+
+    /// Re-sizes the head file from the live value-log bytes (total less the
+    /// estimated garbage of each file).
+    fn update_head_target(&self) {
+        let discard = lock(&self.manifest)
+            .as_ref()
+            .map(|m| m.state().discard.clone())
+            .unwrap_or_default();
+        let st = self.read_state();
+        let mut live = 0u64;
+        for f in st.vlogs.all() {
+            let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f, 1.0, None), f.len())
+            else {
+                continue;
+            };
+            live += (len as f64 * (1.0 - share.min(1.0))) as u64;
+        }
+        self.vlog_head_target
+            .store(head_target(&self.opts, live), Ordering::Relaxed);
+    }
+
     /// The background GC: see the module's documentation.
     pub(crate) fn gc_loop(self: Arc<Self>) {
         let mut wait = Duration::from_secs(1);
         let mut batches = self.counters.batches.load(Ordering::Relaxed);
         let mut last_write = Instant::now();
+        // (when, value-log bytes appended): the write rate over the window.
+        let mut appends: VecDeque<(Instant, u64)> = VecDeque::new();
+        self.update_head_target();
         loop {
             {
                 let bg = lock(&self.bg);
@@ -95,9 +249,29 @@ impl DbInner {
                     return;
                 }
             }
-            wait = Duration::from_secs(1);
+            let appended = self.vlog_appended();
+            let now = Instant::now();
+            while appends
+                .front()
+                .is_some_and(|(t, _)| now.duration_since(*t) > WRITE_RATE_WINDOW)
+            {
+                appends.pop_front();
+            }
+            let write_rate = appends.front().map_or(0, |&(t, bytes)| {
+                let secs = now.duration_since(t).as_secs_f64().max(0.05);
+                (appended.saturating_sub(bytes) as f64 / secs) as u64
+            });
+            let writing = appends.back().is_some_and(|&(_, b)| b != appended);
+            appends.push_back((now, appended));
+            wait = if writing {
+                BUSY_WAIT
+            } else {
+                Duration::from_secs(1)
+            };
+            let rate = gc_rate(self.opts.vlog_gc_rate, write_rate);
+            self.update_head_target();
             loop {
-                match self.collect_one(self.opts.vlog_gc_ratio, self.opts.vlog_gc_rate) {
+                match self.collect_one(self.opts.vlog_gc_ratio, rate) {
                     Ok(GcOutcome::NothingToCollect) => break,
                     Ok(_) => {}
                     // Closing, or poisoned by a write path error: the loop ends above.
@@ -151,7 +325,8 @@ impl DbInner {
         let st = self.read_state();
         let mut due = (0, 0);
         for f in st.vlogs.all() {
-            let (Ok(share), Ok(len)) = (garbage_share(&discard, f), f.len()) else {
+            let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f, ratio, None), f.len())
+            else {
                 continue;
             };
             let sealed = Some(f.id()) != head || len >= self.seal_head_at();
@@ -217,6 +392,7 @@ impl DbInner {
             .map(|m| (m.state().discard.clone(), m.state().log_number))
             .unwrap_or_default();
         let share = |f: &crate::vlog::VlogFile| garbage_share(&discard, f);
+        let appended = self.vlog_appended();
         // The head is only ever appended to, so it cannot be collected; but a
         // head that compactions found mostly garbage is sealed (a new head is
         // started) once it is large enough, so that it can be: otherwise a
@@ -233,12 +409,18 @@ impl DbInner {
         }
         let st = self.read_state();
         let mut best: Option<(f64, Arc<crate::vlog::VlogFile>)> = None;
+        let mut samples_of = HashSet::new();
         for f in st.vlogs.all().filter(|f| f.id() != head) {
-            let share = share(f)?;
+            samples_of.insert(f.id());
+            let share = self.estimated_share(&discard, f, ratio, Some(appended))?;
             if best.as_ref().is_none_or(|(b, _)| share > *b) {
                 best = Some((share, f.clone()));
             }
         }
+        // Samples of files gone (collected, or dropped) are forgotten.
+        lock(&self.gc_samples)
+            .files
+            .retain(|id, _| samples_of.contains(id));
         let Some((_, file)) = best.filter(|(share, _)| *share >= ratio) else {
             return Ok(GcOutcome::NothingToCollect);
         };
@@ -299,8 +481,15 @@ impl DbInner {
             }
             Ok(())
         })?;
-        self.write(WriterKind::Moves(chunk), None)?;
-        self.sync_logs()?;
+        // A file with nothing live is deleted without a trip through the
+        // write pipeline or an fsync: under a full-speed writer either can
+        // wait seconds (writeback of the head), while its garbage stays.
+        if !chunk.is_empty() {
+            self.write(WriterKind::Moves(chunk), None)?;
+        }
+        if moved_values > 0 {
+            self.sync_logs()?;
+        }
         lock(&self.manifest)
             .as_mut()
             .ok_or(Error::Closed)?

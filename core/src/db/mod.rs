@@ -236,6 +236,9 @@ pub(crate) struct Counters {
     pub(crate) gc_files_deleted: AtomicU64,
     pub(crate) gc_bytes_reclaimed: AtomicU64,
     pub(crate) gc_micros: AtomicU64,
+    /// Bytes of value-log files sealed so far (with the head's length: bytes
+    /// appended), from which the GC reads the write rate it keeps pace with.
+    pub(crate) vlog_sealed_bytes: AtomicU64,
 }
 
 /// A value with what was stored beside it.
@@ -274,6 +277,11 @@ pub(crate) struct DbInner {
     pub(crate) counters: Counters,
     /// One value-log GC at a time.
     pub(crate) gc_lock: Mutex<()>,
+    /// Garbage shares of value-log files estimated by sampling (`gc`).
+    pub(crate) gc_samples: Mutex<gc::Samples>,
+    /// The head value-log file is sealed at this length: set by the GC from
+    /// the live value-log bytes (`gc::head_target`), `vlog_file_size` without it.
+    pub(crate) vlog_head_target: AtomicU64,
     /// A bulk load owns the Db: other writes are refused until it ends.
     pub(crate) bulk_active: AtomicBool,
     /// Value-log files a checkpoint is linking, and removals deferred meanwhile.

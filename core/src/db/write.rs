@@ -500,7 +500,7 @@ impl DbInner {
     }
 
     fn after_append(&self, log: &mut LogState) {
-        if log.vlog.len() >= self.opts.vlog_file_size {
+        if log.vlog.len() >= self.vlog_head_target.load(Ordering::Relaxed) {
             if let Err(e) = self.rotate_vlog(log) {
                 self.poison_with(&e);
             }
@@ -588,7 +588,12 @@ impl DbInner {
             vlogs: Arc::new(st.vlogs.with(sealed).with(file)),
             range_dels: st.range_dels.clone(),
         });
+        self.counters
+            .vlog_sealed_bytes
+            .fetch_add(log.vlog.len(), Ordering::Relaxed);
         log.vlog = vlog;
+        // A sealed file may be collectable: wake the GC (it also looks once a second).
+        self.bg_cv.notify_all();
         Ok(())
     }
 

@@ -52,8 +52,14 @@ const RATE_PER_WRITE_RATE: u64 = 2;
 /// The write rate is measured over this window.
 const WRITE_RATE_WINDOW: Duration = Duration::from_secs(2);
 
-/// Entries looked up to estimate a file's garbage share by sampling.
+/// Entries looked up to estimate a file's garbage share by sampling: one
+/// per `SAMPLE_EVERY` bytes of the file, at most `SAMPLE_ENTRIES`.
 const SAMPLE_ENTRIES: u64 = 256;
+const SAMPLE_EVERY: u64 = 8 << 10;
+
+/// Sampling may take this many lookups per KiB appended to the value log
+/// (`DbInner::resample`): with 1 KiB values, two per value written.
+const SAMPLE_LOOKUPS_PER_KIB: u64 = 2;
 
 /// A file's sample is taken again after this fraction (1/N) of a head
 /// file's worth of appends: a file whose keys were just overwritten is found
@@ -107,6 +113,10 @@ fn garbage_share(discard: &BTreeMap<u32, u64>, f: &crate::vlog::VlogFile) -> Res
 #[derive(Default)]
 pub(crate) struct Samples {
     files: HashMap<u32, Sample>,
+    /// Bytes of files that may still be sampled (`DbInner::resample`).
+    credit: u64,
+    /// `DbInner::vlog_appended` when `credit` was last topped up.
+    credited_at: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -142,53 +152,109 @@ fn gc_rate(configured: u64, write_rate: u64) -> u64 {
     }
 }
 
+/// Entries sampled from a file of `len` bytes.
+fn sample_count(len: u64) -> u64 {
+    (len / SAMPLE_EVERY).clamp(1, SAMPLE_ENTRIES)
+}
+
 impl DbInner {
-    /// Bytes appended to the value log since open.
+    /// Bytes appended to the value log since open (read without the log
+    /// lock: a writer that takes it back to back would starve the GC).
     fn vlog_appended(&self) -> u64 {
-        let head = lock(&self.log).as_ref().map_or(0, |l| l.vlog.len());
-        self.counters.vlog_sealed_bytes.load(Ordering::Relaxed) + head
+        self.counters.vlog_sealed_bytes.load(Ordering::Relaxed)
+            + self.counters.vlog_head_len.load(Ordering::Relaxed)
+    }
+
+    /// The head value-log file as of read state `st` (taken before): no file
+    /// of `st` at or past the returned id may be collected. Read without the
+    /// log lock, which a writer taking it back to back kept from the GC for
+    /// seconds. A rotation stores the new head's id before it publishes the
+    /// file, so a state that holds a file holds no newer head than this.
+    fn gc_head(&self, _st: &ReadState) -> u32 {
+        self.counters.vlog_head_id.load(Ordering::SeqCst) as u32
     }
 
     /// The estimated garbage share of sealed file `f`: what compactions and
-    /// flushes counted, or a sample's estimate if higher. With `resample`
-    /// (GC rounds, under `gc_lock`) a sample older than a quarter of a head file's worth
-    /// of appends is taken again; without (stats) the last one is used.
+    /// flushes counted, or its last sample's estimate if higher.
     fn estimated_share(
         &self,
         discard: &BTreeMap<u32, u64>,
         f: &crate::vlog::VlogFile,
-        ratio: f64,
-        resample: Option<u64>,
     ) -> Result<f64> {
         let counted = garbage_share(discard, f)?;
-        if counted >= ratio {
-            return Ok(counted);
-        }
-        let cached = lock(&self.gc_samples).files.get(&f.id()).copied();
-        let sample = match (cached, resample) {
-            (Some(s), Some(now))
-                if now.saturating_sub(s.at)
-                    < self.vlog_head_target.load(Ordering::Relaxed) / RESAMPLE_PER_HEAD =>
-            {
-                s.share
-            }
-            (_, Some(now)) => {
-                let share = self.sample_share(f)?;
-                lock(&self.gc_samples)
-                    .files
-                    .insert(f.id(), Sample { share, at: now });
-                share
-            }
-            (Some(s), None) => s.share,
-            (None, None) => 0.0,
-        };
-        Ok(counted.max(sample))
+        let sampled = lock(&self.gc_samples)
+            .files
+            .get(&f.id())
+            .map_or(0.0, |s| s.share);
+        Ok(counted.max(sampled))
     }
 
-    /// The share of `SAMPLE_ENTRIES` entries of `f` (spread over its bytes)
+    /// Samples again the sealed `files` whose counted garbage is below
+    /// `ratio` and whose last sample is older than a `RESAMPLE_PER_HEAD`th of
+    /// a head file's worth of appends, stalest first, within a budget of
+    /// `SAMPLE_LOOKUPS_PER_KIB` lookups per KiB appended (so sampling costs a
+    /// bounded share of the write work, however small and many the files; a
+    /// file never sampled is sampled free). Samples of files gone are forgotten.
+    fn resample(
+        &self,
+        files: &[Arc<crate::vlog::VlogFile>],
+        discard: &BTreeMap<u32, u64>,
+        ratio: f64,
+        appended: u64,
+    ) -> Result<()> {
+        let period = self.vlog_head_target.load(Ordering::Relaxed) / RESAMPLE_PER_HEAD;
+        let mut stale = Vec::new();
+        let mut total = 0u64;
+        {
+            let mut samples = lock(&self.gc_samples);
+            samples
+                .files
+                .retain(|id, _| files.iter().any(|f| f.id() == *id));
+            for f in files {
+                let count = sample_count(f.len()?);
+                total += count;
+                let age = samples
+                    .files
+                    .get(&f.id())
+                    .map_or(u64::MAX, |s| appended.saturating_sub(s.at));
+                if age >= period && garbage_share(discard, f)? < ratio {
+                    stale.push((age, count, f.clone()));
+                }
+            }
+            let new = appended.saturating_sub(samples.credited_at);
+            samples.credited_at = appended;
+            samples.credit = samples
+                .credit
+                .saturating_add(new.saturating_mul(SAMPLE_LOOKUPS_PER_KIB) >> 10)
+                .min(total);
+        }
+        stale.sort_by(|a, b| b.0.cmp(&a.0));
+        for (age, count, f) in stale {
+            {
+                let mut samples = lock(&self.gc_samples);
+                if age != u64::MAX {
+                    if samples.credit < count {
+                        break;
+                    }
+                    samples.credit -= count;
+                }
+            }
+            let share = self.sample_share(&f, count)?;
+            lock(&self.gc_samples).files.insert(
+                f.id(),
+                Sample {
+                    share,
+                    at: appended,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The share of `count` entries of `f` (spread over its bytes)
     /// that a lookup finds shadowed, deleted or expired.
-    fn sample_share(&self, f: &crate::vlog::VlogFile) -> Result<f64> {
-        let sampled = f.sample_entries(SAMPLE_ENTRIES)?;
+    fn sample_share(&self, f: &crate::vlog::VlogFile, count: u64) -> Result<f64> {
+        let sampled = f.sample_entries(count)?;
         if sampled.is_empty() {
             return Ok(0.0);
         }
@@ -217,8 +283,7 @@ impl DbInner {
         let st = self.read_state();
         let mut live = 0u64;
         for f in st.vlogs.all() {
-            let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f, 1.0, None), f.len())
-            else {
+            let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f), f.len()) else {
                 continue;
             };
             live += (len as f64 * (1.0 - share.min(1.0))) as u64;
@@ -325,8 +390,7 @@ impl DbInner {
         let st = self.read_state();
         let mut due = (0, 0);
         for f in st.vlogs.all() {
-            let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f, ratio, None), f.len())
-            else {
+            let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f), f.len()) else {
                 continue;
             };
             let sealed = Some(f.id()) != head || len >= self.seal_head_at();
@@ -386,7 +450,7 @@ impl DbInner {
         started: Instant,
     ) -> Result<GcOutcome> {
         self.check_writable()?;
-        let mut head = self.head_vlog_id().ok_or(Error::Closed)?;
+        let mut head = self.gc_head(&self.read_state());
         let (discard, log_number) = lock(&self.manifest)
             .as_ref()
             .map(|m| (m.state().discard.clone(), m.state().log_number))
@@ -408,19 +472,16 @@ impl DbInner {
             }
         }
         let st = self.read_state();
+        let head = head.min(self.gc_head(&st));
         let mut best: Option<(f64, Arc<crate::vlog::VlogFile>)> = None;
-        let mut samples_of = HashSet::new();
-        for f in st.vlogs.all().filter(|f| f.id() != head) {
-            samples_of.insert(f.id());
-            let share = self.estimated_share(&discard, f, ratio, Some(appended))?;
+        let sealed: Vec<_> = st.vlogs.all().filter(|f| f.id() < head).cloned().collect();
+        self.resample(&sealed, &discard, ratio, appended)?;
+        for f in &sealed {
+            let share = self.estimated_share(&discard, f)?;
             if best.as_ref().is_none_or(|(b, _)| share > *b) {
                 best = Some((share, f.clone()));
             }
         }
-        // Samples of files gone (collected, or dropped) are forgotten.
-        lock(&self.gc_samples)
-            .files
-            .retain(|id, _| samples_of.contains(id));
         let Some((_, file)) = best.filter(|(share, _)| *share >= ratio) else {
             return Ok(GcOutcome::NothingToCollect);
         };
@@ -533,5 +594,45 @@ impl DbInner {
             self.check_open()?;
             std::thread::sleep(left.min(Duration::from_millis(50)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_is_sealed_at_a_sixteenth_of_the_live_data_between_16_mib_and_the_file_size() {
+        let o = Options::new("unused");
+        assert_eq!(head_target(&o, 0), 16 << 20, "the floor");
+        assert_eq!(head_target(&o, 1 << 30), 64 << 20, "a 16th of 1 GiB live");
+        assert_eq!(head_target(&o, 1 << 40), o.vlog_file_size, "the ceiling");
+        let mut small = Options::new("unused");
+        small.vlog_file_size = 1 << 20;
+        assert_eq!(head_target(&small, 0), 1 << 20, "never past vlog_file_size");
+        assert_eq!(initial_head_target(&o), 16 << 20);
+        let mut off = Options::new("unused");
+        off.vlog_gc_ratio = 0.0;
+        assert_eq!(
+            initial_head_target(&off),
+            off.vlog_file_size,
+            "no GC, no early seal"
+        );
+    }
+
+    #[test]
+    fn the_gc_rate_follows_twice_the_write_rate_but_not_below_the_option_and_0_stays_unlimited() {
+        assert_eq!(gc_rate(64 << 20, 0), 64 << 20, "no writes: the option");
+        assert_eq!(
+            gc_rate(64 << 20, 10 << 20),
+            64 << 20,
+            "slow writes: the option"
+        );
+        assert_eq!(
+            gc_rate(64 << 20, 300 << 20),
+            600 << 20,
+            "fast writes: twice them"
+        );
+        assert_eq!(gc_rate(0, 300 << 20), 0, "0 is no limit");
     }
 }

@@ -239,6 +239,10 @@ pub(crate) struct Counters {
     /// Bytes of value-log files sealed so far (with the head's length: bytes
     /// appended), from which the GC reads the write rate it keeps pace with.
     pub(crate) vlog_sealed_bytes: AtomicU64,
+    /// The head value-log file's length and id, kept beside `log` so that
+    /// the GC reads them without taking the lock a busy writer holds.
+    pub(crate) vlog_head_len: AtomicU64,
+    pub(crate) vlog_head_id: AtomicU64,
 }
 
 /// A value with what was stored beside it.

@@ -454,6 +454,13 @@ impl DbInner {
         for id in replayed {
             remove(&self.opts.fs, &filename::wal(&self.dir, *id))?;
         }
+        // Before the file is published (gc::DbInner::gc_head says why).
+        self.counters
+            .vlog_head_id
+            .store(u64::from(vlog.id()), Ordering::SeqCst);
+        self.counters
+            .vlog_head_len
+            .store(vlog.len(), Ordering::Relaxed);
         let vlogs = Arc::new(vlogs.with(head));
         self.update_state(|st| ReadState {
             mem: Arc::new(Memtable::new(wal_id)),

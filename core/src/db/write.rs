@@ -500,6 +500,9 @@ impl DbInner {
     }
 
     fn after_append(&self, log: &mut LogState) {
+        self.counters
+            .vlog_head_len
+            .store(log.vlog.len(), Ordering::Relaxed);
         if log.vlog.len() >= self.vlog_head_target.load(Ordering::Relaxed) {
             if let Err(e) = self.rotate_vlog(log) {
                 self.poison_with(&e);
@@ -581,6 +584,10 @@ impl DbInner {
         )?);
         sync_dir(&self.opts.fs, &self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
+        // Before the new file is published (gc::DbInner::gc_head says why).
+        self.counters
+            .vlog_head_id
+            .store(u64::from(id), Ordering::SeqCst);
         self.update_state(|st| ReadState {
             mem: st.mem.clone(),
             imm: st.imm.clone(),
@@ -592,6 +599,9 @@ impl DbInner {
             .vlog_sealed_bytes
             .fetch_add(log.vlog.len(), Ordering::Relaxed);
         log.vlog = vlog;
+        self.counters
+            .vlog_head_len
+            .store(log.vlog.len(), Ordering::Relaxed);
         // A sealed file may be collectable: wake the GC (it also looks once a second).
         self.bg_cv.notify_all();
         Ok(())

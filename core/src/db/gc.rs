@@ -228,7 +228,7 @@ impl DbInner {
                 .saturating_add(new.saturating_mul(SAMPLE_LOOKUPS_PER_KIB) >> 10)
                 .min(total);
         }
-        stale.sort_by(|a, b| b.0.cmp(&a.0));
+        stale.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (age, count, f) in stale {
             {
                 let mut samples = lock(&self.gc_samples);

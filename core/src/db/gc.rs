@@ -43,12 +43,6 @@ const SEAL_HEAD_AT: u64 = 16 << 20;
 /// from sealed files, so the head bounds what waits uncollectable.
 const HEAD_PER_LIVE: u64 = 16;
 
-/// While writes run, the GC may read and rewrite this many times the rate at
-/// which they append to the value log (when that is above `vlog_gc_rate`):
-/// each appended byte can make a byte of garbage, and a file is read whole to
-/// free its garbage share of it.
-const RATE_PER_WRITE_RATE: u64 = 2;
-
 /// The write rate is measured over this window.
 const WRITE_RATE_WINDOW: Duration = Duration::from_secs(2);
 
@@ -142,13 +136,14 @@ fn head_target(opts: &Options, live: u64) -> u64 {
     (live / HEAD_PER_LIVE).clamp(floor, opts.vlog_file_size)
 }
 
-/// The GC's rate limit: `vlog_gc_rate`, or `RATE_PER_WRITE_RATE` times the
-/// rate (bytes a second) writes append at, if more. 0: no limit.
-fn gc_rate(configured: u64, write_rate: u64) -> u64 {
+/// The GC's rate limit (`Options::vlog_gc_write_factor`): `configured`, or
+/// `factor` times the rate (bytes a second) writes append at, if more.
+/// 0: no limit.
+fn gc_rate(configured: u64, factor: u32, write_rate: u64) -> u64 {
     if configured == 0 {
         0
     } else {
-        configured.max(write_rate.saturating_mul(RATE_PER_WRITE_RATE))
+        configured.max(write_rate.saturating_mul(u64::from(factor)))
     }
 }
 
@@ -333,7 +328,11 @@ impl DbInner {
             } else {
                 Duration::from_secs(1)
             };
-            let rate = gc_rate(self.opts.vlog_gc_rate, write_rate);
+            let rate = gc_rate(
+                self.opts.vlog_gc_rate,
+                self.opts.vlog_gc_write_factor,
+                write_rate,
+            );
             self.update_head_target();
             loop {
                 match self.collect_one(self.opts.vlog_gc_ratio, rate) {
@@ -622,17 +621,11 @@ mod tests {
 
     #[test]
     fn the_gc_rate_follows_twice_the_write_rate_but_not_below_the_option_and_0_stays_unlimited() {
-        assert_eq!(gc_rate(64 << 20, 0), 64 << 20, "no writes: the option");
-        assert_eq!(
-            gc_rate(64 << 20, 10 << 20),
-            64 << 20,
-            "slow writes: the option"
-        );
-        assert_eq!(
-            gc_rate(64 << 20, 300 << 20),
-            600 << 20,
-            "fast writes: twice them"
-        );
-        assert_eq!(gc_rate(0, 300 << 20), 0, "0 is no limit");
+        let mib = 1u64 << 20;
+        assert_eq!(gc_rate(64 * mib, 2, 0), 64 * mib, "no writes: the option");
+        assert_eq!(gc_rate(64 * mib, 2, 10 * mib), 64 * mib, "slow writes");
+        assert_eq!(gc_rate(64 * mib, 2, 300 * mib), 600 * mib, "fast writes");
+        assert_eq!(gc_rate(64 * mib, 0, 300 * mib), 64 * mib, "factor 0");
+        assert_eq!(gc_rate(0, 2, 300 * mib), 0, "0 is no limit");
     }
 }

@@ -420,25 +420,6 @@ impl DbInner {
         self.counters
             .gc_micros
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        match &outcome {
-            Ok(GcOutcome::Deleted { freed_bytes, .. }) => {
-                self.counters
-                    .gc_files_deleted
-                    .fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .gc_bytes_reclaimed
-                    .fetch_add(*freed_bytes, Ordering::Relaxed);
-            }
-            Ok(GcOutcome::Rewritten { freed_bytes, .. }) => {
-                self.counters
-                    .gc_files_rewritten
-                    .fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .gc_bytes_reclaimed
-                    .fetch_add(*freed_bytes, Ordering::Relaxed);
-            }
-            _ => {}
-        }
         outcome
     }
 
@@ -485,18 +466,18 @@ impl DbInner {
             return Ok(GcOutcome::NothingToCollect);
         };
         // WALs written while this file was the head may point into it: flush
-        // them away (a replay after a crash would otherwise meet pointers into
-        // a deleted file). WALs and value-log files share one id counter, so a
-        // WAL is younger than the file's successor only if it was started after
-        // the file was sealed; if every live WAL is, no flush is needed.
-        let successor = st
-            .vlogs
-            .all()
-            .map(|f| f.id())
-            .filter(|&id| id > file.id())
-            .min();
+        // them away (a replay after a crash would otherwise stop at a pointer
+        // into a deleted file, and lose every later record). WALs and
+        // value-log files share one id counter, so a WAL started after the
+        // file was sealed has an id above the head that replaced it; if every
+        // live WAL has, no flush is needed. That head is recorded at the
+        // rotation: the next larger value-log id is not it when a bulk load
+        // made files meanwhile (power_loss.rs found that once sampling
+        // collected a head soon after it was sealed). A file sealed before
+        // this open, or not a head, is collected after a flush.
+        let replaced_by = lock(&self.vlog_sealed_for).get(&file.id()).copied();
         drop(st);
-        if successor.is_none_or(|s| log_number <= u64::from(s)) {
+        if replaced_by.is_none_or(|next| log_number <= next) {
             self.flush()?;
         }
 
@@ -541,29 +522,16 @@ impl DbInner {
             }
             Ok(())
         })?;
-        // A file with nothing live is deleted without a trip through the
-        // write pipeline or an fsync: under a full-speed writer either can
-        // wait seconds (writeback of the head), while its garbage stays.
         if !chunk.is_empty() {
             self.write(WriterKind::Moves(chunk), None)?;
         }
-        if moved_values > 0 {
-            self.sync_logs()?;
-        }
+        self.sync_before_delete()?;
         lock(&self.manifest)
             .as_mut()
             .ok_or(Error::Closed)?
             .log(&[Edit::DeleteVlog(file.id())])
             .inspect_err(|e| self.poison_with(e))?;
-        self.update_state(|s| ReadState {
-            mem: s.mem.clone(),
-            imm: s.imm.clone(),
-            version: s.version.clone(),
-            vlogs: Arc::new(s.vlogs.without(file.id())),
-            range_dels: s.range_dels.clone(),
-        });
-        self.remove_vlog_file(file.id(), file.path())?;
-        Ok(if moved_values == 0 {
+        let outcome = if moved_values == 0 {
             GcOutcome::Deleted {
                 file: file.id(),
                 freed_bytes: file_bytes,
@@ -575,7 +543,66 @@ impl DbInner {
                 moved_bytes,
                 freed_bytes: file_bytes.saturating_sub(moved_bytes),
             }
-        })
+        };
+        // Counted before the file leaves the read state: stats never show
+        // the backlog gone (`gc_due`) without the collection that did it.
+        self.count(&outcome);
+        self.update_state(|s| ReadState {
+            mem: s.mem.clone(),
+            imm: s.imm.clone(),
+            version: s.version.clone(),
+            vlogs: Arc::new(s.vlogs.without(file.id())),
+            range_dels: s.range_dels.clone(),
+        });
+        lock(&self.vlog_sealed_for).remove(&file.id());
+        self.remove_vlog_file(file.id(), file.path())?;
+        Ok(outcome)
+    }
+
+    /// Makes durable what a deletion relies on: the moves, and the versions
+    /// that made the file's other entries garbage (a power cut that lost them
+    /// would bring back older versions pointing into the deleted file). Those
+    /// are in the WALs of the memtables and the head value-log file (a sealed
+    /// one was synced when sealed). Synced through handles of its own, not
+    /// under the log lock: writers go on meanwhile. (Every write group puts
+    /// its bytes in the files before its entries are visible, so what the
+    /// scan saw is in them.)
+    fn sync_before_delete(&self) -> Result<()> {
+        let st = self.read_state();
+        if let Some(head) = st.vlogs.get(self.gc_head(&st)) {
+            head.sync(&self.opts.fs)?;
+        }
+        for m in std::iter::once(&st.mem).chain(&st.imm) {
+            let path = filename::wal(&self.dir, m.wal_id());
+            match std::fs::File::open(&path) {
+                Ok(f) => self
+                    .opts
+                    .fs
+                    .sync(&f, &path)
+                    .map_err(|e| Error::io(format!("syncing {}", path.display()), e))?,
+                // Flushed meanwhile: its versions are in a table.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("opening {}", path.display()), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a collection to the GC counters of `Stats`.
+    fn count(&self, outcome: &GcOutcome) {
+        let (files, freed) = match outcome {
+            GcOutcome::NothingToCollect => return,
+            GcOutcome::Deleted { freed_bytes, .. } => {
+                (&self.counters.gc_files_deleted, freed_bytes)
+            }
+            GcOutcome::Rewritten { freed_bytes, .. } => {
+                (&self.counters.gc_files_rewritten, freed_bytes)
+            }
+        };
+        files.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .gc_bytes_reclaimed
+            .fetch_add(*freed, Ordering::Relaxed);
     }
 
     /// Sleeps until `done` bytes since `started` keep within `rate` a second,

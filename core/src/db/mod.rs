@@ -38,7 +38,7 @@ use crate::value::{self, Stored};
 use crate::vlog::{VlogSet, VlogWriter};
 use crate::wal::LogWriter;
 use crate::{PutOptions, WriteBatch};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -286,6 +286,9 @@ pub(crate) struct DbInner {
     /// The head value-log file is sealed at this length: set by the GC from
     /// the live value-log bytes (`gc::head_target`), `vlog_file_size` without it.
     pub(crate) vlog_head_target: AtomicU64,
+    /// Value-log files sealed as heads since open, with the id of the head
+    /// that replaced each: a WAL with a smaller id may point into it (`gc`).
+    pub(crate) vlog_sealed_for: Mutex<HashMap<u32, u64>>,
     /// A bulk load owns the Db: other writes are refused until it ends.
     pub(crate) bulk_active: AtomicBool,
     /// Value-log files a checkpoint is linking, and removals deferred meanwhile.

@@ -248,6 +248,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         counters: Counters::default(),
         gc_lock: Mutex::new(()),
         gc_samples: Mutex::new(Default::default()),
+        vlog_sealed_for: Mutex::new(Default::default()),
         vlog_head_target: AtomicU64::new(gc::initial_head_target(&opts)),
         bulk_active: AtomicBool::new(false),
         holds: Mutex::new(Default::default()),

@@ -584,6 +584,7 @@ impl DbInner {
         )?);
         sync_dir(&self.opts.fs, &self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
+        lock(&self.vlog_sealed_for).insert(old_id, u64::from(id));
         // Before the new file is published (gc::DbInner::gc_head says why).
         self.counters
             .vlog_head_id

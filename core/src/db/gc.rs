@@ -562,18 +562,18 @@ impl DbInner {
     /// Makes durable what a deletion relies on: the moves, and the versions
     /// that made the file's other entries garbage (a power cut that lost them
     /// would bring back older versions pointing into the deleted file). Those
-    /// are in the WALs of the memtables and the head value-log file (a sealed
-    /// one was synced when sealed). Synced through handles of its own, not
-    /// under the log lock: writers go on meanwhile. (Every write group puts
-    /// its bytes in the files before its entries are visible, so what the
-    /// scan saw is in them.)
+    /// are in the head value-log file and the memtable's WAL (a memtable
+    /// switch and a rotation sync the WAL and file they end). Synced through
+    /// handles of its own, not under the log lock: writers go on meanwhile.
+    /// (Every write group puts its bytes in the files before its entries are
+    /// visible, so what the scan saw is in them.)
     fn sync_before_delete(&self) -> Result<()> {
         let st = self.read_state();
         if let Some(head) = st.vlogs.get(self.gc_head(&st)) {
             head.sync(&self.opts.fs)?;
         }
-        for m in std::iter::once(&st.mem).chain(&st.imm) {
-            let path = filename::wal(&self.dir, m.wal_id());
+        {
+            let path = filename::wal(&self.dir, st.mem.wal_id());
             match std::fs::File::open(&path) {
                 Ok(f) => self
                     .opts

@@ -86,7 +86,7 @@ type Options struct {
 	ValueLogGCRate int64
 	// ValueLogGCWriteFactor: while writes run, the GC's limit is raised to
 	// this many times the rate at which they append to the value log, when
-	// that is above ValueLogGCRate (default 2). A negative value leaves
+	// that is above ValueLogGCRate (default 4). A negative value leaves
 	// ValueLogGCRate alone as the limit.
 	ValueLogGCWriteFactor int
 	// MaxKeySize: largest key in bytes (default 65000).

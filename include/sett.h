@@ -1222,7 +1222,7 @@ int sett_options_set_vlog_gc_rate(struct sett_options_t *opts, uint64_t value);
 /**
  * While writes run, the background value-log GC's rate limit is raised to
  * this many times the rate at which they append to the value log, when that
- * is above the vlog_gc_rate (default 2; 0: vlog_gc_rate alone is the limit).
+ * is above the vlog_gc_rate (default 4; 0: vlog_gc_rate alone is the limit).
  * Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_vlog_gc_write_factor(struct sett_options_t *opts, uint32_t value);

@@ -124,7 +124,9 @@ pub struct Options {
     /// the last 2 s), when that is above `vlog_gc_rate`: each appended byte
     /// can make a byte of garbage, so a GC held below the write rate falls
     /// behind for as long as the writes last. 0: `vlog_gc_rate` alone is the
-    /// limit. Default 2.
+    /// limit. Default 4: a file is read whole to free its garbage, the GC
+    /// also looks up, flushes and syncs, and at 2 it fell behind 200 MB/s of
+    /// 1 KiB overwrites (PERFORMANCE.md, "Issue 16: GC keeping pace").
     pub vlog_gc_write_factor: u32,
     /// Largest key accepted, in bytes. Default 65 000 (Badger's limit), at most 1 MiB.
     pub max_key_size: usize,
@@ -175,7 +177,7 @@ impl Options {
             vlog_file_size: 1 << 30,
             vlog_gc_ratio: 0.5,
             vlog_gc_rate: 64 << 20,
-            vlog_gc_write_factor: 2,
+            vlog_gc_write_factor: 4,
             max_key_size: 65_000,
             max_value_size: 1 << 30,
             read_only: false,

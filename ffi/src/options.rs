@@ -328,7 +328,7 @@ pub unsafe extern "C" fn sett_options_set_vlog_gc_rate(
 
 /// While writes run, the background value-log GC's rate limit is raised to
 /// this many times the rate at which they append to the value log, when that
-/// is above the vlog_gc_rate (default 2; 0: vlog_gc_rate alone is the limit).
+/// is above the vlog_gc_rate (default 4; 0: vlog_gc_rate alone is the limit).
 /// Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_vlog_gc_write_factor(

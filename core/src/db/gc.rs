@@ -169,6 +169,34 @@ impl DbInner {
         self.counters.vlog_head_id.load(Ordering::SeqCst) as u32
     }
 
+    /// The GC's rate limit now (`gc_rate` over the append rate since the
+    /// oldest sample of `appends` within `WRITE_RATE_WINDOW`; the newest
+    /// sample is kept however old, so that a long round does not read as no
+    /// writes), and whether anything was appended since the last call.
+    fn gc_pace(&self, appends: &mut VecDeque<(Instant, u64)>) -> (u64, bool) {
+        let appended = self.vlog_appended();
+        let now = Instant::now();
+        while appends.len() > 1
+            && appends
+                .front()
+                .is_some_and(|(t, _)| now.duration_since(*t) > WRITE_RATE_WINDOW)
+        {
+            appends.pop_front();
+        }
+        let write_rate = appends.front().map_or(0, |&(t, bytes)| {
+            let secs = now.duration_since(t).as_secs_f64().max(0.05);
+            (appended.saturating_sub(bytes) as f64 / secs) as u64
+        });
+        let writing = appends.back().is_some_and(|&(_, b)| b != appended);
+        appends.push_back((now, appended));
+        let rate = gc_rate(
+            self.opts.vlog_gc_rate,
+            self.opts.vlog_gc_write_factor,
+            write_rate,
+        );
+        (rate, writing)
+    }
+
     /// The estimated garbage share of sealed file `f`: what compactions and
     /// flushes counted, or its last sample's estimate if higher.
     fn estimated_share(
@@ -309,35 +337,19 @@ impl DbInner {
                     return;
                 }
             }
-            let appended = self.vlog_appended();
-            let now = Instant::now();
-            while appends
-                .front()
-                .is_some_and(|(t, _)| now.duration_since(*t) > WRITE_RATE_WINDOW)
-            {
-                appends.pop_front();
-            }
-            let write_rate = appends.front().map_or(0, |&(t, bytes)| {
-                let secs = now.duration_since(t).as_secs_f64().max(0.05);
-                (appended.saturating_sub(bytes) as f64 / secs) as u64
-            });
-            let writing = appends.back().is_some_and(|&(_, b)| b != appended);
-            appends.push_back((now, appended));
+            let (rate, writing) = self.gc_pace(&mut appends);
             wait = if writing {
                 BUSY_WAIT
             } else {
                 Duration::from_secs(1)
             };
-            let rate = gc_rate(
-                self.opts.vlog_gc_rate,
-                self.opts.vlog_gc_write_factor,
-                write_rate,
-            );
             self.update_head_target();
+            let mut rate = rate;
             loop {
-                match self.collect_one(self.opts.vlog_gc_ratio, rate) {
+                match self.collect_one(self.opts.vlog_gc_ratio, rate, true) {
                     Ok(GcOutcome::NothingToCollect) => break,
-                    Ok(_) => {}
+                    // Writes may have sped up or stopped meanwhile.
+                    Ok(_) => rate = self.gc_pace(&mut appends).0,
                     // Closing, or poisoned by a write path error: the loop ends above.
                     Err(Error::Closed | Error::Poisoned(_)) => break,
                     Err(_) => {
@@ -407,16 +419,16 @@ impl DbInner {
                 "GC discard ratio {ratio} is outside (0, 1)"
             )));
         }
-        self.collect_one(ratio, 0)
+        self.collect_one(ratio, 0, false)
     }
 
     /// One round: collects the file with the largest garbage share if it is
     /// at least `ratio`, reading and rewriting at most `rate` bytes a second
-    /// (0: no limit).
-    fn collect_one(self: &Arc<Self>, ratio: f64, rate: u64) -> Result<GcOutcome> {
+    /// (0: no limit); `background`: the GC thread, which does not wait to seal the head.
+    fn collect_one(self: &Arc<Self>, ratio: f64, rate: u64, background: bool) -> Result<GcOutcome> {
         let _one_at_a_time = lock(&self.gc_lock);
         let started = Instant::now();
-        let outcome = self.collect_one_locked(ratio, rate, started);
+        let outcome = self.collect_one_locked(ratio, rate, background, started);
         self.counters
             .gc_micros
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -427,6 +439,7 @@ impl DbInner {
         self: &Arc<Self>,
         ratio: f64,
         rate: u64,
+        background: bool,
         started: Instant,
     ) -> Result<GcOutcome> {
         self.check_writable()?;
@@ -441,14 +454,26 @@ impl DbInner {
         // head that compactions found mostly garbage is sealed (a new head is
         // started) once it is large enough, so that it can be: otherwise a
         // database smaller than one value-log file never gets space back.
+        // The background GC does not wait for the log lock here: a writer
+        // that takes it back to back kept it out for seconds, and a busy
+        // writer seals the head itself at `vlog_head_target`.
         if let Some(h) = self.read_state().vlogs.get(head) {
             if h.len()? >= self.seal_head_at() && share(&h)? >= ratio {
-                let mut log = lock(&self.log);
-                let log = log.as_mut().ok_or(Error::Closed)?;
-                if log.vlog.id() == head {
-                    self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
+                let mut guard = match self.log.try_lock() {
+                    Ok(g) => Some(g),
+                    Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                    Err(std::sync::TryLockError::WouldBlock) if !background => {
+                        Some(lock(&self.log))
+                    }
+                    Err(std::sync::TryLockError::WouldBlock) => None,
+                };
+                if let Some(log) = guard.as_mut() {
+                    let log = log.as_mut().ok_or(Error::Closed)?;
+                    if log.vlog.id() == head {
+                        self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
+                    }
+                    head = log.vlog.id();
                 }
-                head = log.vlog.id();
             }
         }
         let st = self.read_state();
@@ -647,7 +672,7 @@ mod tests {
     }
 
     #[test]
-    fn the_gc_rate_follows_twice_the_write_rate_but_not_below_the_option_and_0_stays_unlimited() {
+    fn the_gc_rate_is_the_write_rate_times_the_factor_never_below_the_option() {
         let mib = 1u64 << 20;
         assert_eq!(gc_rate(64 * mib, 2, 0), 64 * mib, "no writes: the option");
         assert_eq!(gc_rate(64 * mib, 2, 10 * mib), 64 * mib, "slow writes");

@@ -81,8 +81,14 @@ type Options struct {
 	// negative value turns the background GC off; RunValueLogGC works either way.
 	ValueLogGCRatio float64
 	// ValueLogGCRate: bytes per second the background GC reads and rewrites
-	// at most (default 64 MiB/s). A negative value removes the limit.
+	// at most while writes are slow or stopped (default 64 MiB/s). A
+	// negative value removes the limit.
 	ValueLogGCRate int64
+	// ValueLogGCWriteFactor: while writes run, the GC's limit is raised to
+	// this many times the rate at which they append to the value log, when
+	// that is above ValueLogGCRate (default 4). A negative value leaves
+	// ValueLogGCRate alone as the limit.
+	ValueLogGCWriteFactor int
 	// MaxKeySize: largest key in bytes (default 65000).
 	MaxKeySize int
 	// MaxValueSize: largest value in bytes (default 1 GiB).
@@ -195,6 +201,11 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 		C.sett_options_set_vlog_gc_rate(co, 0)
 	} else if o.ValueLogGCRate > 0 {
 		C.sett_options_set_vlog_gc_rate(co, C.uint64_t(o.ValueLogGCRate))
+	}
+	if o.ValueLogGCWriteFactor < 0 {
+		C.sett_options_set_vlog_gc_write_factor(co, 0)
+	} else if o.ValueLogGCWriteFactor > 0 {
+		C.sett_options_set_vlog_gc_write_factor(co, C.uint32_t(o.ValueLogGCWriteFactor))
 	}
 	if check("MaxKeySize", int64(o.MaxKeySize)) {
 		C.sett_options_set_max_key_size(co, C.size_t(o.MaxKeySize))

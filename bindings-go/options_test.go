@@ -33,6 +33,7 @@ func allOptions() Options {
 		ValueLogFileSize:           4 << 20,
 		ValueLogGCRatio:            0.3,
 		ValueLogGCRate:             8 << 20,
+		ValueLogGCWriteFactor:      3,
 		MaxKeySize:                 1000,
 		MaxValueSize:               1 << 20,
 		MaxTxnSize:                 4 << 20,

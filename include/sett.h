@@ -1469,9 +1469,18 @@ int sett_options_set_cache_size(struct sett_options_t *opts, uint64_t value);
 
 /**
  * Bytes per second the background value-log GC reads and rewrites at most
- * (default 64 MiB/s; 0: no limit). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * while writes are slow or stopped (default 64 MiB/s; 0: no limit; see
+ * sett_options_set_vlog_gc_write_factor). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_vlog_gc_rate(struct sett_options_t *opts, uint64_t value);
+
+/**
+ * While writes run, the background value-log GC's rate limit is raised to
+ * this many times the rate at which they append to the value log, when that
+ * is above the vlog_gc_rate (default 4; 0: vlog_gc_rate alone is the limit).
+ * Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_vlog_gc_write_factor(struct sett_options_t *opts, uint32_t value);
 
 /**
  * Largest key in bytes (default 65000). Returns SETT_INVALID_ARGUMENT for NULL opts.

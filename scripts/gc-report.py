@@ -24,7 +24,9 @@ def main() -> None:
         "put back first) until the live data went through the number of passes below, "
         "with default options except `vlog_gc_ratio` (0 turns the background GC off). "
         "GC is never called; after the writes one flush, then a wait of up to 60 s for "
-        "the directory to come within 1.5x of the live data. Directory size sampled "
+        "the directory to come within 1.5x of the live data (settle s), and on until "
+        "no GC or compaction is pending and the size is still for a second (settled). "
+        "Directory size sampled "
         "every 200 ms: the curves are in `results/auto-gc-<value size>-<ratio>.csv` "
         "and plotted by `bindings-python/notebooks/auto_gc.ipynb`.\n"
     )

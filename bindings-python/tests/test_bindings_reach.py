@@ -117,6 +117,7 @@ GO_NAMES: Dict[str, str] = {
     "vlog_file_size": "ValueLogFileSize",
     "vlog_gc_ratio": "ValueLogGCRatio",
     "vlog_gc_rate": "ValueLogGCRate",
+    "vlog_gc_write_factor": "ValueLogGCWriteFactor",
     "zstd_level": "ZSTDCompressionLevel",
 }
 

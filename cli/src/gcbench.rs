@@ -6,7 +6,8 @@
 //! overwrites do) until `--rounds` times the live data went through. A sampler
 //! records the directory's size every 200 ms; after the writes, one flush (as a
 //! close would do) and a wait of up to `--settle-secs` for the directory to come
-//! within 1.5x of the live data. Prints `RESULT {json}`; `--csv` writes the
+//! within 1.5x of the live data (`settle_seconds`), then on until the
+//! background work is quiet and the size still for a second (`settled_*`). Prints `RESULT {json}`; `--csv` writes the
 //! curve. `make bench-gc` runs it at 1 KiB and 16 KiB, with the GC on and off.
 
 use sett::{Db, Options};
@@ -130,6 +131,21 @@ pub fn run(a: &GcBenchArgs) -> Result<(), String> {
         size = dir_bytes(&a.dir);
     }
     let settle_secs = start.elapsed().as_secs_f64() - write_secs;
+    // Then until the background work is quiet (no GC backlog, no compaction,
+    // the size unchanged for a second): what the directory settles at.
+    let mut still_since = Instant::now();
+    while result.is_ok() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = dir_bytes(&a.dir);
+        let s = db.stats();
+        let busy = s.gc_pending_files > 0 || s.compactions_pending > 0 || s.compactions_running > 0;
+        if now != size || busy {
+            size = now;
+            still_since = Instant::now();
+        } else if still_since.elapsed() >= Duration::from_secs(1) {
+            break;
+        }
+    }
     done.store(true, Ordering::Release);
     let _ = sampler.join();
     result?;

@@ -102,16 +102,32 @@ pub struct Options {
     /// fsync the WAL (and value log) once per write group before acknowledging. Default false.
     pub sync_writes: bool,
     /// A value-log file is closed and a new one started past this size. Default 1 GiB.
+    /// While the background GC runs (`vlog_gc_ratio` above 0), the head file
+    /// is closed earlier, at a 16th of the live value-log bytes (estimated)
+    /// but at least 16 MiB: only closed files can be collected, so the head
+    /// bounds the garbage that must wait (RocksDB BlobDB's blob files are
+    /// 256 MiB). This size stays the ceiling.
     pub vlog_file_size: u64,
-    /// Share of a sealed value-log file's bytes that compactions must have
-    /// found to be garbage before a background job rewrites its live values
-    /// and deletes it (Badger's `discardRatio`). 0 turns the background job
-    /// off; `Db::run_value_log_gc` works either way. Default 0.5.
+    /// Share of a sealed value-log file's bytes that must be garbage before a
+    /// background job rewrites its live values and deletes it (Badger's
+    /// `discardRatio`): as counted by compactions and flushes, or as
+    /// estimated by looking up a sample of the file's entries (up to 256),
+    /// which finds garbage that no compaction has seen yet. 0 turns the
+    /// background job off; `Db::run_value_log_gc` works either way. Default 0.5.
     pub vlog_gc_ratio: f64,
     /// Bytes per second the background value-log GC reads and rewrites at
-    /// most, so that it does not take the device from foreground work.
-    /// 0: no limit. Default 64 MiB/s.
+    /// most while writes are slow or stopped, so that it does not take the
+    /// device from foreground work. 0: no limit. Default 64 MiB/s.
     pub vlog_gc_rate: u64,
+    /// While writes run, the background GC's limit is raised to this many
+    /// times the rate at which they append to the value log (measured over
+    /// the last 2 s), when that is above `vlog_gc_rate`: each appended byte
+    /// can make a byte of garbage, so a GC held below the write rate falls
+    /// behind for as long as the writes last. 0: `vlog_gc_rate` alone is the
+    /// limit. Default 4: a file is read whole to free its garbage, the GC
+    /// also looks up, flushes and syncs, and at 2 it fell behind 200 MB/s of
+    /// 1 KiB overwrites (PERFORMANCE.md, "Issue 16: GC keeping pace").
+    pub vlog_gc_write_factor: u32,
     /// Largest key accepted, in bytes. Default 65 000 (Badger's limit), at most 1 MiB.
     pub max_key_size: usize,
     /// Largest value accepted, in bytes. Default 1 GiB, at most 2 GiB.
@@ -161,6 +177,7 @@ impl Options {
             vlog_file_size: 1 << 30,
             vlog_gc_ratio: 0.5,
             vlog_gc_rate: 64 << 20,
+            vlog_gc_write_factor: 4,
             max_key_size: 65_000,
             max_value_size: 1 << 30,
             read_only: false,

@@ -325,7 +325,8 @@ pub unsafe extern "C" fn sett_options_set_cache_size(
 }
 
 /// Bytes per second the background value-log GC reads and rewrites at most
-/// (default 64 MiB/s; 0: no limit). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// while writes are slow or stopped (default 64 MiB/s; 0: no limit; see
+/// sett_options_set_vlog_gc_write_factor). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_vlog_gc_rate(
     opts: *mut sett_options_t,
@@ -333,6 +334,21 @@ pub unsafe extern "C" fn sett_options_set_vlog_gc_rate(
 ) -> c_int {
     set(opts, |o| {
         o.vlog_gc_rate = value;
+        Ok(())
+    })
+}
+
+/// While writes run, the background value-log GC's rate limit is raised to
+/// this many times the rate at which they append to the value log, when that
+/// is above the vlog_gc_rate (default 4; 0: vlog_gc_rate alone is the limit).
+/// Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_vlog_gc_write_factor(
+    opts: *mut sett_options_t,
+    value: u32,
+) -> c_int {
+    set(opts, |o| {
+        o.vlog_gc_write_factor = value;
         Ok(())
     })
 }

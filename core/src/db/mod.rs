@@ -41,7 +41,7 @@ use crate::value::{self, Stored};
 use crate::vlog::{VlogSet, VlogWriter};
 use crate::wal::LogWriter;
 use crate::{PutOptions, WriteBatch};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -239,6 +239,13 @@ pub(crate) struct Counters {
     pub(crate) gc_files_deleted: AtomicU64,
     pub(crate) gc_bytes_reclaimed: AtomicU64,
     pub(crate) gc_micros: AtomicU64,
+    /// Bytes of value-log files sealed so far (with the head's length: bytes
+    /// appended), from which the GC reads the write rate it keeps pace with.
+    pub(crate) vlog_sealed_bytes: AtomicU64,
+    /// The head value-log file's length and id, kept beside `log` so that
+    /// the GC reads them without taking the lock a busy writer holds.
+    pub(crate) vlog_head_len: AtomicU64,
+    pub(crate) vlog_head_id: AtomicU64,
 }
 
 /// A value with what was stored beside it.
@@ -277,6 +284,14 @@ pub(crate) struct DbInner {
     pub(crate) counters: Counters,
     /// One value-log GC at a time.
     pub(crate) gc_lock: Mutex<()>,
+    /// Garbage shares of value-log files estimated by sampling (`gc`).
+    pub(crate) gc_samples: Mutex<gc::Samples>,
+    /// The head value-log file is sealed at this length: set by the GC from
+    /// the live value-log bytes (`gc::head_target`), `vlog_file_size` without it.
+    pub(crate) vlog_head_target: AtomicU64,
+    /// Value-log files sealed as heads since open, with the id of the head
+    /// that replaced each: a WAL with a smaller id may point into it (`gc`).
+    pub(crate) vlog_sealed_for: Mutex<HashMap<u32, u64>>,
     /// A bulk load owns the Db: other writes are refused until it ends.
     pub(crate) bulk_active: AtomicBool,
     /// Value-log files a checkpoint is linking, and removals deferred meanwhile.

@@ -247,6 +247,9 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         threads: Mutex::new(Vec::new()),
         counters: Counters::default(),
         gc_lock: Mutex::new(()),
+        gc_samples: Mutex::new(Default::default()),
+        vlog_sealed_for: Mutex::new(Default::default()),
+        vlog_head_target: AtomicU64::new(gc::initial_head_target(&opts)),
         bulk_active: AtomicBool::new(false),
         holds: Mutex::new(Default::default()),
         cache,
@@ -456,6 +459,13 @@ impl DbInner {
         for id in replayed {
             remove(&self.opts.fs, &filename::wal(&self.dir, *id))?;
         }
+        // Before the file is published (gc::DbInner::gc_head says why).
+        self.counters
+            .vlog_head_id
+            .store(u64::from(vlog.id()), Ordering::SeqCst);
+        self.counters
+            .vlog_head_len
+            .store(vlog.len(), Ordering::Relaxed);
         let vlogs = Arc::new(vlogs.with(head));
         self.update_state(|st| ReadState {
             mem: Arc::new(Memtable::new(wal_id)),

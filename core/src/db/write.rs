@@ -522,7 +522,10 @@ impl DbInner {
     }
 
     fn after_append(&self, log: &mut LogState) {
-        if log.vlog.len() >= self.opts.vlog_file_size {
+        self.counters
+            .vlog_head_len
+            .store(log.vlog.len(), Ordering::Relaxed);
+        if log.vlog.len() >= self.vlog_head_target.load(Ordering::Relaxed) {
             if let Err(e) = self.rotate_vlog(log) {
                 self.poison_with(&e);
             }
@@ -603,6 +606,11 @@ impl DbInner {
         )?);
         sync_dir(&self.opts.fs, &self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
+        lock(&self.vlog_sealed_for).insert(old_id, u64::from(id));
+        // Before the new file is published (gc::DbInner::gc_head says why).
+        self.counters
+            .vlog_head_id
+            .store(u64::from(id), Ordering::SeqCst);
         self.update_state(|st| ReadState {
             mem: st.mem.clone(),
             imm: st.imm.clone(),
@@ -610,7 +618,15 @@ impl DbInner {
             vlogs: Arc::new(st.vlogs.with(sealed).with(file)),
             range_dels: st.range_dels.clone(),
         });
+        self.counters
+            .vlog_sealed_bytes
+            .fetch_add(log.vlog.len(), Ordering::Relaxed);
         log.vlog = vlog;
+        self.counters
+            .vlog_head_len
+            .store(log.vlog.len(), Ordering::Relaxed);
+        // A sealed file may be collectable: wake the GC (it also looks once a second).
+        self.bg_cv.notify_all();
         Ok(())
     }
 

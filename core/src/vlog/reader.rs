@@ -11,6 +11,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Reads larger than this are not merged with their neighbours.
@@ -21,11 +22,12 @@ const COALESCE_GAP: u64 = 16 << 10;
 /// same file ended continues a forward walk through that file.
 const SEQUENTIAL_GAP: usize = 64 << 10;
 
-/// One value-log file open for reading, shareable across threads. Every read
-/// is a positional read. A sealed file (one that will never be appended to
-/// again) is also mapped, but never read through the mapping: the mapping only
-/// carries scans' read-ahead advice (MADV_WILLNEED fills the page cache without
-/// mapping pages into the process) and residency probes (mincore). Reading
+/// One value-log file open for reading, shareable across threads. Point reads
+/// and scans are positional reads. A sealed file (one that will never be
+/// appended to again) is also mapped: scans take their read-ahead advice
+/// through it (MADV_WILLNEED fills the page cache without mapping pages into
+/// the process) and residency probes (mincore), and only the GC's walks and
+/// samples of a whole file copy out of it (no system call per entry). Reading
 /// values in place made every eviction on data larger than memory an unmap
 /// and counted the pages in the process's RSS, outside the memory budget
 /// (PERFORMANCE.md, session 10). Point reads of a sealed file go through their
@@ -37,6 +39,9 @@ pub(crate) struct VlogFile {
     map: Option<Mmap>,
     /// Descriptor for point reads of a sealed file (no read-ahead).
     point: Option<File>,
+    /// A read of the mapping failed (SIGBUS caught by `read_guard`): every
+    /// later walk of this file through it is an I/O error.
+    read_failed: AtomicBool,
 }
 
 impl VlogFile {
@@ -54,6 +59,7 @@ impl VlogFile {
             file,
             map: None,
             point: None,
+            read_failed: AtomicBool::new(false),
         })
     }
 
@@ -62,9 +68,9 @@ impl VlogFile {
         let mut f = VlogFile::open(path, id)?;
         // SAFETY: sealed value-log files are never written again; sett only
         // deletes them (a mapping outlives the unlink), and other processes are
-        // kept out by the directory lock. Nothing reads the mapping's bytes (it
-        // only takes advice and mincore), so a file truncated behind sett's
-        // back cannot fault here: its positional reads come back short.
+        // kept out by the directory lock. A file truncated behind sett's back
+        // faults on access: the GC's walks read the mapping through
+        // `read_guard`, which makes that an I/O error.
         let map = unsafe { Mmap::map(&f.file) }
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
         // Scans ask for their ranges (read_many); nothing else should be read.
@@ -355,6 +361,18 @@ fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize
         }
     }
     Ok(done)
+}
+
+impl VlogFile {
+    /// Runs `f`, a read of this file's mapping, with device errors under the
+    /// mapping returned as I/O errors (see `read_guard`).
+    fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let mapped = crate::read_guard::Mapped {
+            path: &self.path,
+            failed: &self.read_failed,
+        };
+        crate::read_guard::read(mapped, f)
+    }
 }
 
 /// The live value-log files, by id. Immutable: a change makes a new set, and

@@ -238,3 +238,69 @@ fn a_reopened_db_reports_its_gc_backlog_until_the_background_gc_works_it_off() {
         assert_eq!(db.get(&k).unwrap(), Some(value_for(&k, 2, value_len)));
     }
 }
+
+/// Writes 1024 keys with 1 KiB values, overwrites every third one and merges
+/// the tree (so each of the first files is a third garbage, counted), then
+/// reopens with `tune`d options and no writes; returns the stats before and
+/// after the background GC had `wait` to act.
+fn idle_collection(wait: Duration, tune: impl FnOnce(&mut Options)) -> (sett::Stats, sett::Stats) {
+    let dir = tempfile::tempdir().unwrap();
+    let value_len = 1024;
+    {
+        let mut o = options(dir.path(), value_len);
+        o.vlog_gc_ratio = 0.0;
+        let db = Db::open(o).unwrap();
+        for i in 0..1024 {
+            let k = key(i);
+            db.put(&k, &value_for(&k, 0, value_len)).unwrap();
+        }
+        for i in (0..1024).step_by(3) {
+            let k = key(i);
+            db.put(&k, &value_for(&k, 1, value_len)).unwrap();
+        }
+        db.flatten().unwrap();
+        db.close().unwrap();
+    }
+    let mut o = options(dir.path(), value_len);
+    tune(&mut o);
+    let db = Db::open(o).unwrap();
+    let before = db.stats();
+    let deadline = Instant::now() + wait;
+    let after = loop {
+        let s = db.stats();
+        if s.gc_files_rewritten > 0 && s.gc_pending_files == 0 || Instant::now() >= deadline {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for i in 0..1024 {
+        let k = key(i);
+        let round = u64::from(i % 3 == 0);
+        assert_eq!(db.get(&k).unwrap(), Some(value_for(&k, round, value_len)));
+    }
+    (before, after)
+}
+
+/// A third of each file garbage is below `vlog_gc_ratio` (0.5): while writes
+/// run nothing is collected, but once the Db is idle the GC collects down to
+/// `vlog_gc_idle_ratio` (0.25 by default), and the value log shrinks.
+#[test]
+fn an_idle_db_collects_files_down_to_the_idle_ratio() {
+    let (before, after) = idle_collection(Duration::from_secs(30), |_| {});
+    assert!(after.gc_files_rewritten > 0, "nothing collected: {after:?}");
+    assert_eq!(after.gc_pending_files, 0, "{after:?}");
+    assert!(
+        (after.vlog_bytes as f64) < before.vlog_bytes as f64 * 0.85,
+        "value log {} -> {} bytes",
+        before.vlog_bytes,
+        after.vlog_bytes
+    );
+}
+
+/// The same data with the idle tier off: the files stay, however long idle.
+#[test]
+fn without_the_idle_ratio_an_idle_db_keeps_files_below_the_gc_ratio() {
+    let (_, after) = idle_collection(Duration::from_secs(4), |o| o.vlog_gc_idle_ratio = 0.0);
+    assert_eq!(after.gc_files_rewritten, 0, "{after:?}");
+    assert_eq!(after.gc_files_deleted, 0, "{after:?}");
+}

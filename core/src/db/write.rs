@@ -432,7 +432,8 @@ impl DbInner {
             log.framed = framed;
         }
         appended?;
-        let batches = applied.len() as u64;
+        // The GC's moves are not writes: they must not end the Db's idleness.
+        let batches = applied.iter().filter(|(w, _)| !w.is_moves).count() as u64;
         if !tombs.is_empty() {
             // Before the group is published: a read that sees its sequence sees them.
             for t in &tombs {

@@ -80,6 +80,13 @@ type Options struct {
 	// background GC rewrites and deletes it (default 0.5, must be below 1). A
 	// negative value turns the background GC off; RunValueLogGC works either way.
 	ValueLogGCRatio float64
+	// ValueLogGCIdleRatio: the garbage share at which the background GC
+	// collects a sealed file once the database has had no writes for a
+	// second, when below ValueLogGCRatio (default: off): rewrites then delay
+	// no writer, and packed live values take less disk and page cache, at
+	// the cost of a lookup per entry of each collected file. Zero or a
+	// negative value keeps ValueLogGCRatio while idle too.
+	ValueLogGCIdleRatio float64
 	// ValueLogGCRate: bytes per second the background GC reads and rewrites
 	// at most while writes are slow or stopped (default 64 MiB/s). A
 	// negative value removes the limit.
@@ -196,6 +203,11 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 		C.sett_options_set_vlog_gc_ratio(co, 0)
 	} else if o.ValueLogGCRatio > 0 {
 		C.sett_options_set_vlog_gc_ratio(co, C.double(o.ValueLogGCRatio))
+	}
+	if o.ValueLogGCIdleRatio < 0 {
+		C.sett_options_set_vlog_gc_idle_ratio(co, 0)
+	} else if o.ValueLogGCIdleRatio > 0 {
+		C.sett_options_set_vlog_gc_idle_ratio(co, C.double(o.ValueLogGCIdleRatio))
 	}
 	if o.ValueLogGCRate < 0 {
 		C.sett_options_set_vlog_gc_rate(co, 0)

@@ -32,6 +32,7 @@ func allOptions() Options {
 		NumCompactors:              1,
 		ValueLogFileSize:           4 << 20,
 		ValueLogGCRatio:            0.3,
+		ValueLogGCIdleRatio:        0.2,
 		ValueLogGCRate:             8 << 20,
 		ValueLogGCWriteFactor:      3,
 		MaxKeySize:                 1000,

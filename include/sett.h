@@ -1460,9 +1460,18 @@ int sett_options_set_vlog_file_size(struct sett_options_t *opts,
 int sett_options_set_vlog_gc_ratio(struct sett_options_t *opts, double value);
 
 /**
+ * Garbage share at which the background GC collects a sealed value-log file
+ * once the database has had no writes for a second, when below the
+ * vlog_gc_ratio (default 0: off, the vlog_gc_ratio while idle too; each entry
+ * of a collected file costs a lookup, not bounded by vlog_gc_rate; must be in
+ * [0, 1), checked at open). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_vlog_gc_idle_ratio(struct sett_options_t *opts, double value);
+
+/**
  * The memory budget for reading, in bytes (default 256 MiB, at least 1 MiB,
  * checked at open): one cache for table indexes and bloom filters and the
- * decompressed blocks of compressed tables. Returns SETT_INVALID_ARGUMENT for
+ * table data blocks that reads bring in. Returns SETT_INVALID_ARGUMENT for
  * NULL opts.
  */
 int sett_options_set_cache_size(struct sett_options_t *opts, uint64_t value);

@@ -50,6 +50,7 @@ fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()>
         "sync_writes" => o.sync_writes = v.extract().map_err(bad)?,
         "vlog_file_size" => o.vlog_file_size = v.extract().map_err(bad)?,
         "vlog_gc_ratio" => o.vlog_gc_ratio = v.extract().map_err(bad)?,
+        "vlog_gc_idle_ratio" => o.vlog_gc_idle_ratio = v.extract().map_err(bad)?,
         "vlog_gc_rate" => o.vlog_gc_rate = v.extract().map_err(bad)?,
         "vlog_gc_write_factor" => o.vlog_gc_write_factor = v.extract().map_err(bad)?,
         "max_key_size" => o.max_key_size = v.extract().map_err(bad)?,

@@ -116,6 +116,7 @@ GO_NAMES: Dict[str, str] = {
     "compaction_threads": "NumCompactors",
     "vlog_file_size": "ValueLogFileSize",
     "vlog_gc_ratio": "ValueLogGCRatio",
+    "vlog_gc_idle_ratio": "ValueLogGCIdleRatio",
     "vlog_gc_rate": "ValueLogGCRate",
     "vlog_gc_write_factor": "ValueLogGCWriteFactor",
     "zstd_level": "ZSTDCompressionLevel",

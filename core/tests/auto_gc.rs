@@ -283,10 +283,10 @@ fn idle_collection(wait: Duration, tune: impl FnOnce(&mut Options)) -> (sett::St
 
 /// A third of each file garbage is below `vlog_gc_ratio` (0.5): while writes
 /// run nothing is collected, but once the Db is idle the GC collects down to
-/// `vlog_gc_idle_ratio` (0.25 by default), and the value log shrinks.
+/// `vlog_gc_idle_ratio` (0.25 here), and the value log shrinks.
 #[test]
 fn an_idle_db_collects_files_down_to_the_idle_ratio() {
-    let (before, after) = idle_collection(Duration::from_secs(30), |_| {});
+    let (before, after) = idle_collection(Duration::from_secs(30), |o| o.vlog_gc_idle_ratio = 0.25);
     assert!(after.gc_files_rewritten > 0, "nothing collected: {after:?}");
     assert_eq!(after.gc_pending_files, 0, "{after:?}");
     assert!(
@@ -297,7 +297,8 @@ fn an_idle_db_collects_files_down_to_the_idle_ratio() {
     );
 }
 
-/// The same data with the idle tier off: the files stay, however long idle.
+/// The same data with the idle tier off (the default): the files stay,
+/// however long idle.
 #[test]
 fn without_the_idle_ratio_an_idle_db_keeps_files_below_the_gc_ratio() {
     let (_, after) = idle_collection(Duration::from_secs(4), |o| o.vlog_gc_idle_ratio = 0.0);

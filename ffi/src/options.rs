@@ -309,9 +309,25 @@ pub unsafe extern "C" fn sett_options_set_vlog_gc_ratio(
     })
 }
 
+/// Garbage share at which the background GC collects a sealed value-log file
+/// once the database has had no writes for a second, when below the
+/// vlog_gc_ratio (default 0: off, the vlog_gc_ratio while idle too; each entry
+/// of a collected file costs a lookup, not bounded by vlog_gc_rate; must be in
+/// [0, 1), checked at open). Returns SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_vlog_gc_idle_ratio(
+    opts: *mut sett_options_t,
+    value: f64,
+) -> c_int {
+    set(opts, |o| {
+        o.vlog_gc_idle_ratio = value;
+        Ok(())
+    })
+}
+
 /// The memory budget for reading, in bytes (default 256 MiB, at least 1 MiB,
 /// checked at open): one cache for table indexes and bloom filters and the
-/// decompressed blocks of compressed tables. Returns SETT_INVALID_ARGUMENT for
+/// table data blocks that reads bring in. Returns SETT_INVALID_ARGUMENT for
 /// NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_cache_size(

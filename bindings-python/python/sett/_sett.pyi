@@ -313,7 +313,7 @@ class BulkLoader:
     ) -> Literal[False]: ...
 
 #: What an option of open() / Db() takes: ints, bools, a float
-#: (vlog_gc_ratio), a codec name ("none", "lz4", "zstd") for compression, and a
+#: (vlog_gc_ratio, vlog_gc_idle_ratio), a codec name ("none", "lz4", "zstd") for compression, and a
 #: list of codec names (one per level, the last repeating) for
 #: compression_per_level.
 OptionValue = Union[int, bool, float, str, List[str]]

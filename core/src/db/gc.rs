@@ -16,10 +16,9 @@
 //! for it only as for any other write (its moves go through the write
 //! pipeline in chunks) and for the memtable switch of its flush.
 //!
-//! Once the Db has had no writes for a second, the loop collects down to
-//! `vlog_gc_idle_ratio` instead (lower by default): the rewrites then delay
-//! no writer, and live values packed closer take less disk and less page
-//! cache, which point reads on data larger than memory feel as fewer misses.
+//! With `vlog_gc_idle_ratio` set, once the Db has had no writes for a second
+//! the loop collects down to that share instead: the rewrites then delay no
+//! writer, and live values packed closer take less disk and less page cache.
 //!
 //! Garbage is only known once a compaction drops the versions that shadow it,
 //! and a Db whose writes stopped with L0 under its trigger would never run

@@ -1117,16 +1117,23 @@ static void test_vlog_gc_ratio_out_of_range_is_refused_by_name(void) {
     char path[512];
     path_in(path, sizeof path, "ratio");
     const double bad[] = {1.5, -0.1, 1.0};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    for (size_t i = 0; i < 2 * (sizeof bad / sizeof bad[0]); i++) {
+        /* First vlog_gc_ratio, then vlog_gc_idle_ratio, each refused by its name. */
+        int idle = i >= sizeof bad / sizeof bad[0];
+        double value = bad[i % (sizeof bad / sizeof bad[0])];
+        const char *name = idle ? "vlog_gc_idle_ratio" : "vlog_gc_ratio";
         sett_options_t *o = sett_options_new();
-        CHECK_RC(sett_options_set_vlog_gc_ratio(o, bad[i]), SETT_OK); /* checked at open */
+        if (idle)
+            CHECK_RC(sett_options_set_vlog_gc_idle_ratio(o, value), SETT_OK); /* checked at open */
+        else
+            CHECK_RC(sett_options_set_vlog_gc_ratio(o, value), SETT_OK);
         sett_error_t *err = NULL;
         db = (sett_db_t *)1;
         CHECK_RC(sett_open(path, o, &db, &err), SETT_INVALID_OPTION);
         CHECK(db == NULL);
-        if (strstr(sett_error_message(err), "vlog_gc_ratio") == NULL)
-            fprintf(stderr, "ratio %g: %s\n", bad[i], sett_error_message(err));
-        CHECK(strstr(sett_error_message(err), "vlog_gc_ratio") != NULL);
+        if (strstr(sett_error_message(err), name) == NULL)
+            fprintf(stderr, "%s %g: %s\n", name, value, sett_error_message(err));
+        CHECK(strstr(sett_error_message(err), name) != NULL);
         sett_error_free(err);
         sett_options_free(o);
     }
@@ -1269,6 +1276,7 @@ static void test_null_handles_are_errors_naming_the_handle(void) {
     CHECK_RC(sett_batch_clear(NULL), SETT_INVALID_ARGUMENT);
     CHECK_RC(sett_iter_options_set_reverse(NULL, 1), SETT_INVALID_ARGUMENT);
     CHECK_RC(sett_options_set_vlog_gc_ratio(NULL, 0.5), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_options_set_vlog_gc_idle_ratio(NULL, 0.25), SETT_INVALID_ARGUMENT);
     CHECK(sett_iter_valid(NULL) == 0 && sett_batch_count(NULL) == 0);
     sett_txn_discard(NULL);
     CHECK(v.data == NULL);

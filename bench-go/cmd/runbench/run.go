@@ -36,6 +36,7 @@ type cell struct {
 	DiskAllocated int64
 	PopWritten    int64 // bytes the device wrote during populate
 	PopRSS        int64 // engine peak RSS during populate
+	PopAnon       int64 // the same for anonymous memory (no mapped files)
 
 	SettleSeconds float64
 	SettleIdle    bool
@@ -199,19 +200,21 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 		return nil, fmt.Errorf("populate: %w", err)
 	}
 	var pr struct {
-		Keys          int64   `json:"keys"`
-		Seconds       float64 `json:"seconds"`
-		KeysPerSec    float64 `json:"keys_per_sec"`
-		DiskApparent  int64   `json:"disk_apparent"`
-		DiskAllocated int64   `json:"disk_allocated"`
-		PeakRSS       int64   `json:"peak_rss"`
-		RawBytes      int64   `json:"raw_bytes"`
+		Keys          int64     `json:"keys"`
+		Seconds       float64   `json:"seconds"`
+		KeysPerSec    float64   `json:"keys_per_sec"`
+		DiskApparent  int64     `json:"disk_apparent"`
+		DiskAllocated int64     `json:"disk_allocated"`
+		PeakRSS       int64     `json:"peak_rss"`
+		RawBytes      int64     `json:"raw_bytes"`
+		RSS           rss.Phase `json:"rss"`
 	}
 	if err := tagged(out, "RESULT", &pr); err != nil {
 		return nil, fmt.Errorf("populate: %w", err)
 	}
 	cl.Keys, cl.PopSeconds, cl.PopKeysPerSec = pr.Keys, pr.Seconds, pr.KeysPerSec
 	cl.DiskApparent, cl.DiskAllocated, cl.PopRSS, cl.RawBytes = pr.DiskApparent, pr.DiskAllocated, pr.PeakRSS, pr.RawBytes
+	cl.PopAnon = pr.RSS.EngineAnon()
 
 	common := []string{"--keys_mil", fmt.Sprint(mil), "--valsz", strconv.Itoa(valsz), "--dir", c.base,
 		"--cache_mib", fmt.Sprint(c.cacheMiB), "--settle_timeout", c.settle.String(), "--readers", strconv.Itoa(c.readersOrDefault())}

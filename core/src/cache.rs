@@ -49,9 +49,10 @@ const MIN_SHARD: usize = 32 << 20;
 /// The most shards (lock contention is negligible beyond the core count).
 const MAX_SHARDS: usize = 16;
 /// What an entry costs beyond its own bytes: the node (48 bytes), its map
-/// slot (24 bytes and a control byte, the map between 7/16 and 7/8 full) and
-/// the value's `Arc` allocation (a 64-byte chunk for a block).
-pub(crate) const ENTRY_OVERHEAD: usize = 160;
+/// slot (24 bytes and a control byte, 57 bytes a key when the map is at its
+/// emptiest, 7/16 full) and the value's `Arc` allocation (a 64-byte chunk
+/// for a block).
+pub(crate) const ENTRY_OVERHEAD: usize = 176;
 const NIL: u32 = u32::MAX;
 
 /// What an entry is, for the hit and miss counters.
@@ -440,6 +441,22 @@ mod tests {
         assert_eq!(c.stats().pinned, 0);
         c.insert((2, 0), 0, 1000);
         assert_eq!(c.stats().usage, 1000);
+    }
+
+    #[test]
+    fn entry_overhead_covers_a_blocks_node_map_slot_and_arc() {
+        fn node_size<V>(_: &Cache<V>) -> usize {
+            std::mem::size_of::<Node<V>>()
+        }
+        let node = node_size(&crate::table::TableCache::new(0));
+        // A map slot at 7/16 full (just after growing), its control byte.
+        let slot = (std::mem::size_of::<(Key, u32)>() + 1) * 16 / 7;
+        // The Arc's counts and the block, in a 16-byte-aligned chunk.
+        let arc = (16 + std::mem::size_of::<crate::page_pool::Block>() + 8).next_multiple_of(16);
+        assert!(
+            node + slot + arc <= ENTRY_OVERHEAD,
+            "{node} + {slot} + {arc}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! such as Go runs its calls on many OS threads, each with its own glibc
 //! arena, and block sizes vary by a few hundred bytes, so the allocator kept
 //! freed blocks resident in arenas and gaps that later blocks did not reuse:
-//! a 32 MiB cache held 22-37 MiB of free heap besides its own 29 MiB
+//! a 32 MiB cache held 21-37 MiB of free heap besides its own 29 MiB
 //! (PERFORMANCE.md, "Issue 16: one memory budget"). Every buffer here has the
 //! same size and goes back to the pool it came from, so a miss reuses the
 //! page an eviction just gave back, whatever thread does either, and the

@@ -17,7 +17,16 @@
 //! Data blocks that user reads (gets and iterators) touch are cached here too,
 //! as in RocksDB's block cache: they are read with positional reads, checked
 //! against their crc, decompressed if they were compressed, and charged by
-//! their heap size. Until session 10 uncompressed blocks were read in place
+//! what they hold in the allocator (capacity plus its chunk header, plus
+//! `ENTRY_OVERHEAD`). A block that fits a page (every block of an
+//! uncompressed table with the default block size) lives in a page of this
+//! cache's `PagePool` and goes back to it when evicted and let go, so that
+//! the next miss reuses it: as plain allocations, freed on other threads
+//! than the ones that allocated them, they left up to a quarter of the
+//! budget more resident in glibc's arenas (PERFORMANCE.md, "Issue 16: one
+//! memory budget"). What sett keeps for reading is then the cache's usage
+//! plus the pool's free list (at most 1/64 of the capacity) plus the blocks
+//! readers hold in flight. Until session 10 uncompressed blocks were read in place
 //! from the table's mapping instead; on data larger than memory that counted
 //! every touched page in the process's RSS, outside this budget, and made
 //! every eviction of such a page an unmap (PERFORMANCE.md, session 10).
@@ -31,14 +40,19 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::page_pool::{PagePool, PAGE};
 
 /// The smallest shard: a 256 MiB budget gets 8 shards.
 const MIN_SHARD: usize = 32 << 20;
 /// The most shards (lock contention is negligible beyond the core count).
 const MAX_SHARDS: usize = 16;
-/// What an entry costs beyond its own bytes: the node, the map slot, the Arc.
-pub(crate) const ENTRY_OVERHEAD: usize = 96;
+/// What an entry costs beyond its own bytes: the node (48 bytes), its map
+/// slot (24 bytes and a control byte, 57 bytes a key when the map is at its
+/// emptiest, 7/16 full) and the value's `Arc` allocation (a 64-byte chunk
+/// for a block).
+pub(crate) const ENTRY_OVERHEAD: usize = 176;
 const NIL: u32 = u32::MAX;
 
 /// What an entry is, for the hit and miss counters.
@@ -174,13 +188,14 @@ impl<V: Clone> Shard<V> {
     }
 }
 
-/// Hands memory the allocator holds free back to the system. Blocks are
-/// allocated by whichever thread read them (a host's reader threads, each with
-/// its own glibc arena) and freed by whichever thread evicts them, so freed
-/// space stays resident in arenas that the next allocations may not use: in
-/// the large regime a keys-only scan through a 256 MiB cache held 804 MB of
-/// anonymous memory (PERFORMANCE.md, session 10). The memtable flush trims for
-/// the same reason.
+/// Hands memory the allocator holds free back to the system. Entries not
+/// in the page pool (indexes and filters loaded on demand, blocks larger than
+/// a page, decompressed blocks) are allocated by whichever thread read them (a
+/// host's reader threads, each with its own glibc arena) and freed by
+/// whichever thread evicts them, so freed space stays resident in arenas that
+/// the next allocations may not use: in the large regime a keys-only scan
+/// through a 256 MiB cache held 804 MB of anonymous memory (PERFORMANCE.md,
+/// session 10). The memtable flush trims for the same reason.
 pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists; it is
@@ -202,7 +217,14 @@ pub(crate) struct Cache<V> {
     /// Bytes evicted since the allocator was last asked to give free memory
     /// back (see [`Cache::insert`]).
     evicted: AtomicUsize,
+    /// Where data blocks of a page or less are allocated (see `page_pool`).
+    pages: Arc<PagePool>,
 }
+
+/// The page pool's free list keeps at most this fraction of the capacity...
+const POOL_KEEP_DIVISOR: usize = 64;
+/// ...and at least this many pages.
+const MIN_POOL_KEEP: usize = 16;
 
 /// Evicted bytes after which an insert hands the allocator's free memory back
 /// to the system: a quarter of the capacity, at least this.
@@ -223,7 +245,13 @@ impl<V: Clone> Cache<V> {
             hits: Default::default(),
             misses: Default::default(),
             evicted: AtomicUsize::new(0),
+            pages: PagePool::new((capacity / POOL_KEEP_DIVISOR / PAGE).max(MIN_POOL_KEEP)),
         }
+    }
+
+    /// The pool data blocks of this cache are allocated from.
+    pub(crate) fn pages(&self) -> &Arc<PagePool> {
+        &self.pages
     }
 
     /// Counts `freed` evicted bytes; past a quarter of the capacity (at least
@@ -413,6 +441,22 @@ mod tests {
         assert_eq!(c.stats().pinned, 0);
         c.insert((2, 0), 0, 1000);
         assert_eq!(c.stats().usage, 1000);
+    }
+
+    #[test]
+    fn entry_overhead_covers_a_blocks_node_map_slot_and_arc() {
+        fn node_size<V>(_: &Cache<V>) -> usize {
+            std::mem::size_of::<Node<V>>()
+        }
+        let node = node_size(&crate::table::TableCache::new(0));
+        // A map slot at 7/16 full (just after growing), its control byte.
+        let slot = (std::mem::size_of::<(Key, u32)>() + 1) * 16 / 7;
+        // The Arc's counts and the block, in a 16-byte-aligned chunk.
+        let arc = (16 + std::mem::size_of::<crate::page_pool::Block>() + 8).next_multiple_of(16);
+        assert!(
+            node + slot + arc <= ENTRY_OVERHEAD,
+            "{node} + {slot} + {arc}"
+        );
     }
 
     #[test]

@@ -90,6 +90,7 @@ mod levels;
 mod manifest;
 mod memtable;
 mod options;
+mod page_pool;
 mod range_del;
 mod read_guard;
 mod sequence;

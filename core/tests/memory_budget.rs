@@ -185,7 +185,8 @@ fn read_under_budget(dir: &Path, c: Compression) -> Run {
 /// What the process may grow by beyond the budget and the memtables: the
 /// Db's background threads' stacks (a few pages each), the per-table structs
 /// and key ranges (about 250 tables, well under 100 KiB), iterators holding
-/// one table's index and filter and block while they live, and what the
+/// one table's index and filter and block while they live, the cache's free
+/// list of block pages (1/64 of the budget, at least 64 KiB), and what the
 /// allocator keeps of freed memory. Measured at about 0.45 MiB (see the
 /// report); without the budget the growth is the full ~4 MiB of indexes and
 /// filters.
@@ -440,6 +441,94 @@ fn point_reads_and_scans_map_no_table_or_value_log_pages_into_the_process() {
     assert!(
         grown < 1 << 20,
         "reads mapped {grown} bytes of the database's files into the process"
+    );
+    db.close().unwrap();
+}
+
+/// Page-sized data blocks under a budget a quarter of the tables, read at
+/// random by two threads at a time, new threads every round (as a Go host's
+/// calls move between OS threads, each with its own allocator arena). Blocks
+/// are allocated by the thread that misses and freed by the one that evicts;
+/// as plain allocations the arenas kept the freed blocks, and the process's
+/// anonymous memory grew by 1.7-2x the budget (7.3-8.3 MB for 4 MiB;
+/// PERFORMANCE.md, "Issue 16: one memory budget"). From the cache's page
+/// pool, a miss reuses the page an eviction gave back (4.35 MB).
+#[test]
+fn random_reads_from_changing_threads_keep_data_blocks_within_the_budget() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    const BLOCK_BUDGET: usize = 4 << 20;
+    const N: u32 = 140_000;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = |cache_size| {
+        let mut o = Options::new(dir.path());
+        o.cache_size = cache_size;
+        o.table_size = 1 << 20;
+        o.memtable_size = 1 << 20;
+        o.vlog_gc_ratio = 0.0;
+        o
+    };
+    let long = |i: u32| -> Vec<u8> {
+        let mut v = value(i);
+        v.resize(100, b'.');
+        v
+    };
+    {
+        let db = Db::open(opts(64 << 20)).unwrap();
+        let mut l = db.bulk_load().unwrap();
+        for i in 0..N {
+            l.add(&key(i), &long(i)).unwrap();
+        }
+        l.finish().unwrap();
+        db.close().unwrap();
+    }
+    let data: u64 = tables(dir.path())
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(
+        data > 4 * BLOCK_BUDGET as u64,
+        "tables are {data} bytes: not 4x the budget"
+    );
+    trim_heap();
+    let base = rss_anon();
+    let db = std::sync::Arc::new(Db::open(opts(BLOCK_BUDGET)).unwrap());
+    let (mut peak_growth, mut memtables) = (0u64, 0u64);
+    for round in 0..24u64 {
+        let readers: Vec<_> = (0..2u64)
+            .map(|t| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (round * 2 + t + 1));
+                    for _ in 0..4000 {
+                        let i = rng.below(N);
+                        assert_eq!(db.get(&key(i)).unwrap(), Some(long(i)), "key {i}");
+                    }
+                })
+            })
+            .collect();
+        for r in readers {
+            r.join().unwrap();
+        }
+        let s = db.stats();
+        assert!(s.cache_usage <= s.cache_capacity, "{s:?}");
+        memtables = memtables.max(s.memtable_bytes as u64);
+        peak_growth = peak_growth.max(rss_anon().saturating_sub(base));
+    }
+    let s = db.stats();
+    eprintln!(
+        "tables {data} B, budget {BLOCK_BUDGET} B, cache usage {} B, data misses {}, \
+         peak RssAnon growth {peak_growth} B",
+        s.cache_usage, s.cache_data_misses
+    );
+    assert!(
+        s.cache_data_misses > 4 * (BLOCK_BUDGET as u64 / 4096),
+        "the cache turned over several times: {s:?}"
+    );
+    let allowed = BLOCK_BUDGET as u64 + memtables + OVERHEAD;
+    assert!(
+        peak_growth <= allowed,
+        "anonymous memory grew by {peak_growth} bytes, more than the budget {BLOCK_BUDGET} + \
+         {memtables} memtable bytes + overhead {OVERHEAD} = {allowed}"
     );
     db.close().unwrap();
 }

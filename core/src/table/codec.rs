@@ -166,7 +166,7 @@ pub(crate) enum Contents<'a> {
     Raw(&'a [u8]),
     Owned(Vec<u8>),
     /// Decompressed bytes shared with the block cache.
-    Shared(std::sync::Arc<Vec<u8>>),
+    Shared(std::sync::Arc<crate::page_pool::Block>),
 }
 
 impl std::ops::Deref for Contents<'_> {

@@ -22,7 +22,7 @@ pub(crate) struct TableIter {
     block: DecodedBlock,
     /// The decompressed bytes of the loaded block, if it was compressed
     /// (values are then ranges of this, not of the file).
-    owned: Option<Arc<Vec<u8>>>,
+    owned: Option<super::reader::SharedBlock>,
     base: usize,
     pos: usize,
     valid: bool,

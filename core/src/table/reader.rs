@@ -26,6 +26,7 @@ use crate::coding::Reader;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::key;
+use crate::page_pool::Block;
 use crate::read_guard;
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
@@ -41,12 +42,12 @@ use std::sync::{Arc, OnceLock};
 pub(crate) enum Cached {
     /// A table's parsed index and filter.
     Meta(Arc<Meta>),
-    /// A decompressed data block.
-    Block(Arc<Vec<u8>>),
+    /// A data block (decompressed, if it was stored compressed).
+    Block(SharedBlock),
 }
 
-/// A decompressed block, shared with the cache.
-pub(crate) type SharedBlock = Arc<Vec<u8>>;
+/// A data block's bytes, shared with the cache.
+pub(crate) type SharedBlock = Arc<Block>;
 
 /// The cache every table of a database shares (`Options::cache_size`).
 pub(crate) type TableCache = Cache<Cached>;
@@ -470,9 +471,9 @@ impl Table {
         let stored = self.block_bytes(meta, i)?;
         match codec::decode(stored) {
             Ok(Contents::Owned(v)) => {
-                let v = Arc::new(v);
+                let v = Arc::new(Block::from_vec(v));
                 if fill {
-                    let charge = v.capacity() + ENTRY_OVERHEAD;
+                    let charge = v.footprint() + ENTRY_OVERHEAD;
                     self.cache.insert(key, Cached::Block(v.clone()), charge);
                 }
                 Ok(Contents::Shared(v))
@@ -493,7 +494,10 @@ impl Table {
         if let Some(Cached::Block(b)) = self.cache.get(&key, Kind::Data) {
             return Ok(b);
         }
-        let mut buf = vec![0u8; e.len as usize + 4];
+        // A page from the cache's pool when the block and its crc fit one
+        // (every block of an uncompressed table but one holding a larger
+        // entry): see `page_pool` for why blocks are not plain allocations.
+        let mut buf = self.cache.pages().take(e.len as usize + 4);
         crate::fault::check(crate::fault::Op::Read)
             .and_then(|()| self.file.read_exact_at(&mut buf, e.offset))
             .map_err(|err| match err.kind() {
@@ -511,14 +515,19 @@ impl Table {
             buf
         } else {
             match codec::decode(checked) {
-                Ok(Contents::Raw(payload)) => payload.to_vec(),
-                Ok(Contents::Owned(v)) => v,
-                Ok(Contents::Shared(v)) => v.as_ref().clone(),
+                // Stored raw: the payload is the buffer's start (no copy).
+                Ok(Contents::Raw(payload)) => {
+                    let n = payload.len();
+                    buf.truncate(n);
+                    buf
+                }
+                Ok(Contents::Owned(v)) => Block::from_vec(v),
+                Ok(Contents::Shared(v)) => Block::from_vec(v.to_vec()),
                 Err(bad) => return Err(Error::corruption(&self.path, e.offset, bad.to_string())),
             }
         };
         let block = Arc::new(block);
-        let charge = block.capacity() + ENTRY_OVERHEAD;
+        let charge = block.footprint() + ENTRY_OVERHEAD;
         self.cache.insert(key, Cached::Block(block.clone()), charge);
         Ok(block)
     }
@@ -620,7 +629,7 @@ impl Table {
             }
             Ok(match data {
                 Contents::Raw(_) => None,
-                Contents::Owned(v) => Some(Arc::new(v)),
+                Contents::Owned(v) => Some(Arc::new(Block::from_vec(v))),
                 Contents::Shared(v) => Some(v),
             })
         });

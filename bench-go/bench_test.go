@@ -76,7 +76,11 @@ func store(tb testing.TB, kind string) stores.Store {
 	if err != nil {
 		tb.Fatalf("%s backlog: %v", kind, err)
 	}
-	line, _ := json.Marshal(map[string]any{"engine": kind, "waited_s": waited.Seconds(), "idle": idle, "backlog": desc})
+	// The phase's peaks cover the measured work, not the engine's settling
+	// (value-log GC, compactions), whose peak the SETTLE line reports.
+	settled := sampler.Restart()
+	line, _ := json.Marshal(map[string]any{"engine": kind, "waited_s": waited.Seconds(), "idle": idle, "backlog": desc,
+		"settle_peak_rss": settled.Engine(), "settle_peak_anon": settled.EngineAnon()})
 	fmt.Printf("SETTLE %s\n", line)
 	open[kind] = s
 	return s

@@ -112,6 +112,22 @@ func (s *Sampler) observe(st Status) {
 	s.phase.PeakHWM = max(s.phase.PeakHWM, st.HWM)
 }
 
+// Restart returns the phase so far and starts the peaks again from now,
+// keeping the baselines: the peaks then cover what follows (a benchmark's
+// measured work) and not what came before it (an engine settling its
+// background work after open). The kernel's VmHWM is reset through
+// /proc/self/clear_refs; where that is refused the old peak stays in
+// PeakHWM, which only overstates.
+func (s *Sampler) Restart() Phase {
+	before := s.Current()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	st := Read()
+	s.mu.Lock()
+	s.phase.PeakRSS, s.phase.PeakAnon, s.phase.PeakFile, s.phase.PeakHWM = st.RSS, st.Anon, st.File, st.HWM
+	s.mu.Unlock()
+	return before
+}
+
 // Current is the phase so far (for progress lines).
 func (s *Sampler) Current() Phase {
 	s.mu.Lock()

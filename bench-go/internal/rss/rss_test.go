@@ -1,6 +1,7 @@
 package rss
 
 import (
+	"runtime/debug"
 	"testing"
 	"time"
 )
@@ -24,5 +25,29 @@ func TestSamplerChargesAnAllocationMadeDuringThePhase(t *testing.T) {
 	}
 	if MemAvailable() <= 0 {
 		t.Fatal("MemAvailable unreadable")
+	}
+}
+
+func TestRestartLeavesAPeakFromBeforeItOutOfThePhase(t *testing.T) {
+	s := Start(10 * time.Millisecond)
+	buf := make([]byte, 64<<20)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1
+	}
+	time.Sleep(50 * time.Millisecond)
+	buf = nil
+	debug.FreeOSMemory()
+	before := s.Restart()
+	time.Sleep(50 * time.Millisecond)
+	after := s.Stop()
+	if before.EngineAnon() < 60<<20 {
+		t.Fatalf("the settling part lost its peak: %+v", before)
+	}
+	if after.EngineAnon() > 32<<20 || after.Engine() > 32<<20 {
+		t.Fatalf("64 MiB freed before Restart still charged to the phase: anon %d, rss %d (%+v)",
+			after.EngineAnon(), after.Engine(), after)
+	}
+	if after.Baseline != before.Baseline || after.BaseAnon != before.BaseAnon {
+		t.Fatalf("baselines moved: %+v then %+v", before, after)
 	}
 }

@@ -28,8 +28,9 @@ const SEQUENTIAL_GAP: usize = 64 << 10;
 /// and scans are positional reads. A sealed file (one that will never be
 /// appended to again) is also mapped: scans take their read-ahead advice
 /// through it (MADV_WILLNEED fills the page cache without mapping pages into
-/// the process) and residency probes (mincore), and only the GC's walks and
-/// samples of a whole file copy out of it (no system call per entry). Reading
+/// the process) and residency probes (mincore), and only the GC's samples
+/// copy out of it (no system call per entry; its whole-file walks read by
+/// positional reads, see `for_each_entry`). Reading
 /// values in place made every eviction on data larger than memory an unmap
 /// and counted the pages in the process's RSS, outside the memory budget
 /// (PERFORMANCE.md, session 10). Point reads of a sealed file go through their

@@ -133,8 +133,10 @@ pub struct Options {
     /// device from foreground work. 0: no limit. Default 64 MiB/s.
     pub vlog_gc_rate: u64,
     /// While writes run, the background GC's limit is raised to this many
-    /// times the rate at which they append to the value log (measured over
-    /// the last 2 s), when that is above `vlog_gc_rate`: each appended byte
+    /// times the rate at which they append to the value log (the fastest
+    /// over spans of at least 200 ms in the last 2 s), when that is above
+    /// `vlog_gc_rate`, and lifted for a round that finds two or more head
+    /// files' worth of files to collect (it is behind): each appended byte
     /// can make a byte of garbage, so a GC held below the write rate falls
     /// behind for as long as the writes last. 0: `vlog_gc_rate` alone is the
     /// limit. Default 4: a file is read whole to free its garbage, the GC

@@ -15,6 +15,7 @@
 mod background;
 mod checkpoint;
 mod gc;
+mod gc_trace;
 mod recovery;
 mod verify;
 mod write;

@@ -744,7 +744,7 @@ impl DbInner {
 
     /// Waits until every immutable memtable whose WAL id is at most `wal_id`
     /// is flushed (or the Db is poisoned).
-    fn wait_flushed_through(&self, wal_id: u64) -> Result<()> {
+    pub(super) fn wait_flushed_through(&self, wal_id: u64) -> Result<()> {
         let mut bg = lock(&self.bg);
         loop {
             if let Some(e) = self.poisoned() {

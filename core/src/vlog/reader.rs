@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+/// A whole-file walk (`VlogFile::for_each_entry`) reads this many bytes a call.
+const WALK_CHUNK: u64 = 1 << 20;
 /// Reads larger than this are not merged with their neighbours.
 const COALESCE_MAX: u64 = 1 << 20;
 /// Neighbouring entries closer than this are read with one call.
@@ -26,8 +28,9 @@ const SEQUENTIAL_GAP: usize = 64 << 10;
 /// and scans are positional reads. A sealed file (one that will never be
 /// appended to again) is also mapped: scans take their read-ahead advice
 /// through it (MADV_WILLNEED fills the page cache without mapping pages into
-/// the process) and residency probes (mincore), and only the GC's walks and
-/// samples of a whole file copy out of it (no system call per entry). Reading
+/// the process) and residency probes (mincore), and only the GC's samples
+/// copy out of it (no system call per entry; its whole-file walks read by
+/// positional reads, see `for_each_entry`). Reading
 /// values in place made every eviction on data larger than memory an unmap
 /// and counted the pages in the process's RSS, outside the memory budget
 /// (PERFORMANCE.md, session 10). Point reads of a sealed file go through their
@@ -132,47 +135,60 @@ impl VlogFile {
 impl VlogFile {
     /// Calls `f(pointer, key, value)` for each entry in file order, stopping at
     /// the end or at the first entry that does not check (a torn tail: bytes of a
-    /// batch that never reached the WAL).
+    /// batch that never reached the WAL). Reads the file with positional reads
+    /// of `WALK_CHUNK` bytes, not through its mapping: under load a GC walk
+    /// that copied a 16 MiB file out of the mapping, a page fault per page,
+    /// took 370-515 ms with the pages just written (the round's whole delay).
     pub(crate) fn for_each_entry(
         &self,
         mut f: impl FnMut(ValuePointer, &[u8], &[u8]) -> Result<()>,
     ) -> Result<()> {
         let len = self.len()?;
-        let mut offset = crate::wal::HEADER_LEN as u64;
-        let mut header = [0u8; ENTRY_HEADER_LEN];
-        let mut buf = Vec::new();
-        // A sealed file is copied out of its mapping: no system call per entry.
-        // The mapping is advised random (for point reads): ask for all of it
-        // now, or a file the page cache let go is read a page fault at a time
-        // (seen as 0.5-1.5 s per 16 MiB file under memory pressure).
+        // The mapping is advised random (for point reads): ask for all of
+        // the file now, or a file the page cache let go is read a page at a
+        // time (seen as 0.5-1.5 s per 16 MiB file under memory pressure).
         if let Some(map) = &self.map {
             advice::will_need(map, 0, map.len());
         }
-        let read = |buf: &mut [u8], at: u64| match &self.map {
-            Some(map) => self.guarded(|| {
-                let src = map.get(to_usize(at)..).unwrap_or_default();
-                let n = buf.len().min(src.len());
-                buf[..n].copy_from_slice(&src[..n]);
-                Ok(n)
-            }),
-            None => read_up_to(&self.file, buf, at)
-                .map_err(|e| Error::io(format!("reading {}", self.path.display()), e)),
+        let mut offset = crate::wal::HEADER_LEN as u64;
+        // File bytes [at, at + window.len()).
+        let mut window: Vec<u8> = Vec::new();
+        let mut at = offset;
+        let refill = |window: &mut Vec<u8>, at: &mut u64, from: u64, want: u64| {
+            let n = want.max(WALK_CHUNK).min(len.saturating_sub(from));
+            window.resize(to_usize(n), 0);
+            let got = read_up_to(&self.file, window, from)
+                .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+            window.truncate(got);
+            *at = from;
+            Ok::<(), Error>(())
+        };
+        let held = |window: &Vec<u8>, at: u64, from: u64, n: u64| {
+            from >= at && from + n <= at + window.len() as u64
         };
         while offset + ENTRY_HEADER_LEN as u64 <= len {
-            if read(&mut header, offset)? < ENTRY_HEADER_LEN {
-                break;
+            if !held(&window, at, offset, ENTRY_HEADER_LEN as u64) {
+                refill(&mut window, &mut at, offset, ENTRY_HEADER_LEN as u64)?;
+                if !held(&window, at, offset, ENTRY_HEADER_LEN as u64) {
+                    break;
+                }
             }
+            let header = &window[to_usize(offset - at)..];
             let klen = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as u64;
             let vlen = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as u64;
             let total = ENTRY_HEADER_LEN as u64 + klen + vlen;
             if offset + total > len || total > u64::from(u32::MAX) {
                 break;
             }
-            buf.resize(total as usize, 0);
-            if read(&mut buf, offset)? < total as usize {
-                break;
+            if !held(&window, at, offset, total) {
+                refill(&mut window, &mut at, offset, total)?;
+                if !held(&window, at, offset, total) {
+                    break;
+                }
             }
-            let Ok((klen, _)) = check_entry(&buf) else {
+            let start = to_usize(offset - at);
+            let entry = &window[start..start + to_usize(total)];
+            let Ok((klen, _)) = check_entry(entry) else {
                 break;
             };
             let ptr = ValuePointer {
@@ -182,8 +198,8 @@ impl VlogFile {
             };
             f(
                 ptr,
-                &buf[ENTRY_HEADER_LEN..ENTRY_HEADER_LEN + klen],
-                &buf[ENTRY_HEADER_LEN + klen..],
+                &entry[ENTRY_HEADER_LEN..ENTRY_HEADER_LEN + klen],
+                &entry[ENTRY_HEADER_LEN + klen..],
             )?;
             offset += total;
         }

@@ -1,17 +1,24 @@
 package rss
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
 )
 
-func TestSamplerChargesAnAllocationMadeDuringThePhase(t *testing.T) {
-	s := Start(10 * time.Millisecond)
-	buf := make([]byte, 64<<20)
+// touched is n bytes of heap with every page written, so resident.
+func touched(n int) []byte {
+	buf := make([]byte, n)
 	for i := 0; i < len(buf); i += 4096 {
 		buf[i] = 1
 	}
+	return buf
+}
+
+func TestSamplerChargesAnAllocationMadeDuringThePhase(t *testing.T) {
+	s := Start(10 * time.Millisecond)
+	buf := touched(64 << 20)
 	time.Sleep(50 * time.Millisecond)
 	p := s.Stop()
 	if p.Engine() < 60<<20 {
@@ -30,12 +37,9 @@ func TestSamplerChargesAnAllocationMadeDuringThePhase(t *testing.T) {
 
 func TestRestartLeavesAPeakFromBeforeItOutOfThePhase(t *testing.T) {
 	s := Start(10 * time.Millisecond)
-	buf := make([]byte, 64<<20)
-	for i := 0; i < len(buf); i += 4096 {
-		buf[i] = 1
-	}
+	buf := touched(64 << 20)
 	time.Sleep(50 * time.Millisecond)
-	buf = nil
+	runtime.KeepAlive(buf)
 	debug.FreeOSMemory()
 	before := s.Restart()
 	time.Sleep(50 * time.Millisecond)

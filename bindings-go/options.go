@@ -82,9 +82,9 @@ type Options struct {
 	ValueLogGCRatio float64
 	// ValueLogGCIdleRatio: the garbage share at which the background GC
 	// collects a sealed file once the database has had no writes for a
-	// second, when below ValueLogGCRatio (default: off): rewrites then delay
-	// no writer, and packed live values take less disk and page cache, at
-	// the cost of a lookup per entry of each collected file. Zero or a
+	// second, when below ValueLogGCRatio (default 0.25): rewrites then delay
+	// no writer, and packed live values take less disk and page cache; files
+	// are judged by walks over the tables, not a lookup per entry. A
 	// negative value keeps ValueLogGCRatio while idle too.
 	ValueLogGCIdleRatio float64
 	// ValueLogGCRate: bytes per second the background GC reads and rewrites

@@ -138,7 +138,17 @@ func TestValueLogGCRatioOfOneOrMoreIsRefusedByNameAndTheDataStays(t *testing.T) 
 			db.Close()
 		}
 	}
-	db, err = Open(dir, &Options{ValueLogGCRatio: -1})
+	for _, ratio := range []float64{1, 2.5} {
+		db, err := Open(dir, &Options{ValueLogGCIdleRatio: ratio})
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "vlog_gc_idle_ratio") {
+			t.Errorf("ValueLogGCIdleRatio %v: %v, want ErrInvalidOption naming vlog_gc_idle_ratio", ratio, err)
+		}
+		if db != nil {
+			t.Errorf("ValueLogGCIdleRatio %v: a DB came back with the error", ratio)
+			db.Close()
+		}
+	}
+	db, err = Open(dir, &Options{ValueLogGCRatio: -1, ValueLogGCIdleRatio: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

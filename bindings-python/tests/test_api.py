@@ -244,6 +244,18 @@ def test_options_are_checked(db_path):
         sett.open(db_path, sync_writes="yes")
 
 
+def test_an_idle_gc_ratio_out_of_range_or_of_the_wrong_type_is_refused_and_the_data_stays(db_path):
+    with sett.open(db_path) as d:
+        d[b"kept"] = b"value"
+    for bad in (1.0, 2.5, -0.1):
+        with pytest.raises(sett.InvalidOptionError, match="vlog_gc_idle_ratio"):
+            sett.open(db_path, vlog_gc_idle_ratio=bad)
+    with pytest.raises(TypeError):
+        sett.open(db_path, vlog_gc_idle_ratio="0.2")
+    with sett.open(db_path, vlog_gc_idle_ratio=0.2) as d:
+        assert d[b"kept"] == b"value"
+
+
 def _json_record(i: int) -> bytes:
     return (
         f'{{"id":{i},"name":"user-{i}","email":"user{i}@example.com","city":"Lyon",'

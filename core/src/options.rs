@@ -121,12 +121,12 @@ pub struct Options {
     /// with less garbage between its live values takes less disk and page
     /// cache for the same live data (point reads on data larger than memory
     /// miss the page cache less). Each byte reclaimed at 0.25 costs up to 3
-    /// bytes rewritten, and every entry of a collected file costs a lookup
-    /// (a device read when the tables are cold: on 13.5 GB of 1 KiB values,
-    /// collecting to 0.25 took over 15 minutes at 20k device reads a second,
-    /// which `vlog_gc_rate` does not bound), so it is off by default.
-    /// 0, or at least `vlog_gc_ratio`: the same threshold while idle as
-    /// while writing. Default 0.
+    /// bytes rewritten (within `vlog_gc_rate`). This tier judges files by
+    /// walks over the tree (one sequential read of the tables, when the
+    /// value log grew by a 16th since the last, or before a file it has not
+    /// measured is collected) rather than a lookup per entry, a device read
+    /// each once the tables outgrow memory. 0, or at least `vlog_gc_ratio`:
+    /// the same threshold while idle as while writing. Default 0.25.
     pub vlog_gc_idle_ratio: f64,
     /// Bytes per second the background value-log GC reads and rewrites at
     /// most while writes are slow or stopped, so that it does not take the
@@ -191,7 +191,7 @@ impl Options {
             sync_writes: false,
             vlog_file_size: 1 << 30,
             vlog_gc_ratio: 0.5,
-            vlog_gc_idle_ratio: 0.0,
+            vlog_gc_idle_ratio: 0.25,
             vlog_gc_rate: 64 << 20,
             vlog_gc_write_factor: 4,
             max_key_size: 65_000,

@@ -288,6 +288,10 @@ fn idle_collection(wait: Duration, tune: impl FnOnce(&mut Options)) -> (sett::St
 fn an_idle_db_collects_files_down_to_the_idle_ratio() {
     let (before, after) = idle_collection(Duration::from_secs(30), |o| o.vlog_gc_idle_ratio = 0.25);
     assert!(after.gc_files_rewritten > 0, "nothing collected: {after:?}");
+    assert!(
+        after.gc_walks > 0,
+        "judged by lookups, not a walk: {after:?}"
+    );
     assert_eq!(after.gc_pending_files, 0, "{after:?}");
     assert!(
         (after.vlog_bytes as f64) < before.vlog_bytes as f64 * 0.85,
@@ -297,11 +301,11 @@ fn an_idle_db_collects_files_down_to_the_idle_ratio() {
     );
 }
 
-/// The same data with the idle tier off (the default): the files stay,
-/// however long idle.
+/// The same data with the idle tier off: the files stay, however long idle.
 #[test]
 fn without_the_idle_ratio_an_idle_db_keeps_files_below_the_gc_ratio() {
     let (_, after) = idle_collection(Duration::from_secs(4), |o| o.vlog_gc_idle_ratio = 0.0);
     assert_eq!(after.gc_files_rewritten, 0, "{after:?}");
     assert_eq!(after.gc_files_deleted, 0, "{after:?}");
+    assert_eq!(after.gc_walks, 0, "{after:?}");
 }

@@ -311,9 +311,9 @@ pub unsafe extern "C" fn sett_options_set_vlog_gc_ratio(
 
 /// Garbage share at which the background GC collects a sealed value-log file
 /// once the database has had no writes for a second, when below the
-/// vlog_gc_ratio (default 0: off, the vlog_gc_ratio while idle too; each entry
-/// of a collected file costs a lookup, not bounded by vlog_gc_rate; must be in
-/// [0, 1), checked at open). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// vlog_gc_ratio (default 0.25; 0: the vlog_gc_ratio while idle too; files are
+/// judged by walks over the tables, not a lookup per entry; must be in [0, 1),
+/// checked at open). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_vlog_gc_idle_ratio(
     opts: *mut sett_options_t,

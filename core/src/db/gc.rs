@@ -25,6 +25,10 @@
 //! With `vlog_gc_idle_ratio` set, once the Db has had no writes for a second
 //! the loop collects down to that share instead: the rewrites then delay no
 //! writer, and live values packed closer take less disk and less page cache.
+//! This tier judges files by walks over the tree (`gc_walk`: one sequential
+//! read of the tables gives every file's exact garbage and the live entries
+//! of up to a GiB of files) instead of a lookup per entry, which on tables
+//! larger than memory is a device read each.
 //!
 //! Garbage is only known once a compaction drops the versions that shadow it,
 //! and a Db whose writes stopped with L0 under its trigger would never run
@@ -32,11 +36,12 @@
 //! merged down then (`compaction::due`).
 
 use super::gc_trace::{Phase, Trace};
+use super::gc_walk::Walked;
 use super::*;
 use crate::manifest::Edit;
 use crate::value::ValuePointer;
 use crate::vlog::ENTRY_HEADER_LEN;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 /// No write for this long makes the Db idle: L0 is merged down below its trigger.
@@ -155,6 +160,9 @@ pub(crate) struct Samples {
     credit: u64,
     /// `DbInner::vlog_appended` when `credit` was last topped up.
     credited_at: u64,
+    /// The idle tier's last walk over the tree (`gc_walk`), while no write
+    /// came after it.
+    walked: Option<Walked>,
 }
 
 /// The (pointer, key) of each entry a file's samples look up.
@@ -165,6 +173,45 @@ struct Sample {
     share: f64,
     /// Value-log bytes appended when it was taken (`DbInner::vlog_appended`).
     at: u64,
+}
+
+/// Entries a walk records at most (32 bytes each), counted as value-log bytes
+/// at the smallest separated entry (`walk_record_bytes`).
+const WALK_ENTRIES: u64 = 1 << 20;
+
+/// Value-log bytes a walk records the live entries of: `WALK_ENTRIES` of the
+/// smallest separated entries (a keyspace with a lower value threshold can
+/// go past it), between a round's bytes and 1 GiB.
+fn walk_record_bytes(opts: &Options) -> u64 {
+    let smallest = (ENTRY_HEADER_LEN + opts.value_threshold) as u64;
+    (WALK_ENTRIES * smallest).clamp(ROUND_BYTES, 1 << 30)
+}
+
+/// The files a walk records, from sealed files and their garbage shares:
+/// `first` (whatever their size), then those at `ratio` or more, the largest
+/// share first, within `budget` bytes.
+fn walk_set(
+    first: &[Arc<crate::vlog::VlogFile>],
+    mut shares: Vec<(f64, Arc<crate::vlog::VlogFile>)>,
+    ratio: f64,
+    budget: u64,
+) -> Result<HashSet<u32>> {
+    let mut set = HashSet::new();
+    let mut bytes = 0u64;
+    for f in first {
+        bytes = bytes.saturating_add(f.len()?);
+        set.insert(f.id());
+    }
+    shares.retain(|(share, f)| *share >= ratio && !set.contains(&f.id()));
+    shares.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, f) in shares {
+        bytes = bytes.saturating_add(f.len()?);
+        if bytes > budget {
+            break;
+        }
+        set.insert(f.id());
+    }
+    Ok(set)
 }
 
 /// The head file's sealing size before the GC has measured the live data.
@@ -253,7 +300,7 @@ fn sample_count(len: u64) -> u64 {
 impl DbInner {
     /// Bytes appended to the value log since open (read without the log
     /// lock: a writer that takes it back to back would starve the GC).
-    fn vlog_appended(&self) -> u64 {
+    pub(crate) fn vlog_appended(&self) -> u64 {
         self.counters.vlog_sealed_bytes.load(Ordering::Relaxed)
             + self.counters.vlog_head_len.load(Ordering::Relaxed)
     }
@@ -305,6 +352,52 @@ impl DbInner {
             .get(&f.id())
             .map_or(0.0, |s| s.share);
         Ok(counted.max(sampled))
+    }
+
+    /// Whether the idle tier should walk the tree before it picks: no walk
+    /// since open, or the value log grew by a `HEAD_PER_LIVE`th since the
+    /// last one, or writes came after it.
+    fn walk_due(&self, sealed_bytes: u64) -> bool {
+        let samples = lock(&self.gc_samples);
+        let Some(w) = &samples.walked else {
+            return sealed_bytes > 0;
+        };
+        w.batches != self.counters.batches.load(Ordering::Relaxed)
+            && self.vlog_appended().saturating_sub(w.appended) >= sealed_bytes / HEAD_PER_LIVE
+    }
+
+    /// Walks the tree (`gc_walk`) recording the live entries of `record`, and
+    /// takes its live bytes as the garbage share of every sealed file of
+    /// `sealed`, replacing their samples. Kept for the rounds after.
+    fn walk(
+        &self,
+        sealed: &[Arc<crate::vlog::VlogFile>],
+        record: &HashSet<u32>,
+        trace: &mut Trace,
+    ) -> Result<()> {
+        let appended = self.vlog_appended();
+        let mut walked = self.walk_live(record)?;
+        walked.appended = appended;
+        self.counters.gc_walks.fetch_add(1, Ordering::Relaxed);
+        trace.walks += 1;
+        let mut samples = lock(&self.gc_samples);
+        for f in sealed {
+            let size = f
+                .len()?
+                .saturating_sub(crate::wal::HEADER_LEN as u64)
+                .max(1);
+            let live = walked.live_bytes.get(&f.id()).copied().unwrap_or(0);
+            let share = 1.0 - (live as f64 / size as f64).min(1.0);
+            samples.files.insert(
+                f.id(),
+                Sample {
+                    share,
+                    at: appended,
+                },
+            );
+        }
+        samples.walked = Some(walked);
+        Ok(())
     }
 
     /// Samples again the sealed `files` whose counted garbage is below
@@ -557,6 +650,18 @@ impl DbInner {
                 due.1 += len;
             }
         }
+        // The idle tier's walk not taken yet: what is due is not known.
+        if due.0 == 0 && ratio < self.opts.vlog_gc_ratio {
+            let sealed_bytes = st
+                .vlogs
+                .all()
+                .filter(|f| Some(f.id()) != head)
+                .filter_map(|f| f.len().ok())
+                .sum();
+            if self.walk_due(sealed_bytes) {
+                due.0 = 1;
+            }
+        }
         due
     }
 
@@ -664,16 +769,46 @@ impl DbInner {
         let head = head.min(self.gc_head(&st));
         let sealed: Vec<_> = st.vlogs.all().filter(|f| f.id() < head).cloned().collect();
         drop(st);
-        self.resample(&sealed, &discard, ratio, appended, trace)?;
+        // The idle tier judges files by walks over the tree, not lookups.
+        let walking = background && ratio < self.opts.vlog_gc_ratio;
+        if !walking {
+            // Its entries go stale with writes: keep only when it was taken.
+            if let Some(w) = lock(&self.gc_samples).walked.as_mut() {
+                w.live = HashMap::new();
+            }
+        }
+        if !walking {
+            // (A walk measures every file: no lookups beside it.)
+            self.resample(&sealed, &discard, ratio, appended, trace)?;
+        }
+        let shares_now = |sealed: &[Arc<crate::vlog::VlogFile>]| -> Result<Vec<_>> {
+            let mut shares = Vec::with_capacity(sealed.len());
+            for f in sealed {
+                shares.push((self.estimated_share(&discard, f)?, f.clone()));
+            }
+            Ok(shares)
+        };
+        if walking {
+            let mut sealed_bytes = 0u64;
+            for f in &sealed {
+                sealed_bytes += f.len()?;
+            }
+            if self.walk_due(sealed_bytes) {
+                let record = walk_set(
+                    &[],
+                    shares_now(&sealed)?,
+                    ratio,
+                    walk_record_bytes(&self.opts),
+                )?;
+                self.walk(&sealed, &record, trace)?;
+            }
+        }
         trace.mark(Phase::Sample);
         if background {
             self.switch_ahead(&sealed, trace)?;
         }
-        let mut shares = Vec::with_capacity(sealed.len());
-        for f in sealed {
-            shares.push((self.estimated_share(&discard, &f)?, f));
-        }
-        let mut files = pick(shares, ratio, max_bytes)?;
+        let shares = shares_now(&sealed)?;
+        let mut files = pick(shares.clone(), ratio, max_bytes)?;
         if files.is_empty() {
             return Ok(Vec::new());
         }
@@ -741,6 +876,35 @@ impl DbInner {
         }
         drop(mem);
         trace.collected = files.iter().map(|f| f.id()).collect();
+        if walking {
+            let covered = lock(&self.gc_samples)
+                .walked
+                .as_ref()
+                .is_some_and(|w| w.covers(&trace.collected));
+            if !covered {
+                let record = walk_set(&files, shares, ratio, walk_record_bytes(&self.opts))?;
+                self.walk(&sealed, &record, trace)?;
+                // The walk measured them: only those still due are collected.
+                let mut due = Vec::with_capacity(files.len());
+                for f in files {
+                    if self.estimated_share(&discard, &f)? >= ratio {
+                        due.push(f);
+                    }
+                }
+                files = due;
+                trace.collected = files.iter().map(|f| f.id()).collect();
+                if files.is_empty() {
+                    return Ok(Vec::new());
+                }
+            }
+            trace.mark(Phase::Sample);
+        }
+        // Taken out for the moves (stats read the samples meanwhile), put back after.
+        let walked = if walking {
+            lock(&self.gc_samples).walked.take()
+        } else {
+            None
+        };
         let mut round_bytes = 0u64;
         for f in &files {
             round_bytes += f.len()?;
@@ -759,7 +923,8 @@ impl DbInner {
         let mut outcomes = Vec::with_capacity(files.len());
         for file in &files {
             let file_bytes = file.len()?;
-            let (moved_values, moved_bytes) = self.move_live(file, rate, started, done, trace)?;
+            let (moved_values, moved_bytes) =
+                self.move_live(file, walked.as_ref(), rate, started, done, trace)?;
             done += file_bytes + moved_bytes;
             trace.bytes += file_bytes;
             trace.moved += moved_bytes;
@@ -776,6 +941,9 @@ impl DbInner {
                     freed_bytes: file_bytes.saturating_sub(moved_bytes),
                 }
             });
+        }
+        if let Some(w) = walked {
+            lock(&self.gc_samples).walked = Some(w);
         }
         self.sync_before_delete()?;
         trace.mark(Phase::Sync);
@@ -823,9 +991,12 @@ impl DbInner {
     /// key to the head of the log (through the write pipeline, in chunks),
     /// keeping `done` bytes of the round before it plus this file's within
     /// `rate` a second since `started`. Returns the values and bytes moved.
+    /// With `walked` (which recorded `file`), the walk's live entries are
+    /// moved without a lookup each.
     fn move_live(
         self: &Arc<Self>,
         file: &crate::vlog::VlogFile,
+        walked: Option<&Walked>,
         rate: u64,
         started: Instant,
         done_before: u64,
@@ -849,18 +1020,29 @@ impl DbInner {
                 self.throttle(started, done, rate)?;
                 sleeps += since(t);
             }
-            let t = clock();
-            let st = self.read_state();
-            let found = st.lookup(key, crate::key::MAX_SEQ)?;
-            lookups += since(t);
-            let Some((version, raw)) = found else {
+            let live = match walked {
+                Some(w) => w
+                    .entry(ptr.file, ptr.offset)
+                    .map(|e| (e.version, e.user_meta, e.expires_at)),
+                None => {
+                    let t = clock();
+                    let st = self.read_state();
+                    let found = st.lookup(key, crate::key::MAX_SEQ)?;
+                    lookups += since(t);
+                    found.and_then(|(version, raw)| {
+                        let rec = value::decode(&raw)?;
+                        (rec.stored == Stored::Pointer(ptr)).then_some((
+                            version,
+                            rec.user_meta,
+                            rec.expires_at,
+                        ))
+                    })
+                }
+            };
+            let Some((version, user_meta, expires_at)) = live else {
                 return Ok(());
             };
-            let Some(rec) = value::decode(&raw) else {
-                return Ok(());
-            };
-            let expired = rec.expired(self.now());
-            if rec.stored != Stored::Pointer(ptr) || expired {
+            if expires_at != 0 && expires_at <= self.now() {
                 return Ok(());
             }
             moved_values += 1;
@@ -870,9 +1052,10 @@ impl DbInner {
                 key: key.to_vec(),
                 value: value.to_vec(),
                 version,
-                user_meta: rec.user_meta,
-                expires_at: rec.expires_at,
+                user_meta,
+                expires_at,
                 old: ptr,
+                walked_at: walked.map(|w| w.seq),
             });
             if chunk_bytes >= MOVE_CHUNK {
                 chunk_bytes = 0;

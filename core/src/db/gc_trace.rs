@@ -79,6 +79,7 @@ pub(crate) struct Trace {
     pub(crate) bytes: u64,
     pub(crate) moved: u64,
     pub(crate) rate: u64,
+    pub(crate) walks: u64,
 }
 
 impl Trace {
@@ -95,6 +96,7 @@ impl Trace {
             bytes: 0,
             moved: 0,
             rate,
+            walks: 0,
         }
     }
 
@@ -122,11 +124,11 @@ impl Trace {
 
     /// Prints the round, if it did anything.
     pub(crate) fn finish(&self, outcome: &str) {
-        if !self.on || (self.collected.is_empty() && self.sampled_files == 0) {
+        if !self.on || (self.collected.is_empty() && self.sampled_files == 0 && self.walks == 0) {
             return;
         }
         let mut line = format!(
-            "sett-gc-trace t={:.2} total_ms={:.1} outcome={outcome} files={:?} bytes={} moved={} rate_mb={} sampled_files={} sampled_entries={}",
+            "sett-gc-trace t={:.2} total_ms={:.1} outcome={outcome} files={:?} bytes={} moved={} rate_mb={} sampled_files={} sampled_entries={} walks={}",
             self.started.duration_since(epoch()).as_secs_f64(),
             self.started.elapsed().as_secs_f64() * 1e3,
             self.collected,
@@ -135,6 +137,7 @@ impl Trace {
             self.rate >> 20,
             self.sampled_files,
             self.sampled_entries,
+            self.walks,
         );
         let total = self.started.elapsed();
         let other = total.saturating_sub(self.spent.iter().sum());

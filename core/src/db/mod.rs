@@ -16,6 +16,7 @@ mod background;
 mod checkpoint;
 mod gc;
 mod gc_trace;
+mod gc_walk;
 mod recovery;
 mod verify;
 mod write;
@@ -77,6 +78,15 @@ impl ReadState {
     pub(crate) fn lookup(&self, key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
         let found = self.lookup_raw(key, read_seq)?;
         Ok(found.filter(|(seq, _)| !self.range_dels.hides(key, *seq, read_seq)))
+    }
+
+    /// The newest version of `key` in the memtables, range deletes applied
+    /// (the GC's check of a move after a walk, see `write::write_moves`).
+    pub(crate) fn lookup_memtables(&self, key: &[u8]) -> Option<(u64, Vec<u8>)> {
+        let found = std::iter::once(&self.mem)
+            .chain(&self.imm)
+            .find_map(|m| m.get(key, crate::key::MAX_SEQ))?;
+        Some(found).filter(|(seq, _)| !self.range_dels.hides(key, *seq, crate::key::MAX_SEQ))
     }
 
     fn lookup_raw(&self, key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
@@ -219,6 +229,9 @@ pub struct Stats {
     pub gc_bytes_reclaimed: u64,
     /// Time spent in value-log GC, in microseconds (waits for its rate included).
     pub gc_micros: u64,
+    /// Walks over the tree by the idle GC (`vlog_gc_idle_ratio`), which
+    /// judge files without a lookup per entry.
+    pub gc_walks: u64,
     /// Value-log files the background GC will collect (their garbage share
     /// reached `vlog_gc_ratio`) and their bytes: its backlog. 0 when
     /// background GC is off or the Db is read-only.
@@ -240,6 +253,7 @@ pub(crate) struct Counters {
     pub(crate) gc_files_deleted: AtomicU64,
     pub(crate) gc_bytes_reclaimed: AtomicU64,
     pub(crate) gc_micros: AtomicU64,
+    pub(crate) gc_walks: AtomicU64,
     /// Bytes of value-log files sealed so far (with the head's length: bytes
     /// appended), from which the GC reads the write rate it keeps pace with.
     pub(crate) vlog_sealed_bytes: AtomicU64,
@@ -952,6 +966,7 @@ impl DbInner {
             gc_files_deleted: self.counters.gc_files_deleted.load(Ordering::Relaxed),
             gc_bytes_reclaimed: self.counters.gc_bytes_reclaimed.load(Ordering::Relaxed),
             gc_micros: self.counters.gc_micros.load(Ordering::Relaxed),
+            gc_walks: self.counters.gc_walks.load(Ordering::Relaxed),
             gc_pending_files,
             gc_pending_bytes,
             range_tombstones: st.range_dels.iter().count(),

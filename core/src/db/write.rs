@@ -43,6 +43,8 @@ pub(crate) struct Move {
     pub user_meta: u8,
     pub expires_at: u64,
     pub old: ValuePointer,
+    /// The sequence of the GC's walk that found it live (`gc_walk`), if one did.
+    pub walked_at: Option<u64>,
 }
 
 pub(crate) enum WriterKind {
@@ -545,10 +547,33 @@ impl DbInner {
             return Ok(());
         };
         let st = self.read_state();
+        // While no table holds a version newer than a walk, every write after
+        // it is in a memtable: a move the walk found live is checked there
+        // (and against range deletes) instead of by a lookup through the tables.
+        let newest_in_tables = st
+            .version
+            .levels
+            .iter()
+            .flatten()
+            .map(|t| t.max_seq())
+            .max()
+            .unwrap_or(0);
         let mut framed = Vec::new();
         let mut applied = Vec::new();
         for m in moves {
-            let live = match st.lookup(&m.key, key_max())? {
+            let found = match m.walked_at {
+                Some(seq) if newest_in_tables <= seq => match st.lookup_memtables(&m.key) {
+                    Some(found) => Some(found),
+                    None if st.range_dels.hides(&m.key, m.version, key_max()) => None,
+                    None => {
+                        let mut rec = Vec::new();
+                        value::encode(&mut rec, &Stored::Pointer(m.old), 0, 0);
+                        Some((m.version, rec))
+                    }
+                },
+                _ => st.lookup(&m.key, key_max())?,
+            };
+            let live = match found {
                 Some((seq, raw)) if seq == m.version => {
                     value::decode(&raw).is_some_and(|r| r.stored == Stored::Pointer(m.old))
                 }

@@ -1,0 +1,303 @@
+//! Liveness of value-log entries by one walk over the tree.
+//!
+//! The GC's usual test of an entry is a lookup of its key: cheap for a few
+//! young files whose keys sit in memtables and cached blocks, but one random
+//! table read per entry once the tables no longer fit in memory. An idle Db
+//! whose value log holds garbage spread thin over every file (a load that
+//! overwrote random keys leaves about a third of each file dead) made the
+//! idle GC spend its time in those reads: 20k device reads a second, 15
+//! minutes and 3.3 GB still due on the 1 KiB large run (PERFORMANCE.md,
+//! session 11).
+//!
+//! A walk reads the tree once, in key order, as a compaction reads its
+//! inputs (sequential reads, no cache fill), and takes the newest visible
+//! version of every key at one sequence: it counts the live bytes of every
+//! value-log file (exact garbage shares, which replace the samples' guesses)
+//! and records the live entries of the files asked for. The GC then moves
+//! what the walk recorded without a lookup per entry; the write leader still
+//! checks each move, but against the memtables only while no table holds a
+//! version newer than the walk (`Walked::seq`): every write after the walk is
+//! then in a memtable (see `write::write_moves`).
+
+use super::*;
+use crate::iter::{MemIter, MergeIter, Source};
+use crate::table::TableIter;
+use crate::value::{self, Stored};
+use std::collections::{HashMap, HashSet};
+
+/// A live value-log entry found by a walk: what its move must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LiveEntry {
+    pub offset: u64,
+    pub version: u64,
+    pub expires_at: u64,
+    pub user_meta: u8,
+}
+
+/// What a walk found.
+#[derive(Default)]
+pub(crate) struct Walked {
+    /// The sequence the walk read at.
+    pub seq: u64,
+    /// `Counters::batches` when it started: writes since make it stale.
+    pub batches: u64,
+    /// Value-log bytes appended when it started (`DbInner::vlog_appended`).
+    pub appended: u64,
+    /// Live entries of the files asked for, by offset.
+    pub live: HashMap<u32, Vec<LiveEntry>>,
+    /// Live entry bytes of every file met.
+    pub live_bytes: HashMap<u32, u64>,
+}
+
+impl Walked {
+    /// The live entry at `offset` of `file`, if the walk recorded the file and
+    /// found one there.
+    pub(crate) fn entry(&self, file: u32, offset: u64) -> Option<LiveEntry> {
+        let entries = self.live.get(&file)?;
+        let i = entries.binary_search_by_key(&offset, |e| e.offset).ok()?;
+        entries.get(i).copied()
+    }
+
+    /// Whether the walk recorded every one of `files`.
+    pub(crate) fn covers(&self, files: &[u32]) -> bool {
+        files.iter().all(|f| self.live.contains_key(f))
+    }
+}
+
+impl DbInner {
+    /// Walks the tree at the current sequence: live bytes of every value-log
+    /// file, and the live entries of `record` (entries that have expired at
+    /// `now` are not live).
+    pub(crate) fn walk_live(&self, record: &HashSet<u32>) -> Result<Walked> {
+        let batches = self.counters.batches.load(Ordering::Relaxed);
+        // The state first, then the sequence (as `iter`): every table of the
+        // state was built before the sequence was read.
+        let st = self.read_state();
+        let seq = self.visible_seq.load(Ordering::Acquire);
+        let now = self.now();
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        for m in std::iter::once(&st.mem).chain(&st.imm) {
+            if !m.has_no_entries() {
+                sources.push(Box::new(MemIter::new(m.clone(), false, None, None)));
+            }
+        }
+        for level in &st.version.levels {
+            for t in level {
+                sources.push(Box::new(TableIter::streaming(t.clone())));
+            }
+        }
+        let mut merge = MergeIter::new(sources, false);
+        merge.rewind()?;
+        let mut walked = Walked {
+            seq,
+            batches,
+            appended: 0,
+            live: record.iter().map(|&f| (f, Vec::new())).collect(),
+            live_bytes: HashMap::new(),
+        };
+        let mut user_key: Vec<u8> = Vec::new();
+        let mut have_key = false;
+        while merge.valid() {
+            if self.is_closed() {
+                return Err(Error::Closed);
+            }
+            let (uk, s) = key::split(merge.key());
+            // Versions of one key come newest first: the first visible one
+            // decides; the rest of the key's versions are passed over.
+            if have_key && uk == user_key.as_slice() || s > seq {
+                merge.next()?;
+                continue;
+            }
+            user_key.clear();
+            user_key.extend_from_slice(uk);
+            have_key = true;
+            let rec = value::decode(merge.value()).ok_or_else(|| {
+                Error::corruption(
+                    &self.dir,
+                    0,
+                    "undecodable value record met by the GC's walk",
+                )
+            })?;
+            if let Stored::Pointer(p) = rec.stored {
+                let live = !rec.expired(now) && !st.range_dels.hides(uk, s, seq);
+                if live {
+                    *walked.live_bytes.entry(p.file).or_insert(0) += u64::from(p.len);
+                    if let Some(entries) = walked.live.get_mut(&p.file) {
+                        entries.push(LiveEntry {
+                            offset: p.offset,
+                            version: s,
+                            expires_at: rec.expires_at,
+                            user_meta: rec.user_meta,
+                        });
+                    }
+                }
+            }
+            merge.next()?;
+        }
+        for entries in walked.live.values_mut() {
+            entries.sort_unstable_by_key(|e| e.offset);
+        }
+        Ok(walked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Options;
+
+    fn opts(dir: &std::path::Path) -> Options {
+        let mut o = Options::new(dir);
+        o.value_threshold = 64;
+        o.vlog_gc_ratio = 0.0;
+        o
+    }
+
+    #[test]
+    fn a_walk_finds_the_newest_pointer_of_each_key_and_nothing_shadowed_deleted_or_expired() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1_000));
+        let mut o = opts(dir.path());
+        o.clock = crate::options::Clock::manual(now.clone());
+        let db = crate::Db::open(o).unwrap();
+        let big = |c: u8| vec![c; 200];
+        let ttl = crate::PutOptions {
+            ttl: Some(std::time::Duration::from_secs(10)),
+            ..Default::default()
+        };
+        db.put_with(b"e", &big(5), ttl).unwrap();
+        db.put(b"a", &big(1)).unwrap();
+        db.put(b"b", &big(2)).unwrap();
+        db.put(b"c", &big(3)).unwrap();
+        db.flush().unwrap();
+        db.put(b"a", &big(4)).unwrap(); // shadows the first a
+        db.delete(b"b").unwrap();
+        db.put(b"d", b"inline").unwrap();
+        now.store(1_011, std::sync::atomic::Ordering::Relaxed); // e has expired
+        let inner = &db.inner;
+        let st = inner.read_state();
+        let files: HashSet<u32> = st.vlogs.all().map(|f| f.id()).collect();
+        drop(st);
+        let walked = inner.walk_live(&files).unwrap();
+        let live: Vec<LiveEntry> = walked.live.values().flatten().copied().collect();
+        assert_eq!(live.len(), 2, "the second a and c: {live:?}");
+        let total: u64 = walked.live_bytes.values().sum();
+        let entry_len = |k: &[u8], v: usize| (crate::vlog::ENTRY_HEADER_LEN + k.len() + v) as u64;
+        assert_eq!(total, entry_len(b"a", 200) + entry_len(b"c", 200));
+        // Each recorded entry is where the key's current pointer points.
+        for (file, entries) in &walked.live {
+            for e in entries {
+                assert_eq!(walked.entry(*file, e.offset), Some(*e));
+            }
+        }
+        assert!(walked.covers(&files.iter().copied().collect::<Vec<_>>()));
+    }
+
+    /// A move of `key`'s current entry as a walk found it, checked by the
+    /// write leader with `walked_at` (the fast check) as the GC does.
+    fn move_as_walked(db: &crate::Db, key: &[u8], walked: &Walked) -> crate::db::Move {
+        let st = db.inner.read_state();
+        let (version, raw) = st.lookup(key, crate::key::MAX_SEQ).unwrap().unwrap();
+        let Stored::Pointer(old) = value::decode(&raw).unwrap().stored else {
+            panic!("not separated");
+        };
+        assert!(
+            walked.entry(old.file, old.offset).is_some(),
+            "the walk found it live"
+        );
+        let value = db.get(key).unwrap().unwrap();
+        crate::db::Move {
+            key: key.to_vec(),
+            value,
+            version,
+            user_meta: 0,
+            expires_at: 0,
+            old,
+            walked_at: Some(walked.seq),
+        }
+    }
+
+    fn walk_all(db: &crate::Db) -> Walked {
+        let files: HashSet<u32> = db.inner.read_state().vlogs.all().map(|f| f.id()).collect();
+        db.inner.walk_live(&files).unwrap()
+    }
+
+    fn pointer_of(db: &crate::Db, key: &[u8]) -> crate::value::ValuePointer {
+        let (_, raw) = db
+            .inner
+            .read_state()
+            .lookup(key, crate::key::MAX_SEQ)
+            .unwrap()
+            .unwrap();
+        match value::decode(&raw).unwrap().stored {
+            Stored::Pointer(p) => p,
+            other => panic!("not separated: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_move_found_live_by_a_walk_is_applied_when_nothing_was_written_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Db::open(opts(dir.path())).unwrap();
+        db.put(b"k", &[7u8; 300]).unwrap();
+        db.flush().unwrap();
+        let walked = walk_all(&db);
+        let m = move_as_walked(&db, b"k", &walked);
+        let old = m.old;
+        db.inner
+            .write(crate::db::WriterKind::Moves(vec![m]), None)
+            .unwrap();
+        assert_ne!(pointer_of(&db, b"k"), old, "the move took effect");
+        assert_eq!(db.get(b"k").unwrap().unwrap(), vec![7u8; 300]);
+    }
+
+    #[test]
+    fn a_move_found_live_by_a_walk_is_refused_after_an_overwrite_still_in_the_memtable() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Db::open(opts(dir.path())).unwrap();
+        db.put(b"k", &[7u8; 300]).unwrap();
+        db.flush().unwrap();
+        let walked = walk_all(&db);
+        let m = move_as_walked(&db, b"k", &walked);
+        db.put(b"k", &[8u8; 300]).unwrap();
+        let appended = db.inner.vlog_appended();
+        db.inner
+            .write(crate::db::WriterKind::Moves(vec![m]), None)
+            .unwrap();
+        assert_eq!(db.inner.vlog_appended(), appended, "nothing moved");
+        assert_eq!(db.get(b"k").unwrap().unwrap(), vec![8u8; 300]);
+    }
+
+    #[test]
+    fn a_move_found_live_by_a_walk_is_refused_after_an_overwrite_that_was_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Db::open(opts(dir.path())).unwrap();
+        db.put(b"k", &[7u8; 300]).unwrap();
+        db.flush().unwrap();
+        let walked = walk_all(&db);
+        let m = move_as_walked(&db, b"k", &walked);
+        db.put(b"k", &[8u8; 300]).unwrap();
+        db.flush().unwrap(); // the overwrite is in a table, none in the memtables
+        db.inner
+            .write(crate::db::WriterKind::Moves(vec![m]), None)
+            .unwrap();
+        assert_eq!(db.get(b"k").unwrap().unwrap(), vec![8u8; 300]);
+    }
+
+    #[test]
+    fn a_move_found_live_by_a_walk_is_refused_after_a_range_delete_over_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Db::open(opts(dir.path())).unwrap();
+        db.put(b"k", &[7u8; 300]).unwrap();
+        db.flush().unwrap();
+        let walked = walk_all(&db);
+        let m = move_as_walked(&db, b"k", &walked);
+        db.delete_range(b"a", b"z").unwrap();
+        let appended = db.inner.vlog_appended();
+        db.inner
+            .write(crate::db::WriterKind::Moves(vec![m]), None)
+            .unwrap();
+        assert_eq!(db.inner.vlog_appended(), appended, "nothing moved");
+        assert_eq!(db.get(b"k").unwrap(), None);
+    }
+}

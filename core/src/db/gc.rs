@@ -298,11 +298,15 @@ fn sample_count(len: u64) -> u64 {
 }
 
 impl DbInner {
-    /// Bytes appended to the value log since open (read without the log
-    /// lock: a writer that takes it back to back would starve the GC).
-    pub(crate) fn vlog_appended(&self) -> u64 {
-        self.counters.vlog_sealed_bytes.load(Ordering::Relaxed)
-            + self.counters.vlog_head_len.load(Ordering::Relaxed)
+    /// Bytes appended to the value log since open by writes, not by the
+    /// GC's own moves (read without the log lock: a writer that takes it
+    /// back to back would starve the GC). The moves counted as writes let
+    /// an idle GC raise its own rate limit (4x what it moved) and pay
+    /// itself lookups for samples.
+    fn vlog_appended(&self) -> u64 {
+        (self.counters.vlog_sealed_bytes.load(Ordering::Relaxed)
+            + self.counters.vlog_head_len.load(Ordering::Relaxed))
+        .saturating_sub(self.counters.gc_moved_bytes.load(Ordering::Relaxed))
     }
 
     /// The head value-log file as of read state `st` (taken before): no file

@@ -254,6 +254,9 @@ pub(crate) struct Counters {
     pub(crate) gc_bytes_reclaimed: AtomicU64,
     pub(crate) gc_micros: AtomicU64,
     pub(crate) gc_walks: AtomicU64,
+    /// Value-log bytes the GC's moves appended: left out of the write rate
+    /// and the appends the GC keeps pace with (`DbInner::vlog_appended`).
+    pub(crate) gc_moved_bytes: AtomicU64,
     /// Bytes of value-log files sealed so far (with the head's length: bytes
     /// appended), from which the GC reads the write rate it keeps pace with.
     pub(crate) vlog_sealed_bytes: AtomicU64,

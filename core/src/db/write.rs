@@ -560,6 +560,7 @@ impl DbInner {
             .unwrap_or(0);
         let mut framed = Vec::new();
         let mut applied = Vec::new();
+        let mut moved_bytes = 0u64;
         for m in moves {
             let found = match m.walked_at {
                 Some(seq) if newest_in_tables <= seq => match st.lookup_memtables(&m.key) {
@@ -583,6 +584,7 @@ impl DbInner {
                 continue;
             }
             let p = log.vlog.append(&m.key, &m.value);
+            moved_bytes += u64::from(p.len);
             let mut rec = Vec::new();
             value::encode(&mut rec, &Stored::Pointer(p), m.user_meta, m.expires_at);
             wal::frame(
@@ -592,6 +594,9 @@ impl DbInner {
             applied.push((m.key, m.version, rec));
         }
         self.append_logs(log, &framed, false)?;
+        self.counters
+            .gc_moved_bytes
+            .fetch_add(moved_bytes, Ordering::Relaxed);
         for (k, version, rec) in &applied {
             st.mem.insert(k, *version, rec);
         }

@@ -445,6 +445,46 @@ fn point_reads_and_scans_map_no_table_or_value_log_pages_into_the_process() {
     db.close().unwrap();
 }
 
+/// Tables' indexes and filters (4.5 MiB here) are read by positional reads,
+/// at open when the cache can pin them and on a read when it cannot: none of
+/// their pages are mapped into the process (through the mapping, the 128 B
+/// large run's read phase held 88 MiB of them beside the budget; 13 MB here).
+#[test]
+fn loading_indexes_and_filters_maps_none_of_their_pages_into_the_process() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    load(dir.path(), Compression::None);
+    // Pinned at open.
+    let base = rss_file();
+    let db = Db::open(options(dir.path(), 64 << 20, Compression::None)).unwrap();
+    let pinned = db.stats().cache_pinned_bytes;
+    let at_open = rss_file().saturating_sub(base);
+    db.close().unwrap();
+    assert!(pinned > 4 << 20, "only {pinned} bytes pinned");
+    // Loaded on demand under a budget a quarter of them (open parses each
+    // index too, for the table's key range).
+    let base = rss_file();
+    let db = Db::open(options(dir.path(), BUDGET, Compression::None)).unwrap();
+    let mut rng = Rng(11);
+    for _ in 0..20_000 {
+        let i = rng.below(keys(Compression::None));
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
+    }
+    let on_reads = rss_file().saturating_sub(base);
+    let loads = db.stats().cache_index_filter_misses;
+    db.close().unwrap();
+    eprintln!("RssFile grew by {at_open} B at open, {on_reads} B over open and reads");
+    assert!(
+        loads > 1000,
+        "only {loads} indexes and filters loaded by reads"
+    );
+    assert!(at_open < 1 << 20, "open mapped {at_open} bytes of tables");
+    assert!(
+        on_reads < 1 << 20,
+        "open and reads mapped {on_reads} bytes of tables"
+    );
+}
+
 /// Page-sized data blocks under a budget a quarter of the tables, read at
 /// random by two threads at a time, new threads every round (as a Go host's
 /// calls move between OS threads, each with its own allocator arena). Blocks

@@ -15,6 +15,12 @@ use std::sync::Arc;
 
 /// A whole-file walk (`VlogFile::for_each_entry`) reads this many bytes a call.
 const WALK_CHUNK: u64 = 1 << 20;
+
+/// Entries at least this far apart are sampled by reading the page of each
+/// header (`HEADER_PAGE`), not whole windows of the file.
+const SPARSE_ENTRY: u64 = 8 << 10;
+const HEADER_PAGE: u64 = 4 << 10;
+
 /// Reads larger than this are not merged with their neighbours.
 const COALESCE_MAX: u64 = 1 << 20;
 /// Neighbouring entries closer than this are read with one call.
@@ -213,13 +219,27 @@ impl VlogFile {
         // File bytes [at, at + window.len()).
         let mut window: Vec<u8> = Vec::new();
         let mut at = 0u64;
+        // Where the walk's last read started: the gap to the next is about
+        // an entry's size. Entries of a page or more are walked a header
+        // page at a time: a 1 MiB window would read the whole file to reach
+        // its headers (16 KiB values: 4x the bytes, and a third of the GC's
+        // time in the large run's populate went to sampling).
+        let mut last = 0u64;
         sample_walk(self.id, len, count, |buf, from| {
             let want = buf.len() as u64;
             let held = from >= at && from + want <= at + window.len() as u64;
+            let gap = from.saturating_sub(last);
+            last = from;
             if !held {
-                let n = want.max(WALK_CHUNK).min(len.saturating_sub(from));
+                // Header pages through the descriptor without read-ahead.
+                let (chunk, file) = if gap >= SPARSE_ENTRY {
+                    (HEADER_PAGE, self.point.as_ref().unwrap_or(&self.file))
+                } else {
+                    (WALK_CHUNK, &self.file)
+                };
+                let n = want.max(chunk).min(len.saturating_sub(from));
                 window.resize(to_usize(n), 0);
-                let got = read_up_to(&self.file, &mut window, from)
+                let got = read_up_to(file, &mut window, from)
                     .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
                 window.truncate(got);
                 at = from;

@@ -13,7 +13,8 @@
 //! inputs (sequential reads, no cache fill), and takes the newest visible
 //! version of every key at one sequence: it counts the live bytes of every
 //! value-log file (exact garbage shares, which replace the samples' guesses)
-//! and records the live entries of the files asked for. The GC then moves
+//! and records the live entries of the files asked for (32 bytes each,
+//! outside `cache_size`: the GC asks for at most 1M of them, `gc::WALK_ENTRIES`). The GC then moves
 //! what the walk recorded without a lookup per entry; the write leader still
 //! checks each move, but against the memtables only while no table holds a
 //! version newer than the walk (`Walked::seq`): every write after the walk is

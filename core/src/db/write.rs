@@ -562,23 +562,19 @@ impl DbInner {
         let mut applied = Vec::new();
         let mut moved_bytes = 0u64;
         for m in moves {
-            let found = match m.walked_at {
-                Some(seq) if newest_in_tables <= seq => match st.lookup_memtables(&m.key) {
-                    Some(found) => Some(found),
-                    None if st.range_dels.hides(&m.key, m.version, key_max()) => None,
-                    None => {
-                        let mut rec = Vec::new();
-                        value::encode(&mut rec, &Stored::Pointer(m.old), 0, 0);
-                        Some((m.version, rec))
-                    }
-                },
-                _ => st.lookup(&m.key, key_max())?,
-            };
-            let live = match found {
+            // The newest version is still the one moved, pointing where it did.
+            let unchanged = |found: Option<(u64, Vec<u8>)>| match found {
                 Some((seq, raw)) if seq == m.version => {
                     value::decode(&raw).is_some_and(|r| r.stored == Stored::Pointer(m.old))
                 }
                 _ => false,
+            };
+            let live = match m.walked_at {
+                Some(seq) if newest_in_tables <= seq => match st.lookup_memtables(&m.key) {
+                    found @ Some(_) => unchanged(found),
+                    None => !st.range_dels.hides(&m.key, m.version, key_max()),
+                },
+                _ => unchanged(st.lookup(&m.key, key_max())?),
             };
             if !live {
                 continue;

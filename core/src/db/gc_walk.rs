@@ -236,72 +236,61 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_move_found_live_by_a_walk_is_applied_when_nothing_was_written_since() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = crate::Db::open(opts(dir.path())).unwrap();
+    /// Writes `k`, walks, runs `between`, then applies the move of `k`'s
+    /// entry as the walk found it. Returns the Db, the entry's old pointer
+    /// and the value-log bytes the move appended.
+    fn move_after(
+        dir: &std::path::Path,
+        between: impl FnOnce(&crate::Db),
+    ) -> (crate::Db, crate::value::ValuePointer, u64) {
+        let db = crate::Db::open(opts(dir)).unwrap();
         db.put(b"k", &[7u8; 300]).unwrap();
         db.flush().unwrap();
         let walked = walk_all(&db);
         let m = move_as_walked(&db, b"k", &walked);
         let old = m.old;
+        between(&db);
+        let moved = || db.inner.counters.gc_moved_bytes.load(Ordering::Relaxed);
+        let before = moved();
         db.inner
             .write(crate::db::WriterKind::Moves(vec![m]), None)
             .unwrap();
+        let appended = moved() - before;
+        (db, old, appended)
+    }
+
+    #[test]
+    fn a_move_found_live_by_a_walk_is_applied_when_nothing_was_written_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, old, appended) = move_after(dir.path(), |_| {});
         assert_ne!(pointer_of(&db, b"k"), old, "the move took effect");
-        assert!(db.inner.counters.gc_moved_bytes.load(Ordering::Relaxed) > 0);
+        assert!(appended > 0);
         assert_eq!(db.get(b"k").unwrap().unwrap(), vec![7u8; 300]);
     }
 
     #[test]
     fn a_move_found_live_by_a_walk_is_refused_after_an_overwrite_still_in_the_memtable() {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::Db::open(opts(dir.path())).unwrap();
-        db.put(b"k", &[7u8; 300]).unwrap();
-        db.flush().unwrap();
-        let walked = walk_all(&db);
-        let m = move_as_walked(&db, b"k", &walked);
-        db.put(b"k", &[8u8; 300]).unwrap();
-        let moved = || db.inner.counters.gc_moved_bytes.load(Ordering::Relaxed);
-        let before = moved();
-        db.inner
-            .write(crate::db::WriterKind::Moves(vec![m]), None)
-            .unwrap();
-        assert_eq!(moved(), before, "nothing moved");
+        let (db, _, appended) = move_after(dir.path(), |db| db.put(b"k", &[8u8; 300]).unwrap());
+        assert_eq!(appended, 0, "nothing moved");
         assert_eq!(db.get(b"k").unwrap().unwrap(), vec![8u8; 300]);
     }
 
     #[test]
     fn a_move_found_live_by_a_walk_is_refused_after_an_overwrite_that_was_flushed() {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::Db::open(opts(dir.path())).unwrap();
-        db.put(b"k", &[7u8; 300]).unwrap();
-        db.flush().unwrap();
-        let walked = walk_all(&db);
-        let m = move_as_walked(&db, b"k", &walked);
-        db.put(b"k", &[8u8; 300]).unwrap();
-        db.flush().unwrap(); // the overwrite is in a table, none in the memtables
-        db.inner
-            .write(crate::db::WriterKind::Moves(vec![m]), None)
-            .unwrap();
+        let (db, _, _) = move_after(dir.path(), |db| {
+            db.put(b"k", &[8u8; 300]).unwrap();
+            db.flush().unwrap(); // the overwrite is in a table, none in the memtables
+        });
         assert_eq!(db.get(b"k").unwrap().unwrap(), vec![8u8; 300]);
     }
 
     #[test]
     fn a_move_found_live_by_a_walk_is_refused_after_a_range_delete_over_its_key() {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::Db::open(opts(dir.path())).unwrap();
-        db.put(b"k", &[7u8; 300]).unwrap();
-        db.flush().unwrap();
-        let walked = walk_all(&db);
-        let m = move_as_walked(&db, b"k", &walked);
-        db.delete_range(b"a", b"z").unwrap();
-        let moved = || db.inner.counters.gc_moved_bytes.load(Ordering::Relaxed);
-        let before = moved();
-        db.inner
-            .write(crate::db::WriterKind::Moves(vec![m]), None)
-            .unwrap();
-        assert_eq!(moved(), before, "nothing moved");
+        let (db, _, appended) = move_after(dir.path(), |db| db.delete_range(b"a", b"z").unwrap());
+        assert_eq!(appended, 0, "nothing moved");
         assert_eq!(db.get(b"k").unwrap(), None);
     }
 

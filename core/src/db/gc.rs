@@ -30,6 +30,14 @@
 //! of up to a GiB of files) instead of a lookup per entry, which on tables
 //! larger than memory is a device read each.
 //!
+//! A collection never deletes a file whose live entries it has not all
+//! moved. It walks the file in order; where that walk stops short of the end
+//! (a torn tail, or damage), a walk over the tree names the live entries past
+//! the stop and each is read by its pointer. Damage in garbage therefore costs
+//! nothing; a damaged live entry is a corruption error naming its file and
+//! offset, the file stays (counted in `Stats::gc_damaged_files` and left out
+//! of later rounds while the Db is open), and the other files are collected.
+//!
 //! Garbage is only known once a compaction drops the versions that shadow it,
 //! and a Db whose writes stopped with L0 under its trigger would never run
 //! one: after a second without writes the loop marks the Db idle, and L0 is
@@ -40,7 +48,7 @@ use super::gc_walk::Walked;
 use super::*;
 use crate::manifest::Edit;
 use crate::value::ValuePointer;
-use crate::vlog::ENTRY_HEADER_LEN;
+use crate::vlog::{WalkEnd, ENTRY_HEADER_LEN};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -163,6 +171,10 @@ pub(crate) struct Samples {
     /// The idle tier's last walk over the tree (`gc_walk`), while no write
     /// came after it.
     walked: Option<Walked>,
+    /// Files found to hold a damaged live entry: they stay, and no round
+    /// picks them again while the Db is open (each would meet the same
+    /// damage and hold back the files behind it). `verify` reports them.
+    damaged: HashSet<u32>,
 }
 
 /// The (pointer, key) of each entry a file's samples look up.
@@ -173,6 +185,68 @@ struct Sample {
     share: f64,
     /// Value-log bytes appended when it was taken (`DbInner::vlog_appended`).
     at: u64,
+}
+
+/// The moves of one file, handed to the write pipeline in chunks of
+/// `MOVE_CHUNK` bytes; entries that have expired are left behind.
+struct Mover<'a> {
+    db: &'a DbInner,
+    now: u64,
+    chunk: Vec<Move>,
+    chunk_bytes: usize,
+    /// Values and entry bytes moved so far (queued in `chunk` included).
+    values: u64,
+    bytes: u64,
+    /// Time spent handing chunks over, when traced.
+    timed: bool,
+    moves: Duration,
+}
+
+impl<'a> Mover<'a> {
+    fn new(db: &'a DbInner, now: u64, timed: bool) -> Mover<'a> {
+        Mover {
+            db,
+            now,
+            chunk: Vec::new(),
+            chunk_bytes: 0,
+            values: 0,
+            bytes: 0,
+            timed,
+            moves: Duration::ZERO,
+        }
+    }
+
+    fn push(&mut self, m: Move) -> Result<()> {
+        if m.expires_at != 0 && m.expires_at <= self.now {
+            return Ok(());
+        }
+        self.values += 1;
+        self.bytes += (ENTRY_HEADER_LEN + m.key.len() + m.value.len()) as u64;
+        self.chunk_bytes += m.key.len() + m.value.len();
+        self.chunk.push(m);
+        if self.chunk_bytes >= MOVE_CHUNK {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    fn hand_over(&mut self) -> Result<()> {
+        self.chunk_bytes = 0;
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let t = self.timed.then(Instant::now);
+        self.db
+            .write(WriterKind::Moves(std::mem::take(&mut self.chunk)), None)?;
+        self.moves += t.map_or(Duration::ZERO, |t| t.elapsed());
+        Ok(())
+    }
+
+    /// Hands over the last chunk: (values, bytes, time handing over).
+    fn finish(mut self) -> Result<(u64, u64, Duration)> {
+        self.hand_over()?;
+        Ok((self.values, self.bytes, self.moves))
+    }
 }
 
 /// Entries a walk records at most (32 bytes each), counted as value-log bytes
@@ -632,6 +706,11 @@ impl DbInner {
     /// `vlog_gc_ratio` or more; a head file only once it is large enough to be
     /// sealed) and their bytes: its backlog, as `compaction::due` is the
     /// tree's. None when background GC is off or the Db is read-only.
+    /// Value-log files GC found a damaged live entry in (and left in place).
+    pub(crate) fn gc_damaged_files(&self) -> u64 {
+        lock(&self.gc_samples).damaged.len() as u64
+    }
+
     pub(crate) fn gc_due(&self) -> (u64, u64) {
         if self.opts.vlog_gc_ratio <= 0.0 || self.opts.read_only {
             return (0, 0);
@@ -643,8 +722,9 @@ impl DbInner {
             .map(|m| m.state().discard.clone())
             .unwrap_or_default();
         let st = self.read_state();
+        let damaged = lock(&self.gc_samples).damaged.clone();
         let mut due = (0, 0);
-        for f in st.vlogs.all() {
+        for f in st.vlogs.all().filter(|f| !damaged.contains(&f.id())) {
             let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f), f.len()) else {
                 continue;
             };
@@ -771,7 +851,13 @@ impl DbInner {
         trace.mark(Phase::Seal);
         let st = self.read_state();
         let head = head.min(self.gc_head(&st));
-        let sealed: Vec<_> = st.vlogs.all().filter(|f| f.id() < head).cloned().collect();
+        let damaged = lock(&self.gc_samples).damaged.clone();
+        let sealed: Vec<_> = st
+            .vlogs
+            .all()
+            .filter(|f| f.id() < head && !damaged.contains(&f.id()))
+            .cloned()
+            .collect();
         drop(st);
         // The idle tier judges files by walks over the tree, not lookups.
         let walking = background && ratio < self.opts.vlog_gc_ratio;
@@ -925,10 +1011,23 @@ impl DbInner {
         // What the rate limits: bytes read, plus what was moved, over the round.
         let mut done = 0u64;
         let mut outcomes = Vec::with_capacity(files.len());
-        for file in &files {
+        // A file with a damaged live entry stays (what was moved of it is
+        // garbage now); the round goes on with the others.
+        let mut damage: Option<Error> = None;
+        let mut kept = Vec::with_capacity(files.len());
+        for file in files {
             let file_bytes = file.len()?;
             let (moved_values, moved_bytes) =
-                self.move_live(file, walked.as_ref(), rate, started, done, trace)?;
+                match self.move_live(&file, walked.as_ref(), rate, started, done, trace) {
+                    Ok(moved) => moved,
+                    Err(e) if e.is_corruption() => {
+                        lock(&self.gc_samples).damaged.insert(file.id());
+                        damage.get_or_insert(e);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+            kept.push(file.clone());
             done += file_bytes + moved_bytes;
             trace.bytes += file_bytes;
             trace.moved += moved_bytes;
@@ -946,8 +1045,12 @@ impl DbInner {
                 }
             });
         }
+        let files = kept;
         if let Some(w) = walked {
             lock(&self.gc_samples).walked = Some(w);
+        }
+        if files.is_empty() {
+            return damage.map_or(Ok(outcomes), Err);
         }
         self.sync_before_delete()?;
         trace.mark(Phase::Sync);
@@ -988,7 +1091,12 @@ impl DbInner {
         // pages and blocks (30-85 ms a round under load), part of the deletion.
         drop(files);
         trace.mark(Phase::Delete);
-        Ok(outcomes)
+        // A caller of `run_value_log_gc` learns of the damage; the
+        // background GC counts it (`Stats::gc_damaged_files`) and goes on.
+        match damage {
+            Some(e) if !background => Err(e),
+            _ => Ok(outcomes),
+        }
     }
 
     /// Moves each entry of `file` that is still the newest version of its
@@ -997,6 +1105,13 @@ impl DbInner {
     /// `rate` a second since `started`. Returns the values and bytes moved.
     /// With `walked` (which recorded `file`), the walk's live entries are
     /// moved without a lookup each.
+    ///
+    /// Every live entry is moved, or the result is an error and the caller
+    /// keeps the file: where the walk in file order stops short of the end
+    /// (a torn tail, or damage), the tree names the live entries past the
+    /// stop and each is read by its pointer. A damaged live entry is
+    /// [`Error::Corruption`] naming the file and its offset; damage in
+    /// garbage costs nothing.
     fn move_live(
         self: &Arc<Self>,
         file: &crate::vlog::VlogFile,
@@ -1006,18 +1121,15 @@ impl DbInner {
         done_before: u64,
         trace: &mut Trace,
     ) -> Result<(u64, u64)> {
-        let mut moved_values = 0u64;
-        let mut moved_bytes = 0u64;
-        let mut chunk: Vec<Move> = Vec::new();
-        let mut chunk_bytes = 0usize;
         let mut throttled = done_before;
         let timed = trace.on();
-        let (mut lookups, mut moves, mut sleeps) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let (mut lookups, mut sleeps) = (Duration::ZERO, Duration::ZERO);
         let clock = || timed.then(Instant::now);
         let since = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
-        file.for_each_entry(|ptr, key, value| {
+        let mut mover = Mover::new(self, self.now(), timed);
+        let end = file.for_each_entry(|ptr, key, value| {
             // Bytes read so far, plus what was moved: what the rate limits.
-            let done = done_before + ptr.offset + u64::from(ptr.len) + moved_bytes;
+            let done = done_before + ptr.offset + u64::from(ptr.len) + mover.bytes;
             if rate > 0 && done >= throttled + (256 << 10) {
                 throttled = done;
                 let t = clock();
@@ -1046,13 +1158,7 @@ impl DbInner {
             let Some((version, user_meta, expires_at)) = live else {
                 return Ok(());
             };
-            if expires_at != 0 && expires_at <= self.now() {
-                return Ok(());
-            }
-            moved_values += 1;
-            moved_bytes += (ENTRY_HEADER_LEN + key.len() + value.len()) as u64;
-            chunk_bytes += key.len() + value.len();
-            chunk.push(Move {
+            mover.push(Move {
                 key: key.to_vec(),
                 value: value.to_vec(),
                 version,
@@ -1060,25 +1166,44 @@ impl DbInner {
                 expires_at,
                 old: ptr,
                 walked_at: walked.map(|w| w.seq),
-            });
-            if chunk_bytes >= MOVE_CHUNK {
-                chunk_bytes = 0;
-                let t = clock();
-                self.write(WriterKind::Moves(std::mem::take(&mut chunk)), None)?;
-                moves += since(t);
-            }
-            Ok(())
+            })
         })?;
-        let t = clock();
-        if !chunk.is_empty() {
-            self.write(WriterKind::Moves(chunk), None)?;
+        if let WalkEnd::Stopped { offset: stop, .. } = end {
+            let t = clock();
+            let fresh;
+            let w = match walked.filter(|w| w.covers(&[file.id()])) {
+                Some(w) => w,
+                None => {
+                    fresh = self.walk_live(&HashSet::from([file.id()]))?;
+                    &fresh
+                }
+            };
+            lookups += since(t);
+            let past = w.live.get(&file.id()).map_or(&[][..], |e| &e[..]);
+            for e in past.iter().filter(|e| e.offset >= stop) {
+                let ptr = ValuePointer {
+                    file: file.id(),
+                    offset: e.offset,
+                    len: e.len,
+                };
+                let (key, value) = file.read_entry(ptr)?;
+                mover.push(Move {
+                    key,
+                    value,
+                    version: e.version,
+                    user_meta: e.user_meta,
+                    expires_at: e.expires_at,
+                    old: ptr,
+                    walked_at: Some(w.seq),
+                })?;
+            }
         }
-        moves += since(t);
+        let (values, bytes, moves) = mover.finish()?;
         trace.add(Phase::Lookup, lookups);
         trace.add(Phase::Move, moves);
         trace.add(Phase::Throttle, sleeps);
         trace.mark(Phase::Read);
-        Ok((moved_values, moved_bytes))
+        Ok((values, bytes))
     }
 
     /// Switches the memtable when its WAL may point into `SWITCH_AHEAD_FILES`

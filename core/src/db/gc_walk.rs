@@ -30,6 +30,8 @@ use std::collections::{HashMap, HashSet};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LiveEntry {
     pub offset: u64,
+    /// The entry's length: past damage, the GC reads it by its pointer.
+    pub len: u32,
     pub version: u64,
     pub expires_at: u64,
     pub user_meta: u8,
@@ -126,6 +128,7 @@ impl DbInner {
                     if let Some(entries) = walked.live.get_mut(&p.file) {
                         entries.push(LiveEntry {
                             offset: p.offset,
+                            len: p.len,
                             version: s,
                             expires_at: rec.expires_at,
                             user_meta: rec.user_meta,

@@ -238,6 +238,10 @@ pub struct Stats {
     pub gc_pending_files: u64,
     /// Bytes of those files.
     pub gc_pending_bytes: u64,
+    /// Value-log files in which GC (background or asked for) found a
+    /// damaged live entry: each is kept, left out of later rounds while the
+    /// Db is open, and reported by [`Db::verify`] with its file and offset.
+    pub gc_damaged_files: u64,
     /// Live range tombstones ([`Db::delete_range`]): in memtables, or in the
     /// manifest until compaction has dropped every version they hide.
     pub range_tombstones: usize,
@@ -972,6 +976,7 @@ impl DbInner {
             gc_walks: self.counters.gc_walks.load(Ordering::Relaxed),
             gc_pending_files,
             gc_pending_bytes,
+            gc_damaged_files: self.gc_damaged_files(),
             range_tombstones: st.range_dels.iter().count(),
         }
     }

@@ -8,7 +8,7 @@
 mod reader;
 mod writer;
 
-pub(crate) use reader::{ScanAhead, VlogFile, VlogSet};
+pub(crate) use reader::{ScanAhead, VlogFile, VlogSet, WalkEnd};
 pub(crate) use writer::VlogWriter;
 
 /// Magic of a value-log file header.

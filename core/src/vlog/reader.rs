@@ -111,6 +111,21 @@ impl VlogFile {
     /// Reads and checks the entry at `ptr`, returning its value: one
     /// positional read of the whole entry.
     pub(crate) fn read(&self, ptr: ValuePointer) -> Result<Vec<u8>> {
+        let (mut buf, klen) = self.read_checked(ptr)?;
+        buf.drain(..ENTRY_HEADER_LEN + klen);
+        Ok(buf)
+    }
+
+    /// Reads and checks the entry at `ptr`, returning its key and value.
+    pub(crate) fn read_entry(&self, ptr: ValuePointer) -> Result<(Vec<u8>, Vec<u8>)> {
+        let (mut buf, klen) = self.read_checked(ptr)?;
+        let value = buf.split_off(ENTRY_HEADER_LEN + klen);
+        buf.drain(..ENTRY_HEADER_LEN);
+        Ok((buf, value))
+    }
+
+    /// The whole entry at `ptr`, checked, and its key's length.
+    fn read_checked(&self, ptr: ValuePointer) -> Result<(Vec<u8>, usize)> {
         let file = self.point.as_ref().unwrap_or(&self.file);
         let mut buf = vec![0u8; ptr.len as usize];
         let n = read_up_to(file, &mut buf, ptr.offset)
@@ -127,22 +142,34 @@ impl VlogFile {
         }
         let (klen, _) =
             check_entry(&buf).map_err(|what| Error::corruption(&self.path, ptr.offset, what))?;
-        buf.drain(..ENTRY_HEADER_LEN + klen);
-        Ok(buf)
+        Ok((buf, klen))
     }
+}
+
+/// Where a walk in file order (`VlogFile::for_each_entry`) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WalkEnd {
+    /// Every byte of the file was an entry that checked.
+    Complete,
+    /// The bytes at `offset` are not an entry that checks: a torn tail, or
+    /// damage. Nothing past it was walked; only the tree can say which
+    /// entries past it are live.
+    Stopped { offset: u64, what: &'static str },
 }
 
 impl VlogFile {
     /// Calls `f(pointer, key, value)` for each entry in file order, stopping at
     /// the end or at the first entry that does not check (a torn tail: bytes of a
-    /// batch that never reached the WAL). Reads the file with positional reads
+    /// batch that never reached the WAL; or damage), and says which
+    /// (`WalkEnd`): entries past a stop are never seen, so a caller that must
+    /// meet every live entry asks the tree for those. Reads the file with positional reads
     /// of `WALK_CHUNK` bytes, not through its mapping: under load a GC walk
     /// that copied a 16 MiB file out of the mapping, a page fault per page,
     /// took 370-515 ms with the pages just written (the round's whole delay).
     pub(crate) fn for_each_entry(
         &self,
         mut f: impl FnMut(ValuePointer, &[u8], &[u8]) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<WalkEnd> {
         let len = self.len()?;
         // The mapping is advised random (for point reads): ask for all of
         // the file now, or a file the page cache let go is read a page at a
@@ -166,11 +193,15 @@ impl VlogFile {
         let held = |window: &Vec<u8>, at: u64, from: u64, n: u64| {
             from >= at && from + n <= at + window.len() as u64
         };
-        while offset + ENTRY_HEADER_LEN as u64 <= len {
+        let stopped = |offset: u64, what: &'static str| Ok(WalkEnd::Stopped { offset, what });
+        while offset < len {
+            if offset + ENTRY_HEADER_LEN as u64 > len {
+                return stopped(offset, "entry shorter than its header");
+            }
             if !held(&window, at, offset, ENTRY_HEADER_LEN as u64) {
                 refill(&mut window, &mut at, offset, ENTRY_HEADER_LEN as u64)?;
                 if !held(&window, at, offset, ENTRY_HEADER_LEN as u64) {
-                    break;
+                    return stopped(offset, "file shorter than its length");
                 }
             }
             let header = &window[to_usize(offset - at)..];
@@ -178,18 +209,19 @@ impl VlogFile {
             let vlen = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as u64;
             let total = ENTRY_HEADER_LEN as u64 + klen + vlen;
             if offset + total > len || total > u64::from(u32::MAX) {
-                break;
+                return stopped(offset, "entry runs past the end of the file");
             }
             if !held(&window, at, offset, total) {
                 refill(&mut window, &mut at, offset, total)?;
                 if !held(&window, at, offset, total) {
-                    break;
+                    return stopped(offset, "file shorter than its length");
                 }
             }
             let start = to_usize(offset - at);
             let entry = &window[start..start + to_usize(total)];
-            let Ok((klen, _)) = check_entry(entry) else {
-                break;
+            let klen = match check_entry(entry) {
+                Ok((klen, _)) => klen,
+                Err(what) => return stopped(offset, what),
             };
             let ptr = ValuePointer {
                 file: self.id,
@@ -203,7 +235,7 @@ impl VlogFile {
             )?;
             offset += total;
         }
-        Ok(())
+        Ok(WalkEnd::Complete)
     }
 
     /// About `count` entries spread evenly over the file's bytes (the first

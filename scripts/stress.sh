@@ -29,6 +29,7 @@ run power bash -c "POWER_LOSS_SCALE=\${POWER_LOSS_SCALE:-6} cargo test -q --rele
 run maintenance bash -c "POWER_LOSS_SCALE=\${POWER_LOSS_SCALE:-6} cargo test -q --release -p sett --test concurrent_maintenance -- --nocapture --test-threads 1 2>&1 | tee $log/maintenance.txt; exit \${PIPESTATUS[0]}"
 run history bash -c "HISTORY_TXNS=\${HISTORY_TXNS:-3000} cargo test -q --release -p sett --test history -- --nocapture 2>&1 | tee $log/history.txt; exit \${PIPESTATUS[0]}"
 run corruption bash -c "cargo test -q --release -p sett --test corruption_sweep --test corruption -- --nocapture 2>&1 | tee $log/corruption.txt; exit \${PIPESTATUS[0]}"
+run metamorphic bash -c "METAMORPHIC_OPS=\${METAMORPHIC_OPS:-2000} METAMORPHIC_SEEDS=\${METAMORPHIC_SEEDS:-$((part / 30 + 1))} METAMORPHIC_FIRST_SEED=\${METAMORPHIC_FIRST_SEED:-$(date +%s)} cargo test -q --release -p sett --test metamorphic -- --nocapture 2>&1 | tee $log/metamorphic.txt; exit \${PIPESTATUS[0]}"
 run fault bash -c "cargo test -q --release -p sett --features fault-injection --test fault -- --nocapture 2>&1 | tee $log/fault.txt; exit \${PIPESTATUS[0]}"
 : >"$log/full-disk.txt"
 ok[full]=ok
@@ -84,6 +85,9 @@ echo "| power cuts inside GC, backup, flatten, DropPrefix, bulk load (SimFs, syn
 hist=$(grep -o 'HISTORY: [0-9]* transactions committed, [0-9]* aborted appends' "$log/history.txt" | sed 's/HISTORY: //' || true)
 echo "| transaction history (list-append, 4 clients on 5 keys, Elle-style cycle check) | ${hist:-?} | $(verdict history "0 violations") |"
 echo "| corruption sweep (flips and cuts in every file type) | $((flips + harmless)) damaged copies, $flips reported as corruption | $(verdict corruption "0 wrong values") |"
+meta=$(grep -c 'METAMORPHIC: sequence' "$log/metamorphic.txt" || true)
+metaops=$(grep -o 'METAMORPHIC: sequence [0-9]*: [0-9]* operations' "$log/metamorphic.txt" | grep -o '[0-9]* operations' | grep -o '[0-9]*' | paste -sd+ | bc || echo 0)
+echo "| metamorphic (one operation sequence under random option sets, read for read) | $meta sequences, ${metaops:-0} operations, base + 3 option sets each (replay one: METAMORPHIC_FIRST_SEED=N METAMORPHIC_SEEDS=1) | $(verdict metamorphic "0 differing reads") |"
 echo "| fuzzing | $fuzz_runs executions ($fuzz_detail) | $fuzz_status |"
 faults=$(grep -o '[0-9]* faults injected' "$log/fault.txt" | grep -o '^[0-9]*' | paste -sd+ | bc || echo 0)
 full=$(grep -c 'disk full after' "$log/full-disk.txt" || true)

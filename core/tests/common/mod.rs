@@ -197,3 +197,44 @@ pub fn power_loss_scale() -> u64 {
         .unwrap_or(1)
         .max(1)
 }
+
+/// The files of `db` copied as a kill would leave them, and the copy opened.
+/// Copying a directory is not atomic: a flush, compaction or value-log GC
+/// running beside it can delete or add files between the listing and the
+/// copies (a MANIFEST newer than the WAL it was copied with). Such a copy is
+/// no state a kill leaves, so it is taken again until nothing changed while
+/// it was made: the same files with the same lengths, and no GC round ended.
+pub fn killed_copy(db: &Db, opts: &sett::Options) -> (tempfile::TempDir, Db) {
+    let listing = || {
+        let mut files: Vec<(std::ffi::OsString, u64)> = std::fs::read_dir(&opts.dir)
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                Some((e.file_name(), e.metadata().ok()?.len()))
+            })
+            .collect();
+        files.sort();
+        let s = db.stats();
+        (files, s.gc_files_rewritten, s.gc_files_deleted)
+    };
+    for _ in 0..200 {
+        let s = db.stats();
+        if s.compactions_running > 0 || s.immutable_memtables > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            continue;
+        }
+        let before = listing();
+        let to = tempfile::tempdir().unwrap();
+        let copied = before
+            .0
+            .iter()
+            .all(|(name, _)| std::fs::copy(opts.dir.join(name), to.path().join(name)).is_ok());
+        if !copied || listing() != before {
+            continue;
+        }
+        let mut o = opts.clone();
+        o.dir = to.path().to_path_buf();
+        return (to, Db::open(o).expect("opening a killed copy"));
+    }
+    panic!("background work never let a consistent copy be taken");
+}

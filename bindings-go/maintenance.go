@@ -191,6 +191,10 @@ type Stats struct {
 	// waits for it as for CompactionsPending before it measures reads.
 	GCPendingFiles uint64
 	GCPendingBytes uint64
+	// Value-log files in which GC found a damaged live entry: each is kept,
+	// left out of later GC rounds while the database is open, and reported by
+	// Verify with its file and offset.
+	GCDamagedFiles uint64
 }
 
 // Stats returns the database's counts and sizes.
@@ -231,6 +235,7 @@ func (d *DB) Stats() (Stats, error) {
 		CacheIndexFilterMisses: uint64(cs.cache_index_filter_misses),
 		CacheDataHits:          uint64(cs.cache_data_hits),
 		CacheDataMisses:        uint64(cs.cache_data_misses),
+		GCDamagedFiles:         uint64(cs.gc_damaged_files),
 	}
 	for i := 0; i < n; i++ {
 		st.LevelTables[i] = uint64(cs.level_tables[i])

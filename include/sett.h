@@ -555,6 +555,12 @@ typedef struct sett_stats_ex_t {
    */
   uint64_t cache_data_hits;
   uint64_t cache_data_misses;
+  /**
+   * Value-log files in which GC found a damaged live entry: each is kept,
+   * left out of later GC rounds while the database is open, and reported
+   * by sett_verify() with its file and offset.
+   */
+  uint64_t gc_damaged_files;
 } sett_stats_ex_t;
 
 /**

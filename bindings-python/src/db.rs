@@ -590,6 +590,7 @@ impl Db {
         d.set_item("cache_index_filter_misses", s.cache_index_filter_misses)?;
         d.set_item("cache_data_hits", s.cache_data_hits)?;
         d.set_item("cache_data_misses", s.cache_data_misses)?;
+        d.set_item("gc_damaged_files", s.gc_damaged_files)?;
         Ok(d.into_any().unbind())
     }
 

@@ -187,6 +187,10 @@ pub struct sett_stats_ex_t {
     /// Reads of compressed data blocks: found decompressed, or decompressed.
     pub cache_data_hits: u64,
     pub cache_data_misses: u64,
+    /// Value-log files in which GC found a damaged live entry: each is kept,
+    /// left out of later GC rounds while the database is open, and reported
+    /// by sett_verify() with its file and offset.
+    pub gc_damaged_files: u64,
 }
 
 // SAFETY: #[repr(C)], first field usize, the rest u64 and arrays of u64.
@@ -242,6 +246,7 @@ pub unsafe extern "C" fn sett_stats_ex(
             cache_index_filter_misses: s.cache_index_filter_misses,
             cache_data_hits: s.cache_data_hits,
             cache_data_misses: s.cache_data_misses,
+            gc_damaged_files: s.gc_damaged_files,
         };
         for (i, (n, b)) in s.levels.iter().take(SETT_MAX_LEVELS).enumerate() {
             st.level_tables[i] = *n as u64;

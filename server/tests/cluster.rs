@@ -198,7 +198,7 @@ fn cluster_commands_describe_the_topology_and_keys_of_other_nodes_are_moved() {
 fn redis_cli_follows_moved_and_redis_benchmark_runs_in_cluster_mode() {
     if !ensure_tool("redis-cli", "redis-tools") || !ensure_tool("redis-benchmark", "redis-tools") {
         skip(
-            "cluster_redis_tools",
+            "cluster-redis_cli-no_redis_tools",
             "redis-tools is not installed and apt-get could not install it",
         );
         return;
@@ -292,7 +292,7 @@ fn redis_py() -> Option<PathBuf> {
 fn redis_py_cluster_client_reads_and_writes_across_the_nodes() {
     let Some(python) = redis_py() else {
         skip(
-            "cluster_redis_py",
+            "cluster-redis_py-no_venv",
             "could not make a virtualenv with redis-py (python3 -m venv, pip)",
         );
         return;
@@ -322,7 +322,7 @@ fn go_redis_cluster_client_routes_pipelines_across_the_nodes() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_go {
-        skip("cluster_go_redis", "go is not installed");
+        skip("cluster-go_redis-no_go", "go is not installed");
         return;
     }
     let cl = start_cluster();

@@ -76,7 +76,11 @@ fn start_proxy(dir: &Path, nodes: &[Server], run: u32) -> (Helper, Connection) {
         "nutcracker did not listen on {}",
         listen.display()
     );
-    assert!(stats.exists(), "nutcracker's stats are not on {}", stats.display());
+    assert!(
+        stats.exists(),
+        "nutcracker's stats are not on {}",
+        stats.display()
+    );
     let proxy = redis::Client::open(format!("redis+unix://{}", listen.display()))
         .and_then(|c| c.get_connection())
         .expect("connecting to the proxy");
@@ -87,7 +91,7 @@ fn start_proxy(dir: &Path, nodes: &[Server], run: u32) -> (Helper, Connection) {
 fn twemproxy_spreads_keys_over_three_nodes_and_a_restarted_node_keeps_its_keys() {
     if !ensure_tool("nutcracker", "nutcracker") {
         skip(
-            "twemproxy",
+            "twemproxy-no_nutcracker",
             "nutcracker is not installed and apt-get could not install it",
         );
         return;

@@ -151,12 +151,10 @@ pub fn ensure_tool(tool: &str, package: &str) -> bool {
     found()
 }
 
-/// Records a skipped test where `make test` counts them (cargo shows a skip as a pass).
+/// Records a skipped test where `make test` counts them (cargo shows a skip as a
+/// pass): the mark `server-<test>`.
 pub fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
-    let marks = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped");
-    let _ = std::fs::create_dir_all(&marks)
-        .and_then(|_| std::fs::write(marks.join(test), format!("{reason}\n")));
+    sett_test_skip::skip(&format!("server-{test}"), reason);
 }
 
 /// A helper program (nutcracker) started for a test: a shell watchdog stops it

@@ -453,9 +453,12 @@ fn a_checkpoint_onto_another_file_system_copies_what_it_cannot_link() {
     let other = Path::new("/dev/shm");
     let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
     if dev(other).is_none() || dev(other) == dev(tmp.path()) {
-        println!(
-            "SKIPPED: /dev/shm is missing or on the same file system as {}",
-            tmp.path().display()
+        sett_test_skip::skip(
+            "core-checkpoint-other_fs-no_second_fs",
+            &format!(
+                "/dev/shm is missing or on the same file system as {}",
+                tmp.path().display()
+            ),
         );
         return;
     }

@@ -34,12 +34,10 @@ impl Tmpfs {
                     !root,
                     "running as root but could not mount a tmpfs: {other:?}"
                 );
-                eprintln!("SKIPPED: not root, cannot mount a tmpfs for the full-disk test");
-                // Left for make test's closing line, which counts skipped tests:
-                // cargo test shows a skip as a pass and hides this stderr.
-                let marks = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped");
-                let _ = std::fs::create_dir_all(&marks)
-                    .and_then(|_| std::fs::write(marks.join("full_disk"), "not root: no tmpfs\n"));
+                sett_test_skip::skip(
+                    "core-full_disk-not_root",
+                    "not root: cannot mount a tmpfs for the full-disk test",
+                );
                 None
             }
         }

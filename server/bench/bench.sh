@@ -21,6 +21,10 @@ tmp=$(mktemp -d)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
+# A port picked up front and released (another process may take it before the
+# server binds it, and the start check fails the run unless that process answers
+# PING): redis-server reads
+# --port 0 as "no TCP listener", and both stores are measured on the same port.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 start() { # store mode

@@ -13,7 +13,6 @@ Usage: python kill9.py SETT_SERVER_BINARY CYCLES
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,22 +24,17 @@ import redis
 THREADS = 4
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(binary: str, db: str, port: int) -> subprocess.Popen:
+def start(binary: str, db: str) -> tuple[subprocess.Popen, int]:
+    """Starts the server on a port it binds itself (--port 0); returns it and that port."""
     p = subprocess.Popen(
-        [binary, "--dir", db, "--port", str(port), "--appendfsync", "always", "--parent-pid", str(os.getpid())],
+        [binary, "--dir", db, "--port", "0", "--appendfsync", "always", "--parent-pid", str(os.getpid())],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
     line = p.stdout.readline().decode() if p.stdout else ""
-    if "listening" not in line:
+    if "listening on " not in line:
         raise SystemExit(f"sett-server did not start: {line!r}")
-    return p
+    return p, int(line.strip().rsplit(":", 1)[1])
 
 
 def writer(port: int, t: int, start_at: int, acked: dict, stop: threading.Event) -> None:
@@ -59,11 +53,10 @@ def writer(port: int, t: int, start_at: int, acked: dict, stop: threading.Event)
 def main() -> None:
     binary, cycles = sys.argv[1], int(sys.argv[2])
     db = tempfile.mkdtemp(prefix="sett-kill9-")
-    port = free_port()
     acked: dict = {}
     total_acked = 0
     for cycle in range(cycles):
-        p = start(binary, db, port)
+        p, port = start(binary, db)
         stop = threading.Event()
         starts = {t: acked.get(("set", t), -1) + 1 for t in range(THREADS)}
         before = sum(starts.values())
@@ -79,7 +72,7 @@ def main() -> None:
         after = sum(acked.get(("set", t), -1) + 1 for t in range(THREADS))
         total_acked += after - before
         # Restart and check every acknowledged write.
-        p = start(binary, db, port)
+        p, port = start(binary, db)
         c = redis.Redis(host="127.0.0.1", port=port)
         for t in range(THREADS):
             last = acked.get(("set", t), -1)

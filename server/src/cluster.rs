@@ -1,11 +1,18 @@
-//! Redis Cluster key slots and a static topology read from a file.
+//! Redis Cluster key slots and a topology read from a file.
 //!
 //! The topology file has one node per line: `<40-hex id> <ip>:<port> <ranges>`,
 //! ranges like `0-5460` or `5461`, separated by spaces; `#` starts a comment.
 //! Every node of the cluster reads the same file and is told its own id; no
 //! gossip, no replicas, no failover: a slot's owner is whatever the file says.
+//!
+//! A node reads the file at start and again on `CLUSTER RELOAD`. If the file does
+//! not exist at start, the node serves no slot (every keyed command gets
+//! `-CLUSTERDOWN`) until a `CLUSTER RELOAD` finds it: nodes started on `--port 0`
+//! learn each other's ports that way, once all of them listen.
 
-use crate::error::{Error, Result};
+use crate::error::{io, Error, Result};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 
 /// Number of hash slots, as in Redis Cluster.
 pub const SLOTS: usize = 16384;
@@ -171,6 +178,83 @@ impl Topology {
     pub fn assigned(&self) -> usize {
         self.owner.iter().filter(|o| o.is_some()).count()
     }
+
+    /// The view of a node that has no topology file yet: itself, serving no slot.
+    fn alone(myid: &str, ip: &str, port: u16) -> Topology {
+        Topology {
+            nodes: vec![Node {
+                id: myid.to_string(),
+                ip: ip.to_string(),
+                port,
+                ranges: Vec::new(),
+            }],
+            me: 0,
+            owner: vec![None; SLOTS],
+        }
+    }
+}
+
+/// Cluster mode: the topology file, this node's id, and the topology in force.
+#[derive(Debug)]
+pub struct Cluster {
+    path: PathBuf,
+    myid: String,
+    current: RwLock<Arc<Topology>>,
+}
+
+impl Cluster {
+    /// Reads `path` as the view of `myid`; a missing file leaves this node alone,
+    /// shown at `ip:port` (the address it listens on), until `reload` finds the file.
+    pub fn open(path: PathBuf, myid: &str, ip: &str, port: u16) -> Result<Cluster> {
+        let valid_id = myid.len() == 40
+            && myid
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+        if !valid_id {
+            return Err(Error::Config(format!(
+                "--cluster-myid '{myid}' is not 40 lowercase hex characters"
+            )));
+        }
+        let topology = match read(&path, myid) {
+            Ok(t) => t,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                eprintln!(
+                    "sett-server: {} does not exist: serving no slot until CLUSTER RELOAD reads it",
+                    path.display()
+                );
+                Topology::alone(myid, ip, port)
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Cluster {
+            path,
+            myid: myid.to_string(),
+            current: RwLock::new(Arc::new(topology)),
+        })
+    }
+
+    /// The topology in force.
+    pub fn topology(&self) -> Arc<Topology> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Reads the file again and puts it in force; on an error the topology in
+    /// force stays. Returns the number of nodes it names.
+    pub fn reload(&self) -> Result<usize> {
+        let t = read(&self.path, &self.myid)?;
+        let n = t.nodes.len();
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(t);
+        Ok(n)
+    }
+}
+
+fn read(path: &std::path::Path, myid: &str) -> Result<Topology> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(io(format!("reading {shown}")))?;
+    Topology::parse(&text, &shown, myid)
 }
 
 #[cfg(test)]
@@ -217,5 +301,32 @@ mod tests {
         let text = format!("{A} 127.0.0.1:7001 0-100\n");
         assert!(Topology::parse(&text, "topo", B).is_err());
         assert!(Topology::parse("xyz 127.0.0.1:1 0", "topo", "xyz").is_err());
+    }
+
+    #[test]
+    fn a_missing_file_serves_no_slot_until_a_reload_reads_it_and_a_bad_one_keeps_the_old() {
+        let dir = std::env::temp_dir().join(format!("sett-cluster-unit-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("topology");
+        let _ = std::fs::remove_file(&path);
+        let Ok(c) = Cluster::open(path.clone(), A, "127.0.0.1", 7001) else {
+            panic!("a missing topology file was refused");
+        };
+        let t = c.topology();
+        assert_eq!((t.nodes.len(), t.assigned(), t.myself().port), (1, 0, 7001));
+        assert!(c.reload().is_err(), "a reload of a missing file succeeded");
+        let text = format!("{A} 127.0.0.1:7001 0-8191\n{B} 127.0.0.1:7002 8192-16383\n");
+        assert!(std::fs::write(&path, text).is_ok());
+        assert_eq!(c.reload().ok(), Some(2));
+        assert_eq!(c.topology().assigned(), SLOTS);
+        assert!(std::fs::write(&path, "garbage").is_ok());
+        assert!(c.reload().is_err());
+        assert_eq!(
+            c.topology().nodes.len(),
+            2,
+            "a bad file replaced the topology"
+        );
+        assert!(Cluster::open(path.clone(), "nothex", "127.0.0.1", 1).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -13,7 +13,7 @@
 //! KEEPTTL`, EXPIRE's siblings) store the seconds left, so an expiry can move
 //! later by under a second when a second boundary passes during the command.
 
-use crate::cluster::{key_slot, Topology};
+use crate::cluster::{key_slot, Cluster, Topology};
 use crate::resp::Reply;
 use sett::{Db, IterOptions, PutOptions, Txn, WriteBatch};
 use std::collections::{HashMap, VecDeque};
@@ -101,7 +101,7 @@ impl Cursors {
 pub struct Shared {
     pub db: Db,
     pub settings: Settings,
-    pub cluster: Option<Topology>,
+    pub cluster: Option<Cluster>,
     pub counters: Counters,
     pub cursors: Mutex<Cursors>,
     pub started: Instant,
@@ -384,8 +384,8 @@ pub fn execute(sh: &Shared, conn: &mut Conn, args: Vec<Vec<u8>>) -> Reply {
     if sh.settings.requirepass.is_some() && !conn.authed && !spec.flags.contains(&"no_auth") {
         return Reply::Error("NOAUTH Authentication required.".into());
     }
-    if let Some(topo) = &sh.cluster {
-        if let Some(r) = route(topo, spec, &args) {
+    if let Some(cl) = &sh.cluster {
+        if let Some(r) = route(&cl.topology(), spec, &args) {
             return r;
         }
     }
@@ -1148,12 +1148,22 @@ fn cluster(sh: &Shared, args: &[Vec<u8>]) -> Res {
     if sub == "KEYSLOT" && args.len() == 3 {
         return Ok(Reply::Int(i64::from(key_slot(&args[2]))));
     }
-    let Some(topo) = &sh.cluster else {
+    let Some(cl) = &sh.cluster else {
         return Ok(Reply::err("This instance has cluster support disabled"));
     };
+    let topo = cl.topology();
     let me = topo.myself();
     Ok(match (sub.as_str(), args.len()) {
         ("MYID", 2) => Reply::text(me.id.clone()),
+        // sett's own: puts the topology file's current text in force (how nodes
+        // started on --port 0 learn each other's ports); an error keeps the old one.
+        ("RELOAD", 2) => match cl.reload() {
+            Ok(n) => {
+                eprintln!("sett-server: cluster topology reloaded: {n} nodes");
+                Reply::Status("OK")
+            }
+            Err(e) => Reply::err(format!("CLUSTER RELOAD: {e}")),
+        },
         ("INFO", 2) => {
             let assigned = topo.assigned();
             let serving = topo.nodes.iter().filter(|n| !n.ranges.is_empty()).count();

@@ -2,7 +2,7 @@
 //!
 //! RESP2 (RESP3 after `HELLO 3`), the string commands, TTLs, SCAN, INFO, and
 //! durability modes like Redis's `appendfsync`. Optionally one node of a
-//! Redis Cluster with a static topology file (see `cluster`). Listens on
+//! Redis Cluster with a topology file (see `cluster`). Listens on
 //! 127.0.0.1 by default. SIGTERM, SIGINT or SHUTDOWN: stop accepting, let
 //! running commands reply, close the Db.
 
@@ -60,7 +60,8 @@ struct Args {
     /// Shut down when the process with this pid is gone (tests: the test process).
     #[arg(long)]
     parent_pid: Option<u32>,
-    /// Cluster mode: the static topology file (`<id> <ip:port> <slot ranges>` per line).
+    /// Cluster mode: the topology file (`<id> <ip:port> <slot ranges>` per line), read
+    /// at start if it exists and again on CLUSTER RELOAD.
     #[arg(long, requires = "cluster_myid")]
     cluster_config: Option<PathBuf>,
     /// Cluster mode: this node's id in the topology file.
@@ -80,14 +81,6 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    let cluster = match (&args.cluster_config, &args.cluster_myid) {
-        (Some(path), Some(id)) => {
-            let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(io(format!("reading {shown}")))?;
-            Some(cluster::Topology::parse(&text, &shown, id)?)
-        }
-        _ => None,
-    };
     if args.maxclients == 0 || args.max_args == 0 {
         return Err(Error::Config(
             "--maxclients and --max-args must be at least 1".into(),
@@ -117,6 +110,17 @@ fn run(args: Args) -> Result<()> {
         let local = listener
             .local_addr()
             .map_err(io("reading the listening address"))?;
+        // Read once the port is bound: a node without a topology file shows itself
+        // at the address it listens on.
+        let cluster = match (&args.cluster_config, &args.cluster_myid) {
+            (Some(path), Some(id)) => Some(cluster::Cluster::open(
+                path.clone(),
+                id,
+                &local.ip().to_string(),
+                local.port(),
+            )?),
+            _ => None,
+        };
         let shared = Arc::new(Shared {
             db,
             settings: Settings {

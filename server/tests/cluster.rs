@@ -1,10 +1,14 @@
-//! Cluster mode: three sett-server nodes with one static topology file, on
-//! loopback, checked through raw RESP and with real cluster clients
-//! (`redis-cli -c`, `redis-benchmark --cluster`, redis-py's RedisCluster).
+//! Cluster mode: three sett-server nodes with one topology file, on loopback,
+//! checked through raw RESP and with real cluster clients (`redis-cli -c`,
+//! `redis-benchmark --cluster`, redis-py's RedisCluster, go-redis's ClusterClient).
+//!
+//! Each node binds a port of its own choosing (`--port 0`) with no topology file
+//! yet; once all listen, the test writes the file with their ports and sends each
+//! `CLUSTER RELOAD`.
 
 mod common;
 
-use common::{ensure_tool, free_port, read_for, skip, Server};
+use common::{ensure_tool, read_for, skip, Server};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,40 +25,54 @@ struct Cluster {
 
 fn start_cluster() -> Cluster {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let ids: Vec<String> = (1..=3).map(|i: u8| format!("{i}").repeat(40)).collect();
-    let mut text = String::from("# id address slots\n");
-    for i in 0..3 {
-        text.push_str(&format!(
-            "{} 127.0.0.1:{} {}\n",
-            ids[i], ports[i], RANGES[i]
-        ));
-    }
     let topology = tmp.path().join("topology");
-    std::fs::write(&topology, text).expect("writing the topology");
     let nodes = (0..3)
-        .map(|i| {
-            start_node(
-                &tmp.path().join(format!("node{i}")),
-                ports[i],
-                &topology,
-                &ids[i],
-            )
-        })
+        .map(|i| start_node(&tmp.path().join(format!("node{i}")), &topology, &ids[i]))
         .collect();
-    Cluster {
+    let cl = Cluster {
         nodes,
         ids,
         topology,
         _tmp: tmp,
+    };
+    for node in &cl.nodes {
+        // No file yet: the node serves no slot.
+        assert_eq!(
+            raw(node, "GET foo\r\n"),
+            "-CLUSTERDOWN Hash slot 12182 not served\r\n"
+        );
+    }
+    cl.publish();
+    cl
+}
+
+impl Cluster {
+    /// Writes the topology with the nodes' current ports and has every node reload it.
+    fn publish(&self) {
+        let mut text = String::from("# id address slots\n");
+        for (i, node) in self.nodes.iter().enumerate() {
+            text.push_str(&format!(
+                "{} 127.0.0.1:{} {}\n",
+                self.ids[i], node.port, RANGES[i]
+            ));
+        }
+        std::fs::write(&self.topology, text).expect("writing the topology");
+        for node in &self.nodes {
+            assert_eq!(
+                raw(node, "CLUSTER RELOAD\r\n"),
+                "+OK\r\n",
+                "node on {}",
+                node.port
+            );
+        }
     }
 }
 
-fn start_node(dir: &Path, port: u16, topology: &Path, id: &str) -> Server {
+fn start_node(dir: &Path, topology: &Path, id: &str) -> Server {
     let topo = topology.display().to_string();
-    Server::start_on(
+    Server::start(
         dir,
-        port,
         &[
             "--cluster-config",
             &topo,
@@ -156,16 +174,31 @@ fn cluster_commands_describe_the_topology_and_keys_of_other_nodes_are_moved() {
     want.push([&tag[..], b"{bar}b"].concat());
     assert_eq!(keys, want);
     drop(db);
-    let (dir, port) = (cl.nodes[0].dir.clone(), ports[0]);
-    cl.nodes[0] = start_node(&dir, port, &cl.topology, &cl.ids[0]);
+    // Restarted, node 1 listens on another port: it reads the file (its old port)
+    // at start, and the others learn the new port from the rewritten file.
+    let dir = cl.nodes[0].dir.clone();
+    cl.nodes[0] = start_node(&dir, &cl.topology, &cl.ids[0]);
     assert_eq!(raw(&cl.nodes[0], "GET bar\r\n"), "$1\r\n1\r\n");
+    cl.publish();
+    assert_eq!(
+        raw(&cl.nodes[2], "GET bar\r\n"),
+        format!("-MOVED 5061 127.0.0.1:{}\r\n", cl.nodes[0].port)
+    );
+    // A file the node cannot use leaves the topology in force.
+    std::fs::write(&cl.topology, "not a topology\n").expect("writing the topology");
+    let reply = raw(&cl.nodes[2], "CLUSTER RELOAD\r\nGET bar\r\n");
+    assert!(
+        reply.starts_with("-ERR CLUSTER RELOAD: configuration: ")
+            && reply.ends_with(&format!("-MOVED 5061 127.0.0.1:{}\r\n", cl.nodes[0].port)),
+        "{reply}"
+    );
 }
 
 #[test]
 fn redis_cli_follows_moved_and_redis_benchmark_runs_in_cluster_mode() {
     if !ensure_tool("redis-cli", "redis-tools") || !ensure_tool("redis-benchmark", "redis-tools") {
         skip(
-            "cluster_redis_tools",
+            "cluster-redis_cli-no_redis_tools",
             "redis-tools is not installed and apt-get could not install it",
         );
         return;
@@ -259,7 +292,7 @@ fn redis_py() -> Option<PathBuf> {
 fn redis_py_cluster_client_reads_and_writes_across_the_nodes() {
     let Some(python) = redis_py() else {
         skip(
-            "cluster_redis_py",
+            "cluster-redis_py-no_venv",
             "could not make a virtualenv with redis-py (python3 -m venv, pip)",
         );
         return;
@@ -289,12 +322,13 @@ fn go_redis_cluster_client_routes_pipelines_across_the_nodes() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_go {
-        skip("cluster_go_redis", "go is not installed");
+        skip("cluster-go_redis-no_go", "go is not installed");
         return;
     }
     let cl = start_cluster();
+    // -race: the program's own goroutines (ForEachMaster's) are checked too.
     let out = Command::new("go")
-        .args(["run", "."])
+        .args(["run", "-race", "."])
         .arg(format!("127.0.0.1:{}", cl.nodes[2].port))
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goredis"))
         .output()

@@ -1,10 +1,16 @@
 //! The sharding recipe of examples/twemproxy: three sett-server nodes behind
 //! Debian's nutcracker (twemproxy), all on loopback, driven through the proxy.
+//!
+//! The nodes bind ports of their own choosing (`--port 0`). nutcracker refuses
+//! port 0 for its listener and its stats port (nc_valid_port wants 1-65535), so
+//! both listen on Unix sockets in the test's folder instead: nothing is bound to
+//! a TCP port the test picked.
 
 mod common;
 
-use common::{ensure_tool, free_port, skip, wait_listening, Helper, Server};
+use common::{ensure_tool, skip, wait_listening, Helper, Server};
 use redis::{cmd, Connection};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -28,51 +34,76 @@ fn get_retrying(proxy: &mut Connection, key: &str) -> Option<String> {
     }
 }
 
+/// nutcracker with the example's configuration, the nodes' ports, and its listener
+/// and stats on Unix sockets under `dir` (`run` keeps the files of each start apart).
+fn start_proxy(dir: &Path, nodes: &[Server], run: u32) -> (Helper, Connection) {
+    let listen = dir.join(format!("proxy{run}.sock"));
+    let stats = dir.join(format!("stats{run}.sock"));
+    let mut conf = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/twemproxy/nutcracker.yml"
+    ))
+    .expect("reading the example configuration")
+    .replace(
+        "listen: 127.0.0.1:22121",
+        &format!("listen: {} 0600", listen.display()),
+    );
+    for (i, node) in nodes.iter().enumerate() {
+        conf = conf.replace(
+            &format!("127.0.0.1:700{}:", i + 1),
+            &format!("127.0.0.1:{}:", node.port),
+        );
+    }
+    assert!(
+        conf.contains(&format!("127.0.0.1:{}:1 sett3", nodes[2].port)),
+        "{conf}"
+    );
+    let conf_path = dir.join(format!("nutcracker{run}.yml"));
+    std::fs::write(&conf_path, conf).expect("writing the configuration");
+    // With -a naming a path, nutcracker binds its stats listener to that Unix socket
+    // (-s is then unused, but it must be a valid port).
+    let helper = Helper::spawn(
+        Command::new("nutcracker")
+            .arg("-c")
+            .arg(&conf_path)
+            .args(["-s", "22222", "-a"])
+            .arg(&stats)
+            .arg("-o")
+            .arg(dir.join(format!("nutcracker{run}.log"))),
+    );
+    assert!(
+        wait_listening(&listen),
+        "nutcracker did not listen on {}",
+        listen.display()
+    );
+    assert!(
+        stats.exists(),
+        "nutcracker's stats are not on {}",
+        stats.display()
+    );
+    let proxy = redis::Client::open(format!("redis+unix://{}", listen.display()))
+        .and_then(|c| c.get_connection())
+        .expect("connecting to the proxy");
+    (helper, proxy)
+}
+
 #[test]
 fn twemproxy_spreads_keys_over_three_nodes_and_a_restarted_node_keeps_its_keys() {
     if !ensure_tool("nutcracker", "nutcracker") {
         skip(
-            "twemproxy",
+            "twemproxy-no_nutcracker",
             "nutcracker is not installed and apt-get could not install it",
         );
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let mut nodes: Vec<Server> = (0..3)
         .map(|i| {
             let dir = tmp.path().join(format!("sett{}", i + 1));
-            Server::start_on(&dir, ports[i], &["--appendfsync", "always"])
+            Server::start(&dir, &["--appendfsync", "always"])
         })
         .collect();
-    // The example's configuration with this test's ports.
-    let (proxy_port, stats_port) = (free_port(), free_port());
-    let conf = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/twemproxy/nutcracker.yml"
-    ))
-    .expect("reading the example configuration")
-    .replace("127.0.0.1:22121", &format!("127.0.0.1:{proxy_port}"))
-    .replace("127.0.0.1:7001:", &format!("127.0.0.1:{}:", ports[0]))
-    .replace("127.0.0.1:7002:", &format!("127.0.0.1:{}:", ports[1]))
-    .replace("127.0.0.1:7003:", &format!("127.0.0.1:{}:", ports[2]));
-    let conf_path = tmp.path().join("nutcracker.yml");
-    std::fs::write(&conf_path, conf).expect("writing the configuration");
-    let _proxy = Helper::spawn(
-        Command::new("nutcracker")
-            .arg("-c")
-            .arg(&conf_path)
-            .args(["-s", &stats_port.to_string(), "-a", "127.0.0.1"])
-            .arg("-o")
-            .arg(tmp.path().join("nutcracker.log")),
-    );
-    assert!(
-        wait_listening(proxy_port),
-        "nutcracker did not listen on {proxy_port}"
-    );
-    let mut proxy = redis::Client::open(format!("redis://127.0.0.1:{proxy_port}/"))
-        .and_then(|c| c.get_connection())
-        .expect("connecting to the proxy");
+    let (mut _proxy, mut proxy) = start_proxy(tmp.path(), &nodes, 1);
 
     const N: usize = 600;
     for i in 0..N {
@@ -140,16 +171,20 @@ fn twemproxy_spreads_keys_over_three_nodes_and_a_restarted_node_keeps_its_keys()
         ]
     );
 
-    // Restart node 2 (SIGTERM, same directory and port): its keys are still served.
+    // Restart node 2 (SIGTERM, same directory): it comes back on another port,
+    // and a proxy with the new address under the same name sends its keys there.
     let before = sizes[1];
     assert!(nodes[1].terminate(), "node 2 did not shut down cleanly");
     let dir = nodes[1].dir.clone();
-    nodes[1] = Server::start_on(&dir, ports[1], &["--appendfsync", "always"]);
+    nodes[1] = Server::start(&dir, &["--appendfsync", "always"]);
     assert_eq!(
         dbsize(&mut nodes[1].client()),
         before,
         "node 2 lost keys over its restart"
     );
+    drop(proxy);
+    drop(_proxy);
+    (_proxy, proxy) = start_proxy(tmp.path(), &nodes, 2);
     for i in 0..N {
         assert_eq!(
             get_retrying(&mut proxy, &format!("key:{i}")),

@@ -9,6 +9,7 @@ import (
 	"encoding/csv"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -85,8 +87,8 @@ func main() {
 		}
 		md.WriteString("## redis-benchmark against kvserver\n\n`redis-benchmark -t set,get -n " + strconv.Itoa(*redisN) + " -d " + strconv.Itoa(*size) + " -P {1,64}` (redis-tools " + redisVersion() + "), fsync off; any error reply fails the run.\n\n")
 		md.WriteString("| store | pipeline | SET req/s | SET p50 ms | SET p99 ms | GET req/s | GET p50 ms | GET p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-		for i, s := range rl {
-			lines, err := redisRun(*kvserver, s, 6500+i, *redisN, *size)
+		for _, s := range rl {
+			lines, err := redisRun(*kvserver, s, *redisN, *size)
 			if err != nil {
 				fail(err)
 			}
@@ -240,35 +242,50 @@ func redisVersion() string {
 }
 
 // redisRun starts kvserver on store, runs redis-benchmark at -P 1 and -P 64 and
-// returns the table rows; any error reply fails the whole run.
-func redisRun(kvserver, store string, port, n, size int) ([]string, error) {
+// returns the table rows; any error reply fails the whole run. kvserver binds a
+// port the kernel picks and prints it; it gets SIGTERM if kvrun dies.
+func redisRun(kvserver, store string, n, size int) ([]string, error) {
 	dir, err := os.MkdirTemp("", "kvserver-"+store+"-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	srv := exec.Command(kvserver, "-s", store, "-addr", addr, "-dir", dir)
-	srv.Stdout, srv.Stderr = os.Stdout, os.Stderr
-	if err := srv.Start(); err != nil {
+	srv := exec.Command(kvserver, "-s", store, "-addr", "127.0.0.1:0", "-dir", dir)
+	srv.Stderr = os.Stderr
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// An os.Pipe rather than StdoutPipe: the copy below may still read after Wait.
+	stdout, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer stdout.Close()
+	srv.Stdout = w
+	err = srv.Start()
+	w.Close()
+	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		_ = srv.Process.Signal(os.Interrupt)
 		_ = srv.Wait()
 	}()
-	ready := false
-	for i := 0; i < 100 && !ready; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			ready = true
-		} else {
-			time.Sleep(50 * time.Millisecond)
-		}
+	// "kvserver: STORE on ADDR (data in DIR)", printed once it listens.
+	lines := bufio.NewReader(stdout)
+	first, err := lines.ReadString('\n')
+	fields := strings.Fields(first)
+	if err != nil || len(fields) < 4 || fields[2] != "on" {
+		return nil, fmt.Errorf("kvserver %s did not start: %q (%v)", store, first, err)
 	}
-	if !ready {
-		return nil, fmt.Errorf("kvserver %s did not start", store)
+	_, portText, err := net.SplitHostPort(fields[3])
+	if err != nil {
+		return nil, fmt.Errorf("kvserver %s printed no address: %q", store, first)
 	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, fmt.Errorf("kvserver %s printed no port: %q", store, first)
+	}
+	fmt.Print(first)
+	go func() { _, _ = io.Copy(os.Stdout, lines) }()
 	var rows []string
 	for _, p := range []int{1, 64} {
 		out, err := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "set,get",

@@ -261,13 +261,19 @@ mod tests {
                 .unwrap();
         }
         b.finish().unwrap();
-        if !evict(&path) {
-            eprintln!("page cache cannot be dropped here; skipped");
-            return;
-        }
+        let evicted = evict(&path);
         let table = Arc::new(Table::open(&path, 1, &crate::table::test_cache()).unwrap());
         assert!(table.size() > 3 << 20);
         let pages = |r: std::ops::Range<usize>| resident(table.bytes())[r].to_vec();
+        // The open reads the tail only; where the file system keeps its pages
+        // anyway (tmpfs: fadvise succeeds and drops nothing) the head is resident.
+        if !evicted || pages(0..advice::FIRST_WINDOW / PAGE).contains(&true) {
+            sett_test_skip::skip(
+                "core-table_iter-read_ahead-page_cache_kept",
+                "the page cache of the temp dir cannot be dropped (tmpfs?)",
+            );
+            return;
+        }
 
         // A seek reads its block and no more.
         let mut it = TableIter::new(table.clone(), false);

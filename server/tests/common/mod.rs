@@ -1,5 +1,6 @@
-//! Starting sett-server for a test: on loopback, on a free port, watching the
-//! test process (it shuts down by itself if the test dies) and stopped by pid.
+//! Starting sett-server for a test: on loopback, on a port the server binds
+//! itself (`--port 0`, read back from its first line), watching the test process
+//! (it shuts down by itself if the test dies) and stopped by pid.
 
 #![allow(dead_code)]
 
@@ -18,16 +19,13 @@ pub struct Server {
 pub const BIN: &str = env!("CARGO_BIN_EXE_sett-server");
 
 impl Server {
-    /// Starts a server on `dir` with `extra` arguments and waits until it listens.
+    /// Starts a server on `dir` with `extra` arguments and waits until it listens:
+    /// it binds a port the kernel picks, and prints it on its first line.
     pub fn start(dir: &Path, extra: &[&str]) -> Server {
-        Self::start_on(dir, 0, extra)
-    }
-
-    pub fn start_on(dir: &Path, port: u16, extra: &[&str]) -> Server {
         let mut child = Command::new(BIN)
             .arg("--dir")
             .arg(dir)
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--bind", "127.0.0.1", "--port", "0"])
             .args(["--parent-pid", &std::process::id().to_string()])
             .args(extra)
             .stdout(Stdio::piped())
@@ -130,15 +128,6 @@ pub fn read_for(s: &mut TcpStream, wait: Duration) -> Vec<u8> {
     out
 }
 
-/// A port free on loopback now (the OS picks it; a race with another process is
-/// possible but unlikely in the short time until the server binds it).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("picking a free port")
-}
-
 /// True if `tool` is on PATH, installing Debian's `package` first if it is not.
 pub fn ensure_tool(tool: &str, package: &str) -> bool {
     let found = || {
@@ -162,12 +151,10 @@ pub fn ensure_tool(tool: &str, package: &str) -> bool {
     found()
 }
 
-/// Records a skipped test where `make test` counts them (cargo shows a skip as a pass).
+/// Records a skipped test where `make test` counts them (cargo shows a skip as a
+/// pass): the mark `server-<test>`.
 pub fn skip(test: &str, reason: &str) {
-    eprintln!("SKIPPED {test}: {reason}");
-    let marks = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped");
-    let _ = std::fs::create_dir_all(&marks)
-        .and_then(|_| std::fs::write(marks.join(test), format!("{reason}\n")));
+    sett_test_skip::skip(&format!("server-{test}"), reason);
 }
 
 /// A helper program (nutcracker) started for a test: a shell watchdog stops it
@@ -203,11 +190,11 @@ impl Drop for Helper {
     }
 }
 
-/// Waits until something accepts connections on `port` (at most 10 s).
-pub fn wait_listening(port: u16) -> bool {
+/// Waits until something accepts connections on the Unix socket `path` (at most 10 s).
+pub fn wait_listening(path: &Path) -> bool {
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(10) {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50));

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -54,10 +55,16 @@ func run(addr string) error {
 	if err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT") {
 		return fmt.Errorf("MSET over two slots: want CROSSSLOT, got %v", err)
 	}
-	var per []int64
+	// ForEachMaster calls the function on one goroutine per master, at once.
+	var (
+		mu  sync.Mutex
+		per []int64
+	)
 	err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		size, err := n.DBSize(ctx).Result()
+		mu.Lock()
 		per = append(per, size)
+		mu.Unlock()
 		return err
 	})
 	if err != nil {

@@ -830,22 +830,29 @@ fn cut_pages(
             report.files_reordered += usize::from(reordered);
         }
     }
-    if out != before {
-        // Bytes of the file as it stood that the cut changed or removed.
-        let mut dropped = before.len().saturating_sub(out.len());
-        for p in 0..before.len().min(out.len()).div_ceil(PAGE) {
-            let r = page_range(p, before.len().min(out.len()));
-            if before[r.clone()] != out[r.clone()] {
-                dropped += r.filter(|&i| before[i] != out[i]).count();
-            }
-        }
-        use std::os::unix::fs::FileExt;
-        let file = File::options().write(true).open(path)?;
-        file.write_all_at(&out, 0)?;
-        file.set_len(out.len() as u64)?;
-        report.files_cut += 1;
-        report.bytes_dropped += dropped as u64;
+    if out == before {
+        return Ok(());
     }
+    // Only the pages the cut changed are written (a mapped WAL is mostly
+    // zeros allocated ahead, the same before and after).
+    use std::os::unix::fs::FileExt;
+    let file = File::options().write(true).open(path)?;
+    let mut dropped = before.len().saturating_sub(out.len());
+    for p in 0..out.len().div_ceil(PAGE) {
+        let r = page_range(p, out.len());
+        let old = &before[r.start.min(before.len())..r.end.min(before.len())];
+        if old != &out[r.start..r.start + old.len()] || old.len() < r.len() {
+            dropped += old
+                .iter()
+                .zip(&out[r.clone()])
+                .filter(|(a, b)| a != b)
+                .count();
+            file.write_all_at(&out[r.clone()], r.start as u64)?;
+        }
+    }
+    file.set_len(out.len() as u64)?;
+    report.files_cut += 1;
+    report.bytes_dropped += dropped as u64;
     Ok(())
 }
 

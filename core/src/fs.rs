@@ -758,6 +758,13 @@ fn dirty_pages(now: &[u8], durable: &[u8]) -> Vec<usize> {
         .collect()
 }
 
+/// Puts back in `r` of `now` what `durable` holds there (zeros past its end).
+fn restore(now: &mut [u8], durable: &[u8], r: std::ops::Range<usize>) {
+    let held = durable.len().clamp(r.start, r.end);
+    now[r.start..held].copy_from_slice(&durable[r.start..held]);
+    now[held..r.end].fill(0);
+}
+
 /// Copies `src[r]` over `out`, growing it (with zeros) to reach `r.end`.
 fn put_range(out: &mut Vec<u8>, src: &[u8], r: std::ops::Range<usize>) {
     static ZERO_PAGE: [u8; PAGE] = [0; PAGE];
@@ -781,16 +788,25 @@ fn cut_pages(
     report: &mut CutReport,
 ) -> io::Result<()> {
     let before = std::fs::read(path)?;
-    // Pages a failed fsync marked clean never reach the disk: zeros.
+    // Bytes a failed fsync marked clean never reach the disk: the disk keeps
+    // what it held (in a snapshot), or zeros (appended bytes).
     let mut now = before.clone();
-    for &(a, b) in lost {
-        let (a, b) = ((a as usize).min(now.len()), (b as usize).min(now.len()));
-        if a < b {
-            now[a..b].fill(0);
-            report.ranges_lost += 1;
+    let clipped = |&(a, b): &(u64, u64)| (a as usize).min(now.len())..(b as usize).min(now.len());
+    let lost: Vec<std::ops::Range<usize>> =
+        lost.iter().map(clipped).filter(|r| !r.is_empty()).collect();
+    report.ranges_lost += lost.len();
+    let durable = match image {
+        Some(image) => image,
+        None => {
+            for r in &lost {
+                now[r.clone()].fill(0);
+            }
+            durable_of(&now, synced, None)
         }
+    };
+    for r in &lost {
+        restore(&mut now, &durable, r.clone());
     }
-    let durable = durable_of(&now, synced, image);
     let dirty = dirty_pages(&now, &durable);
     let mut out = durable.clone();
     match (mode, dirty.first()) {
@@ -807,10 +823,7 @@ fn cut_pages(
                 while sector < keep {
                     let end = (sector + 512).min(keep);
                     if st.below(2) == 0 {
-                        // As at the last sync, or zeros past it.
-                        let held = durable.len().clamp(sector, end);
-                        out[sector..held].copy_from_slice(&durable[sector..held]);
-                        out[held..end].fill(0);
+                        restore(&mut out, &durable, sector..end);
                     }
                     sector += 512;
                 }
@@ -912,18 +925,32 @@ impl FileSystem for SimFs {
             // Written through a mapping (or `pwrite`): the sync makes the
             // content durable as it stands now, whatever wrote it.
             if fault == Some(Fault::SyncFails) {
-                // The dirty pages are clean now, and what they held is lost.
+                // The dirty pages are clean now and never reach the disk,
+                // which keeps what it held of them (zeros past it).
                 let now = std::fs::read(path)?;
                 let durable = durable_of(&now, f.synced, f.image.take());
                 let mut image = now.clone();
                 for p in dirty_pages(&now, &durable) {
                     let r = page_range(p, now.len());
                     f.lost.push((r.start as u64, r.end as u64));
-                    image[r].fill(0);
+                    restore(&mut image, &durable, r);
                 }
                 f.synced = image.len() as u64;
                 f.image = Some(image);
                 return Err(eio("fsync failed"));
+            }
+            if !f.lost.is_empty() {
+                // Pages a failed fsync left clean are not written by this
+                // one: the disk keeps what it held of them.
+                let old = durable_of(&[], f.synced, f.image.take());
+                let mut image = std::fs::read(path)?;
+                for &(a, b) in &f.lost {
+                    let r = (a as usize).min(image.len())..(b as usize).min(image.len());
+                    restore(&mut image, &old, r);
+                }
+                f.synced = image.len() as u64;
+                f.image = Some(image);
+                return Ok(());
             }
             // The last snapshot's buffer is reused: with `sync_writes` a WAL
             // (1 MiB or more, allocated ahead) is synced at every write.

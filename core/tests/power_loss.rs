@@ -921,3 +921,44 @@ fn simfs_reordered_pages_keep_unsynced_pages_past_vanished_ones() {
     }
     assert!(reordered > 0, "no seed kept a page past a vanished one");
 }
+
+#[test]
+fn simfs_failed_sync_of_a_mapped_file_loses_the_dirty_bytes_and_keeps_the_synced_ones() {
+    use std::os::unix::fs::FileExt;
+    const PAGE: usize = 4096;
+    for mode in [
+        CutMode::DropUnsynced,
+        CutMode::KeepRandomPrefix,
+        CutMode::TornLastPage,
+        CutMode::ReorderedPages,
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("d");
+        std::fs::create_dir(&dir).unwrap();
+        let sim = SimFs::new(tmp.path().join("trash"), 5).with_mapped_appends(true);
+        let fs: &dyn sett::fs::FileSystem = &sim;
+        let path = dir.join("000001.wal");
+        let mut f = fs.create_new(&path).unwrap();
+        fs.append(&mut f, &path, b"header..........").unwrap();
+        fs.sync(&f, &path).unwrap();
+        fs.sync_dir(&dir).unwrap();
+        let rw = std::fs::File::options().write(true).open(&path).unwrap();
+        rw.write_all_at(&[0; 2 * PAGE - 16], 16).unwrap();
+        fs.sync(&f, &path).unwrap();
+        // A record in the header's page, whose write-back fails.
+        rw.write_all_at(b"record", 16).unwrap();
+        sim.fail(Some(OpKind::Sync), 1, Fault::SyncFails);
+        assert!(fs.sync(&f, &path).is_err());
+        fs.sync(&f, &path).unwrap();
+        drop((f, rw));
+        sim.power_cut(mode).unwrap();
+        let got = std::fs::read(&path).unwrap();
+        let mut want = vec![0u8; 2 * PAGE];
+        want[..16].copy_from_slice(b"header..........");
+        assert!(
+            got == want,
+            "{mode:?}: after a failed sync the page holds {:?}",
+            String::from_utf8_lossy(&got[..22.min(got.len())])
+        );
+    }
+}

@@ -368,6 +368,8 @@ mutation-check: deps
 		fi; \
 		grep -q "acknowledged writes lost\|open after the cut failed\|the model after write" target/mutation-$$f.log || \
 			{ echo "mutation check: the $$f build failed for another reason:"; tail -30 target/mutation-$$f.log; exit 1; }; \
+		grep -q '^    power_cut_with_the_mapped_wal_keeps_every_acknowledged_synced_write$$' target/mutation-$$f.log || \
+			{ echo "mutation check: the mapped-WAL power-loss test passed on a build with $$f: it cannot see that loss on Linux's default write path"; exit 1; }; \
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
 

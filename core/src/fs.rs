@@ -7,7 +7,10 @@
 //! Reads do not go through this layer: tables and sealed value-log files are
 //! mapped and the head value-log file is read with `pread`, from the real
 //! files that every implementation writes. The directory lock (`LOCK`) is
-//! taken outside it too: it holds no data.
+//! taken outside it too: it holds no data. Nor do the WAL's writes when the
+//! file system says it [maps appends](FileSystem::maps_appends) (Linux): they
+//! are copies into a shared mapping, and only the syncs of the file come
+//! here, which is what [`SimFs`] builds its model of those files on.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -280,8 +283,16 @@ pub enum CutMode {
     /// A random prefix, cut at a random byte.
     KeepRandomPrefix,
     /// A random prefix whose last page is torn: some of its 512-byte sectors
-    /// past the last sync read back as zeros.
+    /// past the last sync read back as zeros (or, in a file written through a
+    /// mapping, as they were at the last sync).
     TornLastPage,
+    /// Each unsynced 4 KiB page of each file survives or vanishes on its own
+    /// (a coin toss from the seed), as the kernel's write-back, which follows
+    /// no file order, leaves them: page N+5 may be on the disk and page N+1
+    /// not. A vanished page reads as it was at the last sync, or as zeros
+    /// past it; the file ends at the end of its last surviving page or at its
+    /// synced length, whichever is further.
+    ReorderedPages,
 }
 
 /// What [`SimFs::power_cut`] did.
@@ -296,6 +307,9 @@ pub struct CutReport {
     pub entries_reverted: usize,
     /// Byte ranges lost to failed fsyncs and zeroed.
     pub ranges_lost: usize,
+    /// Files where an unsynced page survived past one that vanished
+    /// ([`CutMode::ReorderedPages`]): write-back out of file order.
+    pub files_reordered: usize,
 }
 
 /// A simulated file system for power-loss tests, in the manner of RocksDB's
@@ -306,6 +320,12 @@ pub struct CutReport {
 /// - per file, the length up to which its data was synced; a power cut drops
 ///   what follows (all of it, or a random prefix with a possibly torn last
 ///   page: [`CutMode`]);
+/// - per file written other than through [`FileSystem::append`] (the WAL
+///   written through a mapping: [`SimFs::with_mapped_appends`]), a snapshot
+///   of its content at each sync, the zeros allocated ahead included; a power
+///   cut puts the snapshot back, with what `CutMode` keeps of the pages that
+///   differ from it. Writes through a mapping never reach this layer: the
+///   snapshot at the sync is what tells what the sync made durable;
 /// - per directory, what each name held at the directory's last sync; a power
 ///   cut undoes the creations, renames and removals since (a removed file is
 ///   kept aside until then). A directory created since its parent's last sync
@@ -315,7 +335,8 @@ pub struct CutReport {
 /// directory entry durable, and a rename is not durable before its directory
 /// is synced. It models ext4 and XFS with their data journaled or ordered as
 /// far as sett relies on them, and not: reordering of writes within synced
-/// data (a synced range is taken as fully on disk), metadata-only journaling
+/// data (a synced range is taken as fully on disk; [`CutMode::ReorderedPages`]
+/// reorders only unsynced pages), metadata-only journaling
 /// that exposes stale blocks, `rename` atomicity failures (a rename either
 /// happened or did not), or a device that lies about flushes.
 ///
@@ -337,7 +358,29 @@ struct SimFile {
     synced: u64,
     /// Ranges a failed fsync lost.
     lost: Vec<(u64, u64)>,
+    /// The file's length as appends through this layer made it (its length
+    /// when the simulation first saw it, plus every append since). A file
+    /// longer than that was written some other way (`pwrite`, a mapping).
+    appended: u64,
+    /// For a file written other than by appends, its content at its last
+    /// sync (`synced` is then its length): what the disk holds durably.
+    image: Option<Vec<u8>>,
 }
+
+impl SimFile {
+    fn new(path: &Path, synced: u64) -> SimFile {
+        SimFile {
+            path: path.to_path_buf(),
+            synced,
+            lost: Vec::new(),
+            appended: synced,
+            image: None,
+        }
+    }
+}
+
+/// The page the kernel writes back as a unit.
+const PAGE: usize = 4096;
 
 struct Plan {
     kind: Option<OpKind>,
@@ -357,6 +400,8 @@ struct SimState {
     pending: HashMap<PathBuf, HashMap<OsString, Entry>>,
     trash: PathBuf,
     trash_seq: u64,
+    /// What [`FileSystem::maps_appends`] answers.
+    maps_appends: bool,
 }
 
 fn eio(what: &str) -> io::Error {
@@ -423,14 +468,7 @@ impl SimState {
         let len = std::fs::metadata(path)?.len();
         let id = self.next_id;
         self.next_id += 1;
-        self.files.insert(
-            id,
-            SimFile {
-                path: path.to_path_buf(),
-                synced: len,
-                lost: Vec::new(),
-            },
-        );
+        self.files.insert(id, SimFile::new(path, len));
         self.ids.insert(path.to_path_buf(), id);
         Ok(id)
     }
@@ -518,8 +556,19 @@ impl SimFs {
                 pending: HashMap::new(),
                 trash: trash.into(),
                 trash_seq: 0,
+                maps_appends: false,
             }),
         }
+    }
+
+    /// With `on`, the simulation says yes to [`FileSystem::maps_appends`], so
+    /// that the WAL is written through a shared mapping of its file, as on
+    /// Linux with the real file system. Those writes bypass this layer; each
+    /// sync of such a file snapshots it, and a power cut restores the
+    /// snapshot (plus the unsynced pages the cut mode keeps).
+    pub fn with_mapped_appends(self, on: bool) -> SimFs {
+        self.state().maps_appends = on;
+        self
     }
 
     fn state(&self) -> MutexGuard<'_, SimState> {
@@ -561,6 +610,7 @@ impl SimFs {
         st.dead = true;
         let mut report = CutReport::default();
 
+        let trash_dir = st.trash.clone();
         // Directory entries, parents first, so that a directory that goes
         // takes its content with it.
         let mut dirs: Vec<PathBuf> = st.pending.keys().cloned().collect();
@@ -605,20 +655,28 @@ impl SimFs {
             }
         }
 
-        // File contents.
-        let ids: Vec<u64> = st.files.keys().copied().collect();
+        // File contents, in id order: the same seed cuts the same way.
+        let mut ids: Vec<u64> = st.files.keys().copied().collect();
+        ids.sort_unstable();
         for id in ids {
-            let (path, synced, lost) = match st.files.get(&id) {
-                Some(f) if !st.in_trash(&f.path) => (f.path.clone(), f.synced, f.lost.clone()),
+            let (path, synced, lost, image) = match st.files.get_mut(&id) {
+                Some(f) if !path_in(&f.path, &trash_dir) => {
+                    (f.path.clone(), f.synced, f.lost.clone(), f.image.take())
+                }
                 _ => continue,
             };
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue;
             };
+            if image.is_some() || mode == CutMode::ReorderedPages {
+                cut_pages(&mut st, &path, synced, &lost, image, mode, &mut report)?;
+                continue;
+            }
             let len = meta.len();
             let keep = if len > synced {
                 match mode {
-                    CutMode::DropUnsynced => synced,
+                    // (ReorderedPages cuts page by page, above.)
+                    CutMode::DropUnsynced | CutMode::ReorderedPages => synced,
                     CutMode::KeepRandomPrefix | CutMode::TornLastPage => {
                         synced + st.below(len - synced + 1)
                     }
@@ -666,6 +724,151 @@ impl SimFs {
     }
 }
 
+/// Reads the whole file at `path` into `buf`, reusing its memory.
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    buf.clear();
+    File::open(path)?.read_to_end(buf).map(|_| ())
+}
+
+fn path_in(path: &Path, dir: &Path) -> bool {
+    path.starts_with(dir)
+}
+
+/// The file's content as the disk holds it durably: its snapshot at the last
+/// sync, or (a file only appended to) the current content up to its synced
+/// length. `now` has its lost ranges zeroed already.
+fn durable_of(now: &[u8], synced: u64, image: Option<Vec<u8>>) -> Vec<u8> {
+    image.unwrap_or_else(|| now[..(synced as usize).min(now.len())].to_vec())
+}
+
+/// The byte range of page `p` within a file of `len` bytes.
+fn page_range(p: usize, len: usize) -> std::ops::Range<usize> {
+    p * PAGE..((p + 1) * PAGE).min(len)
+}
+
+/// The pages of `now` that differ from `durable` (or reach past its end):
+/// the dirty pages a power cut may or may not have written back.
+fn dirty_pages(now: &[u8], durable: &[u8]) -> Vec<usize> {
+    (0..now.len().div_ceil(PAGE))
+        .filter(|&p| {
+            let r = page_range(p, now.len());
+            r.end > durable.len() || now[r.clone()] != durable[r]
+        })
+        .collect()
+}
+
+/// Puts back in `r` of `now` what `durable` holds there (zeros past its end).
+fn restore(now: &mut [u8], durable: &[u8], r: std::ops::Range<usize>) {
+    let held = durable.len().clamp(r.start, r.end);
+    now[r.start..held].copy_from_slice(&durable[r.start..held]);
+    now[held..r.end].fill(0);
+}
+
+/// Copies `src[r]` over `out`, growing it (with zeros) to reach `r.end`.
+fn put_range(out: &mut Vec<u8>, src: &[u8], r: std::ops::Range<usize>) {
+    static ZERO_PAGE: [u8; PAGE] = [0; PAGE];
+    while out.len() < r.end {
+        let n = (r.end - out.len()).min(PAGE);
+        out.extend_from_slice(&ZERO_PAGE[..n]);
+    }
+    out[r.clone()].copy_from_slice(&src[r]);
+}
+
+/// The cut of one file, page by page: what the disk holds durably, plus the
+/// dirty pages `mode` lets survive. Used for files with a snapshot (written
+/// through a mapping) and for every file under [`CutMode::ReorderedPages`].
+fn cut_pages(
+    st: &mut SimState,
+    path: &Path,
+    synced: u64,
+    lost: &[(u64, u64)],
+    image: Option<Vec<u8>>,
+    mode: CutMode,
+    report: &mut CutReport,
+) -> io::Result<()> {
+    let before = std::fs::read(path)?;
+    // Bytes a failed fsync marked clean never reach the disk: the disk keeps
+    // what it held (in a snapshot), or zeros (appended bytes).
+    let mut now = before.clone();
+    let clipped = |&(a, b): &(u64, u64)| (a as usize).min(now.len())..(b as usize).min(now.len());
+    let lost: Vec<std::ops::Range<usize>> =
+        lost.iter().map(clipped).filter(|r| !r.is_empty()).collect();
+    report.ranges_lost += lost.len();
+    let durable = match image {
+        Some(image) => image,
+        None => {
+            for r in &lost {
+                now[r.clone()].fill(0);
+            }
+            durable_of(&now, synced, None)
+        }
+    };
+    for r in &lost {
+        restore(&mut now, &durable, r.clone());
+    }
+    let dirty = dirty_pages(&now, &durable);
+    let mut out = durable.clone();
+    match (mode, dirty.first()) {
+        (CutMode::DropUnsynced, _) | (_, None) => {}
+        (CutMode::KeepRandomPrefix | CutMode::TornLastPage, Some(&first)) => {
+            // The dirty bytes below a random point reached the disk.
+            let start = first * PAGE;
+            let keep = start + st.below((now.len() - start) as u64 + 1) as usize;
+            put_range(&mut out, &now, 0..keep);
+            if mode == CutMode::TornLastPage && keep > start {
+                // Some sectors of the last page written did not make it.
+                let page = (keep - 1) / PAGE * PAGE;
+                let mut sector = page.max(start);
+                while sector < keep {
+                    let end = (sector + 512).min(keep);
+                    if st.below(2) == 0 {
+                        restore(&mut out, &durable, sector..end);
+                    }
+                    sector += 512;
+                }
+            }
+        }
+        (CutMode::ReorderedPages, Some(_)) => {
+            let mut vanished = false;
+            let mut reordered = false;
+            for &p in &dirty {
+                if st.below(2) == 0 {
+                    put_range(&mut out, &now, page_range(p, now.len()));
+                    reordered |= vanished;
+                } else {
+                    vanished = true;
+                }
+            }
+            report.files_reordered += usize::from(reordered);
+        }
+    }
+    if out == before {
+        return Ok(());
+    }
+    // Only the pages the cut changed are written (a mapped WAL is mostly
+    // zeros allocated ahead, the same before and after).
+    use std::os::unix::fs::FileExt;
+    let file = File::options().write(true).open(path)?;
+    let mut dropped = before.len().saturating_sub(out.len());
+    for p in 0..out.len().div_ceil(PAGE) {
+        let r = page_range(p, out.len());
+        let old = &before[r.start.min(before.len())..r.end.min(before.len())];
+        if old != &out[r.start..r.start + old.len()] || old.len() < r.len() {
+            dropped += old
+                .iter()
+                .zip(&out[r.clone()])
+                .filter(|(a, b)| a != b)
+                .count();
+            file.write_all_at(&out[r.clone()], r.start as u64)?;
+        }
+    }
+    file.set_len(out.len() as u64)?;
+    report.files_cut += 1;
+    report.bytes_dropped += dropped as u64;
+    Ok(())
+}
+
 fn zero(file: &File, from: u64, to: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let zeros = vec![0u8; (to - from) as usize];
@@ -680,14 +883,7 @@ impl FileSystem for SimFs {
         st.note_change(path, Entry::Absent);
         let id = st.next_id;
         st.next_id += 1;
-        st.files.insert(
-            id,
-            SimFile {
-                path: path.to_path_buf(),
-                synced: 0,
-                lost: Vec::new(),
-            },
-        );
+        st.files.insert(id, SimFile::new(path, 0));
         st.ids.insert(path.to_path_buf(), id);
         Ok(file)
     }
@@ -696,15 +892,18 @@ impl FileSystem for SimFs {
         let mut st = self.state();
         let fault = st.begin(OpKind::Append)?;
         // A file written before the simulation knew it is durable up to here.
-        st.id_of(path)?;
-        match fault {
+        let id = st.id_of(path)?;
+        let (n, res) = match fault {
             Some(Fault::ShortWrite) => {
                 let n = st.below(data.len() as u64) as usize;
-                file.write_all(&data[..n])?;
-                Err(eio("short write"))
+                (n, file.write_all(&data[..n]).and(Err(eio("short write"))))
             }
-            _ => file.write_all(data),
+            _ => (data.len(), file.write_all(data)),
+        };
+        if let Some(f) = st.files.get_mut(&id) {
+            f.appended += n as u64;
         }
+        res
     }
 
     fn sync(&self, file: &File, path: &Path) -> io::Result<()> {
@@ -722,6 +921,45 @@ impl FileSystem for SimFs {
         let Some(f) = st.files.get_mut(&id) else {
             return Ok(());
         };
+        if f.image.is_some() || len != f.appended {
+            // Written through a mapping (or `pwrite`): the sync makes the
+            // content durable as it stands now, whatever wrote it.
+            if fault == Some(Fault::SyncFails) {
+                // The dirty pages are clean now and never reach the disk,
+                // which keeps what it held of them (zeros past it).
+                let now = std::fs::read(path)?;
+                let durable = durable_of(&now, f.synced, f.image.take());
+                let mut image = now.clone();
+                for p in dirty_pages(&now, &durable) {
+                    let r = page_range(p, now.len());
+                    f.lost.push((r.start as u64, r.end as u64));
+                    restore(&mut image, &durable, r);
+                }
+                f.synced = image.len() as u64;
+                f.image = Some(image);
+                return Err(eio("fsync failed"));
+            }
+            if !f.lost.is_empty() {
+                // Pages a failed fsync left clean are not written by this
+                // one: the disk keeps what it held of them.
+                let old = durable_of(&[], f.synced, f.image.take());
+                let mut image = std::fs::read(path)?;
+                for &(a, b) in &f.lost {
+                    let r = (a as usize).min(image.len())..(b as usize).min(image.len());
+                    restore(&mut image, &old, r);
+                }
+                f.synced = image.len() as u64;
+                f.image = Some(image);
+                return Ok(());
+            }
+            // The last snapshot's buffer is reused: with `sync_writes` a WAL
+            // (1 MiB or more, allocated ahead) is synced at every write.
+            let mut image = f.image.take().unwrap_or_default();
+            let res = read_into(path, &mut image);
+            f.synced = image.len() as u64;
+            f.image = Some(image);
+            return res;
+        }
         if fault == Some(Fault::SyncFails) {
             if len > f.synced {
                 f.lost.push((f.synced, len));
@@ -757,19 +995,18 @@ impl FileSystem for SimFs {
         let mut st = self.state();
         st.begin(OpKind::Link)?;
         let source = st.id_of(from)?;
-        let synced = st.files.get(&source).map_or(0, |f| f.synced);
+        let (synced, image) = st
+            .files
+            .get(&source)
+            .map_or((0, None), |f| (f.synced, f.image.clone()));
         std::fs::hard_link(from, to)?;
         st.note_change(to, Entry::Absent);
         let id = st.next_id;
         st.next_id += 1;
-        st.files.insert(
-            id,
-            SimFile {
-                path: to.to_path_buf(),
-                synced,
-                lost: Vec::new(),
-            },
-        );
+        let mut link = SimFile::new(to, synced);
+        link.appended = std::fs::metadata(to)?.len();
+        link.image = image;
+        st.files.insert(id, link);
         st.ids.insert(to.to_path_buf(), id);
         Ok(())
     }
@@ -791,6 +1028,10 @@ impl FileSystem for SimFs {
         st.pending.remove(dir);
         st.purge_trash();
         Ok(())
+    }
+
+    fn maps_appends(&self) -> bool {
+        self.state().maps_appends
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {

@@ -766,7 +766,9 @@ fn cut_run(
     let side = tempfile::tempdir().expect("tempdir");
     let backup_dir = side.path().join("backups");
     std::fs::create_dir(&backup_dir).expect("backup dir");
-    let sim = Arc::new(SimFs::new(side.path().join("trash"), seed));
+    // Writers beside the operation write the WAL through its mapping (the
+    // Linux default), writers before it by write(2): both paths are cut.
+    let sim = Arc::new(SimFs::new(side.path().join("trash"), seed).with_mapped_appends(beside));
     let mut opts = tiny_options(&dir);
     opts.sync_writes = true;
     opts.vlog_gc_ratio = 0.0;
@@ -1113,6 +1115,7 @@ fn sweep(template_dir: &Path, base: &Model, op: Maintenance, beside: bool) -> Sw
         CutMode::DropUnsynced,
         CutMode::KeepRandomPrefix,
         CutMode::TornLastPage,
+        CutMode::ReorderedPages,
     ];
     let seed = 17 + op as u64 * 100 + u64::from(beside);
     let what = format!(

@@ -22,14 +22,14 @@
 //! uncompressed table with the default block size) lives in a page of this
 //! cache's `PagePool` and goes back to it when evicted and let go, so that
 //! the next miss reuses it: as plain allocations, freed on other threads
-//! than the ones that allocated them, they left up to a quarter of the
-//! budget more resident in glibc's arenas (PERFORMANCE.md, "Issue 16: one
-//! memory budget"). What sett keeps for reading is then the cache's usage
+//! than the ones that allocated them, they would leave up to a quarter of
+//! the budget more resident in glibc's arenas (see docs/memory-budget.md).
+//! What sett keeps for reading is then the cache's usage
 //! plus the pool's free list (at most 1/64 of the capacity) plus the blocks
-//! readers hold in flight. Until session 10 uncompressed blocks were read in place
-//! from the table's mapping instead; on data larger than memory that counted
-//! every touched page in the process's RSS, outside this budget, and made
-//! every eviction of such a page an unmap (PERFORMANCE.md, session 10).
+//! readers hold in flight. Uncompressed blocks are not read in place from
+//! the table's mapping: on data larger than memory that would count every
+//! touched page in the process's RSS, outside this budget, and make every
+//! eviction of such a page an unmap (see docs/read-path.md).
 //! Compaction inputs read around the cache (they would only push hot blocks
 //! out).
 //!
@@ -193,9 +193,10 @@ impl<V: Clone> Shard<V> {
 /// a page, decompressed blocks) are allocated by whichever thread read them (a
 /// host's reader threads, each with its own glibc arena) and freed by
 /// whichever thread evicts them, so freed space stays resident in arenas that
-/// the next allocations may not use: in the large regime a keys-only scan
-/// through a 256 MiB cache held 804 MB of anonymous memory (PERFORMANCE.md,
-/// session 10). The memtable flush trims for the same reason.
+/// the next allocations may not use: on data larger than memory a keys-only
+/// scan through the cache would hold several times its capacity in
+/// anonymous memory (see docs/memory-budget.md). The memtable flush trims
+/// for the same reason.
 pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists; it is

@@ -50,8 +50,8 @@ pub struct Options {
     /// Default 1024 bytes, chosen by measurement (see the README's "value threshold").
     pub value_threshold: usize,
     /// Size at which the active memtable becomes immutable and is flushed. Default
-    /// 16 MiB: smaller skiplists insert faster and hold less memory (measured in
-    /// PERFORMANCE.md, "Memtable size").
+    /// 16 MiB: smaller skiplists insert faster and hold less memory (see
+    /// docs/write-path.md).
     pub memtable_size: usize,
     /// Memtables (active plus immutable) held at most; writers wait when all are full. Default 4.
     pub max_memtables: usize,
@@ -140,8 +140,8 @@ pub struct Options {
     /// can make a byte of garbage, so a GC held below the write rate falls
     /// behind for as long as the writes last. 0: `vlog_gc_rate` alone is the
     /// limit. Default 4: a file is read whole to free its garbage, the GC
-    /// also looks up, flushes and syncs, and at 2 it fell behind 200 MB/s of
-    /// 1 KiB overwrites (PERFORMANCE.md, "Issue 16: GC keeping pace").
+    /// also looks up, flushes and syncs, and at 2 it falls behind 200 MB/s
+    /// of 1 KiB overwrites (see docs/gc-pacing.md).
     pub vlog_gc_write_factor: u32,
     /// Largest key accepted, in bytes. Default 65 000 (Badger's limit), at most 1 MiB.
     pub max_key_size: usize,

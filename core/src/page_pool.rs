@@ -4,10 +4,10 @@
 //! Why: a block is allocated by the thread that missed it and freed by
 //! whichever thread evicts it (or drops the last reader's handle). A host
 //! such as Go runs its calls on many OS threads, each with its own glibc
-//! arena, and block sizes vary by a few hundred bytes, so the allocator kept
-//! freed blocks resident in arenas and gaps that later blocks did not reuse:
-//! a 32 MiB cache held 21-37 MiB of free heap besides its own 29 MiB
-//! (PERFORMANCE.md, "Issue 16: one memory budget"). Every buffer here has the
+//! arena, and block sizes vary by a few hundred bytes, so the allocator
+//! keeps freed blocks resident in arenas and gaps that later blocks do not
+//! reuse: as plain allocations, the free heap beside a cache can approach
+//! the cache's own size (see docs/memory-budget.md). Every buffer here has the
 //! same size and goes back to the pool it came from, so a miss reuses the
 //! page an eviction just gave back, whatever thread does either, and the
 //! memory of blocks stays what the cache holds plus the free list.

@@ -3,9 +3,8 @@
 //! Tables and sealed value-log files are read through shared read-only
 //! mappings. When the kernel cannot fill a page of a mapping (EIO from the
 //! device, or a file cut short under the mapping), the faulting thread gets
-//! SIGBUS, whose default action kills the host process. LMDB, Badger and
-//! sett's earlier versions all die there; RocksDB reads with `pread` and gets
-//! EIO back.
+//! SIGBUS, whose default action kills the host process. LMDB and Badger die
+//! there; RocksDB reads with `pread` and gets EIO back.
 //!
 //! sett keeps its mappings (a lookup in memory costs no system call) and
 //! turns the fault into an error of the read that met it:

@@ -548,10 +548,9 @@ impl DbInner {
 
     /// Marks the sealed files that were there at open as sampled (at their
     /// counted garbage), so that they are sampled again only as writes pay
-    /// for it (`resample`'s credit), not all at once for free: a reopened
-    /// Db that only reads walked its whole value log beside its readers
-    /// (13 GB at the 1 KiB large run: 3.5 GB of mapped pages in the read
-    /// phase and 63 against 46 us per read; PERFORMANCE.md, session 11).
+    /// for it (`resample`'s credit), not all at once for free: otherwise a
+    /// reopened Db that only reads would walk its whole value log beside its
+    /// readers and slow them (see docs/gc-pacing.md).
     fn defer_samples_of_files_from_before_open(&self) {
         let st = self.read_state();
         let head = self.gc_head(&st);
@@ -909,8 +908,8 @@ impl DbInner {
         // file was sealed has an id above the head that replaced it; if every
         // live WAL has, no flush is needed. That head is recorded at the
         // rotation: the next larger value-log id is not it when a bulk load
-        // made files meanwhile (power_loss.rs found that once sampling
-        // collected a head soon after it was sealed). A file sealed before
+        // made files meanwhile (power_loss.rs covers a head collected soon
+        // after it was sealed). A file sealed before
         // this open, or not a head, is collected after a flush.
         //
         // The background GC does not wait for the flush: it switches the
@@ -1209,8 +1208,9 @@ impl DbInner {
     /// Switches the memtable when its WAL may point into `SWITCH_AHEAD_FILES`
     /// or more of the `sealed` files (they were heads while it was current):
     /// with large values a memtable of pointers outlives many value-log
-    /// files, and every file that became garbage then waited for a flush
-    /// (50-330 ms under load) before it could be deleted. Switched ahead, the
+    /// files, and every file that became garbage would wait for a flush
+    /// (tens to hundreds of ms under load) before it could be deleted
+    /// (see docs/gc-pacing.md). Switched ahead, the
     /// WAL is flushed by the time the files' keys are overwritten.
     fn switch_ahead(&self, sealed: &[Arc<crate::vlog::VlogFile>], trace: &mut Trace) -> Result<()> {
         let mem_wal = self.read_state().mem.wal_id();
@@ -1313,8 +1313,8 @@ impl DbInner {
         let due = Duration::from_secs_f64(done as f64 / rate as f64);
         loop {
             // One reading of the clock per step: comparing one reading and
-            // subtracting a later one underflowed (a panic in the GC thread,
-            // seen in the large-regime benchmark, left its backlog for ever).
+            // subtracting a later one can underflow, and a panic in the GC
+            // thread would leave its backlog for ever.
             let left = due.saturating_sub(started.elapsed());
             if left.is_zero() {
                 return Ok(());

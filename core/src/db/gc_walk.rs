@@ -4,10 +4,10 @@
 //! young files whose keys sit in memtables and cached blocks, but one random
 //! table read per entry once the tables no longer fit in memory. An idle Db
 //! whose value log holds garbage spread thin over every file (a load that
-//! overwrote random keys leaves about a third of each file dead) made the
-//! idle GC spend its time in those reads: 20k device reads a second, 15
-//! minutes and 3.3 GB still due on the 1 KiB large run (PERFORMANCE.md,
-//! session 11).
+//! overwrote random keys leaves about a third of each file dead) would make
+//! an idle GC that looks entries up spend its time in those reads, one
+//! device read per entry against tables evicted from memory (see
+//! docs/gc-pacing.md).
 //!
 //! A walk reads the tree once, in key order, as a compaction reads its
 //! inputs (sequential reads, no cache fill), and takes the newest visible

@@ -26,8 +26,8 @@ pub struct IterOptions {
     pub keys_only: bool,
     /// Items whose values are read ahead of the caller (separated values are read
     /// in one pass, neighbours in one call; the first chunks are smaller, so a
-    /// short scan reads few). Default 256 (measured in PERFORMANCE.md, "Read
-    /// advice"); at least 1.
+    /// short scan reads few). Default 256 (see docs/read-path.md); at least
+    /// 1.
     pub prefetch: usize,
 }
 

@@ -475,8 +475,8 @@ impl Table {
     /// Block `i` for a user read: from the cache, else read with one
     /// positional read, its crc checked, decompressed if it was compressed,
     /// and cached. User reads do not touch the mapping: on data larger than
-    /// memory, mapped pages made every eviction an unmap and counted in the
-    /// process's RSS, outside the memory budget (PERFORMANCE.md, session 10).
+    /// memory, mapped pages would make every eviction an unmap and count in
+    /// the process's RSS, outside the memory budget (see docs/read-path.md).
     fn cached_block(&self, meta: &Meta, i: usize) -> Result<SharedBlock> {
         let e = &meta.index[i];
         let key = (self.id, e.offset);
@@ -753,8 +753,8 @@ fn read_at(path: &Path, file: &File, buf: &mut [u8], off: u64) -> Result<()> {
 
 /// The end of a table, from its filter (or index) to its footer, where both
 /// lie together: read by one positional read. Through the mapping, loading
-/// every table's index and filter left their pages in the process's RSS
-/// (88 MiB in the 128 B large run's read phase, beside 261 MiB of heap).
+/// every table's index and filter would leave their pages in the process's
+/// RSS, outside the memory budget (see docs/read-path.md).
 struct Tail {
     /// File offset of `bytes[0]`.
     base: u64,

@@ -34,10 +34,10 @@ const SEQUENTIAL_GAP: usize = 64 << 10;
 /// appended to again) is also mapped: scans take their read-ahead advice
 /// through it (MADV_WILLNEED fills the page cache without mapping pages into
 /// the process) and residency probes (mincore); nothing reads its bytes (the
-/// GC's walks and samples are positional reads too). Reading
-/// values in place made every eviction on data larger than memory an unmap
-/// and counted the pages in the process's RSS, outside the memory budget
-/// (PERFORMANCE.md, session 10). Point reads of a sealed file go through their
+/// GC's walks and samples are positional reads too). Values are not read
+/// in place: on data larger than memory that would make every eviction an
+/// unmap and count the pages in the process's RSS, outside the memory
+/// budget (see docs/read-path.md). Point reads of a sealed file go through their
 /// own descriptor advised POSIX_FADV_RANDOM: no read-ahead window around a miss.
 pub(crate) struct VlogFile {
     id: u32,
@@ -242,9 +242,8 @@ impl VlogFile {
     /// entry at or past each step) as (pointer, key), reading entry headers
     /// and the chosen keys only, by positional reads of `WALK_CHUNK` bytes:
     /// through the mapping, the walk (which touches every entry's header,
-    /// so every page at 1 KiB values) left the whole file in the process's
-    /// resident set (3.2 GB of the 1 KiB large run's populate, against 0.5 GB
-    /// of heap). Entries are not checked: this feeds an estimate, and a torn
+    /// so every page at 1 KiB values) would leave the whole file in the
+    /// process's resident set (see docs/gc-pacing.md). Entries are not checked: this feeds an estimate, and a torn
     /// or damaged tail just ends the walk.
     pub(crate) fn sample_entries(&self, count: u64) -> Result<Vec<(ValuePointer, Vec<u8>)>> {
         let len = self.len()?;
@@ -254,8 +253,8 @@ impl VlogFile {
         // Where the walk's last read started: the gap to the next is about
         // an entry's size. Entries of a page or more are walked a header
         // page at a time: a 1 MiB window would read the whole file to reach
-        // its headers (16 KiB values: 4x the bytes, and a third of the GC's
-        // time in the large run's populate went to sampling).
+        // its headers (16 KiB values: 4x the bytes; sampling is a large part
+        // of the GC's time during an ingest, see docs/gc-pacing.md).
         let mut last = 0u64;
         sample_walk(self.id, len, count, |buf, from| {
             let want = buf.len() as u64;

@@ -69,7 +69,7 @@ go-build: lib
 
 # Compression on JSON-like records (issue 16): sett-bench engine with each codec, then
 # sett against RocksDB with the same codec (bench-go/cmd/compressbench).
-# Figures in PERFORMANCE.md, "Issue 16: compression".
+# Figures in docs/compression.md.
 COMPRESS_KEYS ?= 200000
 bench-compress: go-build
 	cargo build --release -p sett-cli

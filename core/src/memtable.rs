@@ -5,8 +5,8 @@
 //! the skiplist holds only pointers into it. One small allocation per entry
 //! (the skiplist node) instead of three, and the bytes go back to the system
 //! in a few large unmaps when the memtable is dropped, rather than as millions
-//! of small frees spread over the allocator's per-thread arenas (where they
-//! stayed resident: see PERFORMANCE.md).
+//! of small frees spread over the allocator's per-thread arenas, where they
+//! stay resident (docs/memory-budget.md).
 
 use crate::key::{self, KeyRef};
 use crate::range_del::RangeTombstone;

@@ -524,7 +524,7 @@ fn loading_indexes_and_filters_maps_none_of_their_pages_into_the_process() {
 /// are allocated by the thread that misses and freed by the one that evicts;
 /// as plain allocations the arenas kept the freed blocks, and the process's
 /// anonymous memory grew by 1.7-2x the budget (7.3-8.3 MB for 4 MiB;
-/// PERFORMANCE.md, "Issue 16: one memory budget"). From the cache's page
+/// docs/memory-budget.md). From the cache's page
 /// pool, a miss reuses the page an eviction gave back (4.35 MB).
 #[test]
 fn random_reads_from_changing_threads_keep_data_blocks_within_the_budget() {

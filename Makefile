@@ -17,7 +17,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: check doc-check bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -133,6 +133,20 @@ bindings-build: lib
 bindings-smoke: bindings-build
 	test -x $(PYVENV)/bin/python || $(MAKE) py
 	BINDINGS_OUT=target/bindings-smoke.md scripts/bench-bindings.sh 3000 1
+
+# The fast gate before a commit: formatting, clippy, rustdoc with warnings denied and
+# the engine's unit tests. No apt-get, no root, no network beyond crates already fetched.
+check:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory doc-check
+	$(CARGO) test -q -p sett --lib
+
+# rustdoc of every library with warnings denied (sett-ffi's library is also named sett,
+# so it is documented on its own).
+doc-check:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps --lib -p sett -p sett-server -p sett-cli -p sett-test-skip
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps --lib -p sett-ffi
 
 fmt-check: deps
 	$(CARGO) fmt --all -- --check
@@ -373,6 +387,6 @@ mutation-check: deps
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
 
-test: fmt-check lint header-check unit server-test mutation-check ctest install-check gotest pytest wheel-check smoke bindings-smoke
+test: fmt-check lint doc-check header-check unit server-test mutation-check ctest install-check gotest pytest wheel-check smoke bindings-smoke
 	@mkdir -p target/tmp/skipped; skipped=$$(ls target/tmp/skipped | tr '\n' ' '); \
 	echo "make test: all checks passed ($$(ls target/tmp/skipped | wc -l) tests skipped$${skipped:+: $${skipped% }})"

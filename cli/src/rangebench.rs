@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct RangeBenchArgs {
-    /// A directory that does not exist or is empty: each way gets DIR/<way>
+    /// A directory that does not exist or is empty: each way gets `DIR/<way>`
     dir: PathBuf,
     /// Keys loaded (a tenth of them, prefix 0/, is deleted)
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(10..))]

@@ -1048,8 +1048,14 @@ impl DbInner {
         if let Some(w) = walked {
             lock(&self.gc_samples).walked = Some(w);
         }
+        // A caller of `run_value_log_gc` learns of the damage; the
+        // background GC counts it (`Stats::gc_damaged_files`) and goes on.
+        let finish = |outcomes: Vec<GcOutcome>| match damage {
+            Some(e) if !background => Err(e),
+            _ => Ok(outcomes),
+        };
         if files.is_empty() {
-            return damage.map_or(Ok(outcomes), Err);
+            return finish(outcomes);
         }
         self.sync_before_delete()?;
         trace.mark(Phase::Sync);
@@ -1090,12 +1096,7 @@ impl DbInner {
         // pages and blocks (30-85 ms a round under load), part of the deletion.
         drop(files);
         trace.mark(Phase::Delete);
-        // A caller of `run_value_log_gc` learns of the damage; the
-        // background GC counts it (`Stats::gc_damaged_files`) and goes on.
-        match damage {
-            Some(e) if !background => Err(e),
-            _ => Ok(outcomes),
-        }
+        finish(outcomes)
     }
 
     /// Moves each entry of `file` that is still the newest version of its

@@ -41,24 +41,8 @@ fn delete_middle(db: &Db) {
 /// The files of `dir` as a killed process leaves them: copied again until no
 /// background flush or compaction changed the directory during the copy.
 fn copy_dir(dir: &Path) -> tempfile::TempDir {
-    let listing = || {
-        let mut files: Vec<(std::ffi::OsString, u64)> = std::fs::read_dir(dir)
-            .unwrap()
-            .filter_map(|e| {
-                let e = e.ok()?;
-                Some((e.file_name(), e.metadata().ok()?.len()))
-            })
-            .collect();
-        files.sort();
-        files
-    };
     for _ in 0..200 {
-        let before = listing();
-        let to = tempfile::tempdir().unwrap();
-        let copied = before
-            .iter()
-            .all(|(name, _)| std::fs::copy(dir.join(name), to.path().join(name)).is_ok());
-        if copied && listing() == before {
+        if let Some(to) = common::copy_if_still(dir, || ()) {
             return to;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));

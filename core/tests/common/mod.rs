@@ -198,15 +198,16 @@ pub fn power_loss_scale() -> u64 {
         .max(1)
 }
 
-/// The files of `db` copied as a kill would leave them, and the copy opened.
-/// Copying a directory is not atomic: a flush, compaction or value-log GC
-/// running beside it can delete or add files between the listing and the
-/// copies (a MANIFEST newer than the WAL it was copied with). Such a copy is
-/// no state a kill leaves, so it is taken again until nothing changed while
-/// it was made: the same files with the same lengths, and no GC round ended.
-pub fn killed_copy(db: &Db, opts: &sett::Options) -> (tempfile::TempDir, Db) {
+/// One copy of every file of `dir` into a new temporary directory, kept only
+/// if nothing changed while it was made: the same names with the same
+/// lengths, and the same `also` (counters of work that may have run beside
+/// it), before and after. Copying a directory is not atomic: a flush,
+/// compaction or value-log GC beside it can delete or add files between the
+/// listing and the copies (a MANIFEST newer than the WAL it was copied with),
+/// and such a copy is no state a kill leaves.
+pub fn copy_if_still<T: PartialEq>(dir: &Path, also: impl Fn() -> T) -> Option<tempfile::TempDir> {
     let listing = || {
-        let mut files: Vec<(std::ffi::OsString, u64)> = std::fs::read_dir(&opts.dir)
+        let mut files: Vec<(std::ffi::OsString, u64)> = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| {
                 let e = e.ok()?;
@@ -214,24 +215,34 @@ pub fn killed_copy(db: &Db, opts: &sett::Options) -> (tempfile::TempDir, Db) {
             })
             .collect();
         files.sort();
-        let s = db.stats();
-        (files, s.gc_files_rewritten, s.gc_files_deleted)
+        (files, also())
     };
+    let before = listing();
+    let to = tempfile::tempdir().unwrap();
+    let copied = before
+        .0
+        .iter()
+        .all(|(name, _)| std::fs::copy(dir.join(name), to.path().join(name)).is_ok());
+    (copied && listing() == before).then_some(to)
+}
+
+/// The files of `db` copied as a kill would leave them (`copy_if_still`,
+/// taken while no flush or compaction runs and no GC round ends), and the
+/// copy opened.
+pub fn killed_copy(db: &Db, opts: &sett::Options) -> (tempfile::TempDir, Db) {
     for _ in 0..200 {
         let s = db.stats();
         if s.compactions_running > 0 || s.immutable_memtables > 0 {
             std::thread::sleep(std::time::Duration::from_millis(5));
             continue;
         }
-        let before = listing();
-        let to = tempfile::tempdir().unwrap();
-        let copied = before
-            .0
-            .iter()
-            .all(|(name, _)| std::fs::copy(opts.dir.join(name), to.path().join(name)).is_ok());
-        if !copied || listing() != before {
+        let gc_rounds = || {
+            let s = db.stats();
+            (s.gc_files_rewritten, s.gc_files_deleted)
+        };
+        let Some(to) = copy_if_still(&opts.dir, gc_rounds) else {
             continue;
-        }
+        };
         let mut o = opts.clone();
         o.dir = to.path().to_path_buf();
         return (to, Db::open(o).expect("opening a killed copy"));

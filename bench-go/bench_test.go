@@ -255,6 +255,7 @@ func BenchmarkReadRandomSett(b *testing.B)      { benchReadRandom(b, "sett") }
 func BenchmarkReadRandomRocks(b *testing.B)     { benchReadRandom(b, "rocksdb") }
 func BenchmarkReadRandomBadger(b *testing.B)    { benchReadRandom(b, "badger") }
 func BenchmarkReadRandomRocksBlob(b *testing.B) { benchReadRandom(b, "rocksdb-blob") }
+func BenchmarkReadRandomPebble(b *testing.B)    { benchReadRandom(b, "pebble") }
 
 func BenchmarkIterateSettOnlyKeys(b *testing.B)        { benchIterate(b, "sett", true) }
 func BenchmarkIterateRocksOnlyKeys(b *testing.B)       { benchIterate(b, "rocksdb", true) }
@@ -264,6 +265,8 @@ func BenchmarkIterateSettWithValues(b *testing.B)      { benchIterate(b, "sett",
 func BenchmarkIterateRocksWithValues(b *testing.B)     { benchIterate(b, "rocksdb", false) }
 func BenchmarkIterateBadgerWithValues(b *testing.B)    { benchIterate(b, "badger", false) }
 func BenchmarkIterateRocksBlobWithValues(b *testing.B) { benchIterate(b, "rocksdb-blob", false) }
+func BenchmarkIteratePebbleOnlyKeys(b *testing.B)      { benchIterate(b, "pebble", true) }
+func BenchmarkIteratePebbleWithValues(b *testing.B)    { benchIterate(b, "pebble", false) }
 
 // Digest is what TestDigest prints: every engine of a cell must print the same.
 type Digest struct {

@@ -3,7 +3,7 @@ package stores
 import (
 	"errors"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 type pebbleKV struct {

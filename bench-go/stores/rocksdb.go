@@ -1,11 +1,13 @@
 package stores
 
 /*
-#cgo LDFLAGS: -lrocksdb
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "rocksdb/c.h"
+
+// rocksdb_version.cc: GetRocksVersionAsString of the linked library.
+const char *rk_version(void);
 
 // One crossing per read, as sett_get_into: look the key up, copy the value into
 // the caller's buffer and release RocksDB's pinned copy. Returns 1 found (*vlen
@@ -71,7 +73,9 @@ import (
 	"unsafe"
 )
 
-// rocksStore is RocksDB (Debian's librocksdb-dev, 7.8.3) through its C API.
+// rocksStore is RocksDB through its C API: the release build of
+// scripts/rocksdb-release.sh, or with the build tag rocksdb_debian Debian's
+// librocksdb-dev (7.8.3, built with assertions), kept for one row on record.
 type rocksStore struct {
 	db       *C.rocksdb_t
 	opts     *C.rocksdb_options_t
@@ -91,15 +95,20 @@ func rocksErr(cerr *C.char) error {
 	return errors.New("rocksdb: " + C.GoString(cerr))
 }
 
+// RocksVersion is the version of the linked RocksDB, read from the library.
+func RocksVersion() string { return C.GoString(C.rk_version()) }
+
 // rocksSettings is what openRocks sets, for the reports.
 func rocksSettings(o Options, blob bool) string {
-	s := fmt.Sprintf("RocksDB 7.8.3 (Debian librocksdb-dev) through its C API: LRU block cache %d MiB (the memory budget; "+
-		"index and filter blocks in table-reader memory, RocksDB's default), bloom filter 10 bits/key, 4 KiB blocks, format_version 5, %s, "+
+	s := fmt.Sprintf("RocksDB %s (%s) through its C API: LRU block cache %d MiB (the memory budget; "+
+		"index and filter blocks in table-reader memory, RocksDB's default), bloom filter 10 bits/key, 4 KiB blocks, "+
+		"the release's default format_version, %s, "+
 		"IncreaseParallelism(cores), level_compaction_dynamic_level_bytes, bytes_per_sync 1 MiB (the tuning guide's general settings); "+
 		"64 MiB memtables (default); at the end of populate: flush the memtables and sync the WAL before close",
-		o.CacheBytes>>20, codecSetting(o))
+		RocksVersion(), RocksBuild, o.CacheBytes>>20, codecSetting(o))
 	if blob {
-		s += fmt.Sprintf("; rocksdb-blob rows: BlobDB with min_blob_size %d B", ValueThreshold)
+		s += fmt.Sprintf("; rocksdb-blob rows: BlobDB (its integrated blob files) with min_blob_size %d B (the suite's threshold), "+
+			"blob garbage collection on (age cutoff 0.25, its default), blob cache = the block cache (one budget, as its documentation recommends)", ValueThreshold)
 	}
 	return s
 }
@@ -126,10 +135,9 @@ func openRocks(dir string, o Options, blob bool) (Store, error) {
 	C.rocksdb_options_set_bytes_per_sync(s.opts, 1<<20)
 	s.bbto = C.rocksdb_block_based_options_create()
 	C.rocksdb_block_based_options_set_filter_policy(s.bbto, C.rocksdb_filterpolicy_create_bloom(10))
-	C.rocksdb_block_based_options_set_format_version(s.bbto, 5)
 	cache := o.CacheBytes
 	if cache <= 0 {
-		cache = 1 << 20
+		cache = DefaultCacheBytes
 	}
 	s.cache = C.rocksdb_cache_create_lru(C.size_t(cache))
 	C.rocksdb_block_based_options_set_block_cache(s.bbto, s.cache)
@@ -138,6 +146,8 @@ func openRocks(dir string, o Options, blob bool) (Store, error) {
 		s.name = "rocksdb-blob"
 		C.rocksdb_options_set_enable_blob_files(s.opts, 1)
 		C.rocksdb_options_set_min_blob_size(s.opts, ValueThreshold)
+		C.rocksdb_options_set_enable_blob_gc(s.opts, 1)
+		setBlobCache(s.opts, s.cache)
 	}
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))

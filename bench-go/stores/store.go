@@ -53,7 +53,7 @@ const DefaultCacheBytes = 256 << 20
 
 // Store is one engine.
 type Store interface {
-	// Name is the engine's short name (sett, rocksdb, rocksdb-blob, badger).
+	// Name is the engine's short name (sett, rocksdb, rocksdb-blob, badger, pebble).
 	Name() string
 	// WriteBatch writes keys[i] → vals[i] atomically.
 	WriteBatch(keys, vals [][]byte) error
@@ -82,6 +82,8 @@ func Settings(kind string, o Options) string {
 		return rocksSettings(o, true)
 	case "badger":
 		return badgerSettings(o)
+	case "pebble":
+		return pebbleSettings(o)
 	}
 	return "unknown engine " + kind
 }
@@ -117,7 +119,7 @@ func WaitIdle(s Store, timeout time.Duration) (time.Duration, bool, string, erro
 const QuietPeriod = 3 * time.Second
 
 // Kinds lists the engines of the badger-bench suite.
-var Kinds = []string{"sett", "rocksdb", "badger"}
+var Kinds = []string{"sett", "rocksdb", "badger", "pebble"}
 
 // Open opens engine kind in dir.
 func Open(kind, dir string, o Options) (Store, error) {
@@ -135,8 +137,10 @@ func Open(kind, dir string, o Options) (Store, error) {
 		return openRocks(dir, o, true)
 	case "badger":
 		return openBadger(dir, o)
+	case "pebble":
+		return openPebble(dir, o)
 	}
-	return nil, fmt.Errorf("unknown store %q (want one of sett, rocksdb, rocksdb-blob, badger)", kind)
+	return nil, fmt.Errorf("unknown store %q (want one of sett, rocksdb, rocksdb-blob, badger, pebble)", kind)
 }
 
 // DiskUsage sums the apparent size and the allocated blocks of every file under dir.

@@ -285,7 +285,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	return cl, nil
 }
 
-var benchName = map[string]string{"sett": "Sett", "rocksdb": "Rocks", "badger": "Badger", "rocksdb-blob": "RocksBlob"}
+var benchName = map[string]string{"sett": "Sett", "rocksdb": "Rocks", "badger": "Badger", "rocksdb-blob": "RocksBlob", "pebble": "Pebble"}
 
 // benchPhase runs one benchmark of the bench binary in its own process (in the
 // large regime after evicting the engine's files from the page cache) and

@@ -1,0 +1,182 @@
+package stores
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
+)
+
+// PebbleVersion is the module version go.mod pins (the Go module proxy's newest
+// v2 here); the reports print it.
+const PebbleVersion = "v2.1.7"
+
+type pebbleStore struct {
+	db *pebble.DB
+	wo *pebble.WriteOptions
+	ro bool
+}
+
+// pebbleSettings is what openPebble sets, for the reports.
+func pebbleSettings(o Options) string {
+	return fmt.Sprintf("Pebble %s (pure Go): block cache %d MiB (the memory budget), FormatNewest with columnar blocks, "+
+		"value separation into blob files (MinimumSize %d B, the suite's threshold; MaxBlobReferenceDepth 10, RewriteMinimumAge 5m, "+
+		"TargetGarbageRatio 0.2), bloom filter 10 bits/key on every level, 4 KiB blocks, %s, "+
+		"and the settings of Pebble's own benchmark tool (cmd/pebble): 64 MiB memtables, MemTableStopWritesThreshold 4, "+
+		"L0CompactionThreshold 2, L0StopWritesThreshold 1000, LBaseMaxBytes 64 MiB, 256 KiB index blocks; "+
+		"compaction concurrency 1 to cores; at the end of populate: flush the memtables before close",
+		PebbleVersion, cacheOrDefault(o)>>20, ValueThreshold, pebbleCodec(o))
+}
+
+func pebbleCodec(o Options) string {
+	if o.Compression == "zstd" {
+		return "zstd (level 3) on every level"
+	}
+	return "no compression"
+}
+
+func cacheOrDefault(o Options) int64 {
+	if o.CacheBytes > 0 {
+		return o.CacheBytes
+	}
+	return DefaultCacheBytes
+}
+
+// openPebble opens Pebble v2 with the settings pebbleSettings describes.
+func openPebble(dir string, o Options) (Store, error) {
+	if err := CheckCompression(o.Compression); err != nil {
+		return nil, err
+	}
+	profile := block.NoCompression
+	switch o.Compression {
+	case "zstd":
+		profile = block.ZstdCompression
+	case "lz4":
+		return nil, errors.New("pebble: no LZ4 codec (it offers snappy, zstd and minlz)")
+	}
+	cache := pebble.NewCache(cacheOrDefault(o))
+	defer cache.Unref() // the DB holds its own reference
+	opts := &pebble.Options{
+		Cache:                       cache,
+		FormatMajorVersion:          pebble.FormatNewest,
+		L0CompactionThreshold:       2,
+		L0StopWritesThreshold:       1000,
+		LBaseMaxBytes:               64 << 20,
+		MaxOpenFiles:                16384,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		ReadOnly:                    o.ReadOnly,
+		CompactionConcurrencyRange: func() (int, int) {
+			return 1, runtime.NumCPU()
+		},
+	}
+	opts.Experimental.EnableColumnarBlocks = func() bool { return true }
+	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{
+			Enabled:               true,
+			MinimumSize:           ValueThreshold,
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     5 * time.Minute,
+			TargetGarbageRatio:    0.2,
+		}
+	}
+	for i := range opts.Levels {
+		l := &opts.Levels[i]
+		l.BlockSize = 4 << 10
+		l.IndexBlockSize = 256 << 10
+		l.FilterPolicy = bloom.FilterPolicy(10)
+		l.FilterType = pebble.TableFilter
+		l.Compression = func() *block.CompressionProfile { return profile }
+	}
+	opts.FlushSplitBytes = opts.TargetFileSizes[0]
+	opts.EnsureDefaults()
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("pebble: %w", err)
+	}
+	wo := pebble.NoSync
+	if o.Sync {
+		wo = pebble.Sync
+	}
+	return &pebbleStore{db: db, wo: wo, ro: o.ReadOnly}, nil
+}
+
+func (s *pebbleStore) Name() string { return "pebble" }
+
+func (s *pebbleStore) WriteBatch(keys, vals [][]byte) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for i := range keys {
+		if err := b.Set(keys[i], vals[i], nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(s.wo)
+}
+
+func (s *pebbleStore) Get(key, dst []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append(dst[:0], v...)
+	return out, closer.Close()
+}
+
+// Iterate hands fn Pebble's own slices. Keys-only asks for no value, so a
+// separated value's blob file is not read (Pebble fetches values lazily).
+func (s *pebbleStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		n++
+		var v []byte
+		if !keysOnly {
+			if v, err = it.ValueAndErr(); err != nil {
+				_ = it.Close()
+				return n, err
+			}
+		}
+		if !fn(it.Key(), v) {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return n, err
+	}
+	return n, it.Close()
+}
+
+// Backlog: flushes and compactions in progress (blob-file rewrites included),
+// the compaction debt Pebble estimates, and immutable memtables waiting.
+func (s *pebbleStore) Backlog() (bool, string, error) {
+	m := s.db.Metrics()
+	idle := m.Flush.NumInProgress == 0 && m.Compact.NumInProgress == 0 && m.Compact.EstimatedDebt == 0 && m.MemTable.Count <= 1
+	desc := fmt.Sprintf("flushes=%d compactions=%d debt=%d memtables=%d L0 files=%d",
+		m.Flush.NumInProgress, m.Compact.NumInProgress, m.Compact.EstimatedDebt, m.MemTable.Count, m.Levels[0].TablesCount)
+	return idle, desc, nil
+}
+
+// Close flushes the memtables first, so that Pebble ends populate in the same
+// state as the others (data in tables, logs synced).
+func (s *pebbleStore) Close() error {
+	var err error
+	if !s.ro {
+		err = s.db.Flush()
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

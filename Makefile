@@ -17,7 +17,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: check doc-check bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: rocksdb-release go-build-debian standing standing-check check doc-check bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -28,29 +28,33 @@ deps:
 	fi
 	@cbindgen --version 2>/dev/null | grep ' $(CBINDGEN_VERSION)$$' >/dev/null || $(CARGO) install cbindgen --version $(CBINDGEN_VERSION) --locked
 	@missing=""; for t in valgrind pkg-config cc c++; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
-	dpkg -s librocksdb-dev >/dev/null 2>&1 || missing="$$missing librocksdb-dev"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing" >&2; apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind pkg-config gcc g++ librocksdb-dev; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind pkg-config gcc g++; \
 	fi
 	@command -v go >/dev/null || { echo "go not found: install Go first" >&2; exit 1; }
 
-# Main job: the badger-bench matrix, sett vs RocksDB vs Badger at 16 B, 128 B, 1 KiB and
-# 16 KiB values, data in a temporary folder, 3 runs per cell with the engine order rotated,
-# the data cross-checked; writes results/badger-bench.md and .csv.
+# Main job: the badger-bench matrix, sett against RocksDB (release build), BlobDB, Pebble v2
+# and Badger at 16 B, 128 B, 1 KiB and 16 KiB values, data in a temporary folder, 3 runs per
+# cell with the engine order rotated, the data cross-checked; writes results/badger-bench.md
+# and .csv.
 # BENCH_ARGS="--scale 10" for larger data sets (see bench-go/cmd/runbench).
 bench: go-build
 	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --out results $(BENCH_ARGS)
 
 # The seed's regime: a helper process takes all memory but 4 GiB (LARGE_ARGS="--mem-gib N"),
-# data sets 3.2x that at 128 B, 1 KiB and 16 KiB, cold reads; results/badger-bench-large.md
-# and .csv. Needs root (mlock) and about 2x the raw data size free under LARGE_DIR.
+# data sets 3.2x that at each of LARGE_SIZES, cold reads, 2 runs per cell; one report per
+# size, results/badger-bench-large-SIZE.md and .csv (a size takes one to two hours with
+# every engine). Needs root (mlock) and about 2x the raw data size free under LARGE_DIR.
 LARGE_ARGS ?=
 LARGE_DIR ?= /var/tmp
+LARGE_SIZES ?= 128 1024 16384
 bench-large: go-build
-	tmp=$$(mktemp -d $(LARGE_DIR)/badger-bench-large.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
-	./target/go/runbench --large --memhog target/go/memhog --populate target/go/populate --bench target/go/bench.test \
-		--dir "$$tmp" --out results $(LARGE_ARGS)
+	for size in $(LARGE_SIZES); do \
+		tmp=$$(mktemp -d $(LARGE_DIR)/badger-bench-large.XXXXXX); rc=0; \
+		./target/go/runbench --large --memhog target/go/memhog --populate target/go/populate --bench target/go/bench.test \
+			--dir "$$tmp" --out results --sizes $$size $(LARGE_ARGS) || rc=$$?; rm -rf "$$tmp"; [ $$rc -eq 0 ] || exit $$rc; \
+	done
 
 # Go builds against the in-tree release libsett: the Go package (bindings-go) links
 # through pkg-config, which finds the sett.pc that `make lib` writes to target/pkgconfig
@@ -59,13 +63,35 @@ bench-large: go-build
 # folder so that a package built against another prefix is not reused.
 GO_ENV := PKG_CONFIG_PATH=$(ROOT)/target/pkgconfig CGO_LDFLAGS=-L$(ROOT)/target/release
 
-# The Go programs of the suites, against the release libsett.
-go-build: lib
+# README's performance block, rendered from the committed reports (results/badger-bench*.csv)
+# by the reports' own rule; make standing-check (in make test) fails when README's differs.
+standing: go-build
+	./target/go/runbench --standing results
+
+standing-check: go-build
+	./target/go/runbench --standing results --standing-check README.md
+
+# The RocksDB every suite compares against: a release build (NDEBUG) of the newest RocksDB
+# a registry here serves, built once into target/rocksdb (about 20 min on 2 cores the first
+# time; then only target/pkgconfig/rocksdb-release.pc is rewritten).
+rocksdb-release:
+	scripts/rocksdb-release.sh
+
+# The Go programs of the suites, against the release libsett and the release RocksDB.
+go-build: lib rocksdb-release
 	cd bench-go && export $(GO_ENV) && go build -o ../target/go/populate ./cmd/populate && \
 		go test -c -o ../target/go/bench.test . && go build -o ../target/go/runbench ./cmd/runbench && \
 		go build -o ../target/go/kvbench ./cmd/kvbench && go build -o ../target/go/kvserver ./cmd/kvserver && \
 		go build -o ../target/go/kvrun ./cmd/kvrun && go build -o ../target/go/memhog ./cmd/memhog && \
 		go build -o ../target/go/compressbench ./cmd/compressbench
+
+# populate and bench.test against Debian's librocksdb-dev 7.8.3 (built with assertions), for
+# the one row that puts the cost of those assertions on record:
+# make bench BENCH_ARGS="--rocksdb-debian target/go-debian" after this.
+go-build-debian: lib
+	@dpkg -s librocksdb-dev >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q librocksdb-dev; }
+	cd bench-go && export $(GO_ENV) && go build -tags rocksdb_debian -o ../target/go-debian/populate ./cmd/populate && \
+		go test -tags rocksdb_debian -c -o ../target/go-debian/bench.test .
 
 # Compression on JSON-like records (issue 16): sett-bench engine with each codec, then
 # sett against RocksDB with the same codec (bench-go/cmd/compressbench).
@@ -285,16 +311,16 @@ gotest: go-build go-install-check
 	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --sizes 128,1024 \
 		--scale 0.005 --reads 2000 --iter 5000 --runs 2 --device-mib 8 --out target/bench-smoke > target/bench-smoke.log 2>&1 || \
 		{ tail -40 target/bench-smoke.log; exit 1; }
-	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 15 || { echo "badger-bench smoke: expected 14 rows (7 cells x 2 runs)"; cat target/bench-smoke/badger-bench.csv; exit 1; }
+	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 19 || { echo "badger-bench smoke: expected 18 rows (9 cells x 2 runs)"; cat target/bench-smoke/badger-bench.csv; exit 1; }
 	@grep -q "Every check passed" target/bench-smoke/badger-bench.md || { echo "badger-bench smoke: cross-engine checks failed"; exit 1; }
 	@echo "badger-bench smoke run: results in target/bench-smoke/badger-bench.md"
 	tmp=$$(mktemp -d /var/tmp/bench-large-smoke.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	./target/go/runbench --large --memhog target/go/memhog --populate target/go/populate --bench target/go/bench.test \
-		--mem-gib $$(awk '/MemAvailable/ {printf "%.2f", $$2/1048576 - 2}' /proc/meminfo) --ratio 0.02 --sizes 1024 --engines sett,rocksdb,badger --blob=false \
+		--mem-gib $$(awk '/MemAvailable/ {printf "%.2f", $$2/1048576 - 2}' /proc/meminfo) --ratio 0.02 --sizes 1024 \
 		--read-seconds 1 --iter-seconds 1 --device-mib 0 --dir "$$tmp" --out target/bench-large-smoke > target/bench-large-smoke.log 2>&1 || \
 		{ tail -40 target/bench-large-smoke.log; exit 1; }
-	@grep -q "Every check passed" target/bench-large-smoke/badger-bench-large.md || { echo "bench-large smoke: checks failed"; exit 1; }
-	@echo "bench-large smoke run: results in target/bench-large-smoke/badger-bench-large.md"
+	@grep -q "Every check passed" target/bench-large-smoke/badger-bench-large-1024.md || { echo "bench-large smoke: checks failed"; exit 1; }
+	@echo "bench-large smoke run: results in target/bench-large-smoke/badger-bench-large-1024.md"
 	@command -v redis-benchmark >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-tools; }
 	./target/go/kvrun --kvbench target/go/kvbench --kvserver target/go/kvserver --out target/kvbench-smoke \
 		-d 200ms -set 5000 --fsync-set 2000 --redis-n 3000 --redis-stores sett > target/kvbench-smoke.log 2>&1 || \
@@ -387,6 +413,6 @@ mutation-check: deps
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
 
-test: fmt-check lint doc-check header-check unit server-test mutation-check ctest install-check gotest pytest wheel-check smoke bindings-smoke
+test: fmt-check lint doc-check header-check unit server-test mutation-check ctest install-check gotest standing-check pytest wheel-check smoke bindings-smoke
 	@mkdir -p target/tmp/skipped; skipped=$$(ls target/tmp/skipped | tr '\n' ' '); \
 	echo "make test: all checks passed ($$(ls target/tmp/skipped | wc -l) tests skipped$${skipped:+: $${skipped% }})"

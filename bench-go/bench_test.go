@@ -44,15 +44,29 @@ var (
 	flagReadSeconds = flag.Float64("read_seconds", 0, "run ReadRandom for this long (with -benchtime 1x) instead of b.N reads")
 	flagIterSeconds = flag.Float64("iter_seconds", 0, "run Iterate for this long (with -benchtime 1x) instead of b.N items")
 	flagCheckPrefix = flag.Uint64("check_prefix", 10000, "reads of the fixed sequence whose found count every engine must match")
-	flagSettle      = flag.Duration("settle_timeout", 2*time.Minute, "longest wait for pending flushes and compactions before the clock")
+	flagSettle      = flag.Duration("settle_timeout", 2*time.Minute, "longest wait for pending flushes and compactions before the clock (0: none, the reads start at once)")
+	flagSettleAfter = flag.Duration("settle_after", 0, "after the benchmarks, wait this long at most for the engine to settle and print SETTLED with the time from open (0: no wait)")
 	flagDigest      = flag.String("digest", "", "TestDigest: 'full' (keys and values) or 'keys'")
 )
 
 var (
-	openMu  sync.Mutex
-	open    = map[string]stores.Store{}
-	sampler *rss.Sampler
+	openMu   sync.Mutex
+	open     = map[string]stores.Store{}
+	openedAt = map[string]time.Time{}
+	sampler  *rss.Sampler
 )
+
+// fullCheckEvery: every value read is checked by its length and its first and
+// last 8 bytes, and one in fullCheckEvery byte by byte, so that the check
+// stays a small part of a read while a systematic error cannot hide.
+const fullCheckEvery = 64
+
+func checkValue(v []byte, k int64, i uint64) bool {
+	if i%fullCheckEvery == 0 {
+		return keys.FullCheckValue(v, *flagValSize, k)
+	}
+	return keys.QuickCheckValue(v, *flagValSize, k)
+}
 
 // store opens (once per process) the data set of engine kind and waits for its backlog.
 func store(tb testing.TB, kind string) stores.Store {
@@ -68,10 +82,12 @@ func store(tb testing.TB, kind string) stores.Store {
 	if sampler == nil {
 		sampler = rss.Start(100 * time.Millisecond)
 	}
+	opened := time.Now()
 	s, err := stores.Open(kind, path, stores.Options{CacheBytes: *flagCacheMiB << 20})
 	if err != nil {
 		tb.Fatalf("opening %s: %v", kind, err)
 	}
+	openedAt[kind] = opened
 	waited, idle, desc, err := stores.WaitIdle(s, *flagSettle)
 	if err != nil {
 		tb.Fatalf("%s backlog: %v", kind, err)
@@ -79,7 +95,7 @@ func store(tb testing.TB, kind string) stores.Store {
 	// The phase's peaks cover the measured work, not the engine's settling
 	// (value-log GC, compactions), whose peak the SETTLE line reports.
 	settled := sampler.Restart()
-	line, _ := json.Marshal(map[string]any{"engine": kind, "waited_s": waited.Seconds(), "idle": idle, "backlog": desc,
+	line, _ := json.Marshal(map[string]any{"engine": kind, "version": stores.Version(kind), "waited_s": waited.Seconds(), "idle": idle, "backlog": desc,
 		"settle_peak_rss": settled.Engine(), "settle_peak_anon": settled.EngineAnon()})
 	fmt.Printf("SETTLE %s\n", line)
 	open[kind] = s
@@ -89,7 +105,10 @@ func store(tb testing.TB, kind string) stores.Store {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	for _, s := range open {
+	for kind, s := range open {
+		if *flagSettleAfter > 0 {
+			settleAfter(kind, s)
+		}
 		_ = s.Close()
 	}
 	if sampler != nil {
@@ -97,6 +116,23 @@ func TestMain(m *testing.M) {
 		fmt.Printf("PHASE_RSS %s\n", line)
 	}
 	os.Exit(code)
+}
+
+// settleAfter waits for the engine to settle after the benchmarks ran beside
+// its background work, and prints SETTLED: the time from open until it
+// reported idle for good (the quiet period that confirms it is not counted).
+func settleAfter(kind string, s stores.Store) {
+	waited, idle, desc, err := stores.WaitIdle(s, *flagSettleAfter)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s backlog: %v\n", kind, err)
+		os.Exit(1)
+	}
+	since := time.Since(openedAt[kind])
+	if idle {
+		since -= min(stores.QuietPeriod, waited)
+	}
+	line, _ := json.Marshal(map[string]any{"engine": kind, "since_open_s": since.Seconds(), "waited_s": waited.Seconds(), "idle": idle, "backlog": desc})
+	fmt.Printf("SETTLED %s\n", line)
 }
 
 // readStats is what the readers of one ReadRandom run counted.
@@ -156,7 +192,7 @@ func benchReadRandom(b *testing.B, kind string) {
 						if i < *flagCheckPrefix {
 							fp++
 						}
-						if !keys.QuickCheckValue(v, *flagValSize, k) {
+						if !checkValue(v, k, i) {
 							bad++
 						}
 						dst = v[:0]
@@ -225,7 +261,7 @@ func benchIterate(b *testing.B, kind string, keysOnly bool) {
 			}
 			prev = append(prev[:0], kbuf...)
 			if !keysOnly {
-				if k, ok := keys.Index(kbuf); !ok || !keys.QuickCheckValue(vbuf, *flagValSize, k) {
+				if k, ok := keys.Index(kbuf); !ok || !checkValue(vbuf, k, uint64(seen)) {
 					bad++
 				}
 			}

@@ -94,8 +94,10 @@ done
 	echo "rule cxx"
 	echo "  command = g++ \$cxxflags -MMD -MF \$out.d -c \$in -o \$out"
 	echo "  depfile = \$out.d"
+	echo "  description = CXX \$in"
 	echo "rule ar"
 	echo "  command = rm -f \$out && ar rcs \$out \$in"
+	echo "  description = AR \$out"
 	objs=""
 	while read -r f; do
 		[ -z "$f" ] || [ "$f" = util/build_version.cc ] && continue
@@ -107,7 +109,7 @@ done
 } > "$build/build.ninja"
 
 start=$(date +%s)
-echo "rocksdb-release: building RocksDB $version (release, static) into $prefix; about 25 min on 2 cores the first time" >&2
+echo "rocksdb-release: building RocksDB $version (release, static) into $prefix; about 15 min on 2 cores the first time" >&2
 ninja -C "$build" -j "$(nproc)" librocksdb.a
 rm -rf "$prefix" && mkdir -p "$prefix/lib"
 cp -r "$src/include" "$prefix/include"

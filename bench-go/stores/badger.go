@@ -8,13 +8,16 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 )
 
+// BadgerVersion is the module version go.mod pins; a test holds it to go.mod.
+const BadgerVersion = "v4.9.6"
+
 type badgerStore struct {
 	db *badger.DB
 }
 
 // badgerSettings is what openBadger sets, for the reports.
 func badgerSettings(Options) string {
-	return fmt.Sprintf("Badger v4.9.6: ValueThreshold %d B (sett's; Badger's default of 1 MB would keep every value in its LSM), "+
+	return fmt.Sprintf("Badger "+BadgerVersion+": ValueThreshold %d B (sett's; Badger's default of 1 MB would keep every value in its LSM), "+
 		"no compression, BlockCacheSize 0 (its documentation: with compression and encryption off a block cache only adds overhead; "+
 		"blocks are read from its mapped tables through the page cache, as sett's are), IndexCacheSize 0 (indexes in memory, its default), "+
 		"writes through WriteBatch; everything else its defaults (64 MiB memtables)", ValueThreshold)

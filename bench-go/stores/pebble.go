@@ -3,6 +3,7 @@ package stores
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
@@ -12,8 +13,21 @@ import (
 )
 
 // PebbleVersion is the module version go.mod pins (the Go module proxy's newest
-// v2 here); the reports print it.
+// v2 here); a test holds it to go.mod.
 const PebbleVersion = "v2.1.7"
+
+// quietLogger keeps Pebble's informational lines (WAL replay, every
+// compaction) out of the phase logs; its errors still reach stderr.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: fatal: "+format+"\n", args...)
+	os.Exit(2)
+}
 
 type pebbleStore struct {
 	db *pebble.DB
@@ -70,6 +84,7 @@ func openPebble(dir string, o Options) (Store, error) {
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		ReadOnly:                    o.ReadOnly,
+		Logger:                      quietLogger{},
 		CompactionConcurrencyRange: func() (int, int) {
 			return 1, runtime.NumCPU()
 		},

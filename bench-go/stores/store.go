@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 )
@@ -158,4 +159,35 @@ func DiskUsage(dir string) (apparent, allocated int64, err error) {
 		return nil
 	})
 	return apparent, allocated, err
+}
+
+// Version is the version of engine kind that this program runs: read from the
+// linked library for sett and RocksDB, from the build's module list (or go.mod's
+// pin) for the Go engines.
+func Version(kind string) string {
+	switch kind {
+	case "sett":
+		return "sett " + settLibVersion()
+	case "rocksdb", "rocksdb-blob":
+		return "RocksDB " + RocksVersion() + ", " + RocksBuild
+	case "badger":
+		return "Badger " + moduleVersion("github.com/dgraph-io/badger/v4", BadgerVersion)
+	case "pebble":
+		return "Pebble " + moduleVersion("github.com/cockroachdb/pebble/v2", PebbleVersion)
+	}
+	return "unknown engine " + kind
+}
+
+// moduleVersion is the version the build's module list gives path; a test
+// binary has no such list, so there it is pinned, the version go.mod requires
+// (a test holds the two equal).
+func moduleVersion(path, pinned string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == path {
+				return m.Version
+			}
+		}
+	}
+	return pinned
 }

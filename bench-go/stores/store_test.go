@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc64"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +20,7 @@ import (
 func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 	const valsz, n = 1500, 3000 // above the value threshold: separated values
 	digests := map[string]uint64{}
-	for _, kind := range []string{"sett", "rocksdb", "badger"} {
+	for _, kind := range []string{"sett", "rocksdb", "rocksdb-blob", "badger", "pebble"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			s, err := Open(kind, dir, Options{CacheBytes: 8 << 20})
@@ -37,6 +40,13 @@ func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
+			}
+			// The separating engines must have put these values apart.
+			if pattern := map[string]string{"pebble": "*.blob", "rocksdb-blob": "*.blob", "sett": "*.vlog"}[kind]; pattern != "" {
+				if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) == 0 {
+					entries, _ := os.ReadDir(dir)
+					t.Fatalf("%s wrote no %s file: values were not separated (files: %v)", kind, pattern, entries)
+				}
 			}
 			if s, err = Open(kind, dir, Options{CacheBytes: 8 << 20}); err != nil {
 				t.Fatal(err)
@@ -80,8 +90,35 @@ func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 			}
 		})
 	}
-	if digests["sett"] != digests["rocksdb"] || digests["sett"] != digests["badger"] {
-		t.Fatalf("engines hold different data: %x", digests)
+	for kind, d := range digests {
+		if d != digests["sett"] {
+			t.Fatalf("engines hold different data (%s differs from sett): %x", kind, digests)
+		}
+	}
+	if len(digests) != 5 {
+		t.Fatalf("only %d engines ran: %x", len(digests), digests)
+	}
+}
+
+// The reports name the versions measured: read from the linked library for
+// RocksDB and sett, and for Badger and Pebble the version go.mod requires.
+func TestVersionsAreReadFromWhatIsLinked(t *testing.T) {
+	if v := RocksVersion(); !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(v) {
+		t.Fatalf("RocksDB version %q", v)
+	}
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, want := range map[string]string{"rocksdb": "RocksDB " + RocksVersion() + ", ", "badger": "Badger v4.", "pebble": "Pebble v2.", "sett": "sett 0."} {
+		if v := Version(kind); !strings.HasPrefix(v, want) {
+			t.Errorf("Version(%s) = %q, want it to start with %q", kind, v, want)
+		}
+	}
+	for path, pinned := range map[string]string{"github.com/dgraph-io/badger/v4": BadgerVersion, "github.com/cockroachdb/pebble/v2": PebbleVersion} {
+		if !strings.Contains(string(mod), "\t"+path+" "+pinned+"\n") {
+			t.Errorf("go.mod does not require %s %s: update the pinned version", path, pinned)
+		}
 	}
 }
 

@@ -57,6 +57,7 @@ type config struct {
 	batch16k                   int
 	compression                string
 	settThreshold              int
+	debianBins                 string
 }
 
 // Default key counts (millions) per value size in the in-memory regime: each
@@ -75,7 +76,7 @@ func main() {
 	flag.Float64Var(&c.scale, "scale", 1, "multiplies the key counts")
 	flag.StringVar(&engines, "engines", "sett,rocksdb,badger,pebble", "engines (rocksdb-blob joins at sizes from the value threshold unless --blob=false)")
 	flag.BoolVar(&c.blob, "blob", true, "add RocksDB BlobDB (min_blob_size = value threshold) for sizes at or above it")
-	flag.IntVar(&c.runs, "runs", 0, "runs of each cell, engine order rotated (default 3; with --large 1)")
+	flag.IntVar(&c.runs, "runs", 0, "runs of each cell, engine order rotated (default 3; with --large 2)")
 	flag.IntVar(&c.reads, "reads", 300000, "random reads per engine and size (in-memory regime)")
 	flag.IntVar(&c.iter, "iter", 1000000, "items iterated per engine, size and mode (a tenth of it at 16 KiB; in-memory regime)")
 	flag.Float64Var(&c.readSeconds, "read-seconds", 60, "--large: seconds of random reads per engine")
@@ -93,7 +94,29 @@ func main() {
 	flag.DurationVar(&c.settle, "settle-timeout", 0, "longest wait for each engine's pending compactions (default 2m; with --large 15m)")
 	flag.DurationVar(&c.phaseTimeout, "phase-timeout", -1, "longest time one phase (populate, digest, a read or scan) may run before it is stopped and its cell reported as stopped; 0: no limit (default none; with --large 20m, so that one slow engine cannot push the run past its budget)")
 	flag.IntVar(&c.batch16k, "batch-16k", 0, "entries per batch at 16 KiB (default 1000; with --large 100, so that 32 writers hold 50 MB, not 500 MB, of the memory left)")
+	flag.StringVar(&c.debianBins, "rocksdb-debian", "", "folder with populate and bench.test built with -tags rocksdb_debian (Debian's librocksdb 7.8.3, assertions on): adds the engine rocksdb-debian, to put the cost of those assertions on record")
+	standingDir := flag.String("standing", "", "print README's performance block rendered from the reports under this folder, and exit")
+	standingCheck := flag.String("standing-check", "", "with --standing: fail unless this README's block is what the reports give")
 	flag.Parse()
+	if *standingDir != "" {
+		block, err := standing(*standingDir)
+		if err != nil {
+			fail(err)
+		}
+		if *standingCheck == "" {
+			fmt.Print(block)
+			return
+		}
+		have, err := readmeBlock(*standingCheck)
+		if err != nil {
+			fail(err)
+		}
+		if have != block {
+			fail(fmt.Errorf("%s's performance block is not what the reports under %s give: run make standing and paste its output between the standing markers", *standingCheck, *standingDir))
+		}
+		fmt.Printf("%s's performance block matches the reports under %s\n", *standingCheck, *standingDir)
+		return
+	}
 	if c.populate == "" || c.benchBin == "" {
 		fail(fmt.Errorf("--populate and --bench are required"))
 	}
@@ -144,10 +167,13 @@ func defaults(c *config, sizes, engines string) {
 	for _, e := range strings.Split(engines, ",") {
 		c.engines = append(c.engines, strings.TrimSpace(e))
 	}
+	if c.debianBins != "" {
+		c.engines = append(c.engines, "rocksdb-debian")
+	}
 	if c.runs <= 0 {
 		c.runs = 3
 		if c.large {
-			c.runs = 1
+			c.runs = 2
 		}
 	}
 	if c.digest == "" {
@@ -203,9 +229,15 @@ func (c *config) enginesFor(valsz int) []string {
 	return list
 }
 
+// reportName: one report per value size in the large regime, which may be run
+// one size at a time (the whole matrix takes longer than one sitting).
 func (c *config) reportName() string {
 	if c.large {
-		return "badger-bench-large"
+		name := "badger-bench-large"
+		for _, s := range c.sizes {
+			name += "-" + strconv.Itoa(s)
+		}
+		return name
 	}
 	return "badger-bench"
 }

@@ -18,8 +18,11 @@ func numCPU() int { return runtime.NumCPU() }
 type spread struct {
 	med, lo, hi float64
 	n           int
+	want        int // the runs of the cell: n is smaller where a run has no figure
 }
 
+// spreadOf leaves out zeros (a phase that did not run has none) and keeps how
+// many runs there were, so that a median over fewer runs says so.
 func spreadOf(vals []float64) spread {
 	var v []float64
 	for _, x := range vals {
@@ -28,14 +31,14 @@ func spreadOf(vals []float64) spread {
 		}
 	}
 	if len(v) == 0 {
-		return spread{}
+		return spread{want: len(vals)}
 	}
 	sort.Float64s(v)
 	med := v[len(v)/2]
 	if len(v)%2 == 0 {
 		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
-	return spread{med: med, lo: v[0], hi: v[len(v)-1], n: len(v)}
+	return spread{med: med, lo: v[0], hi: v[len(v)-1], n: len(v), want: len(vals)}
 }
 
 func (s spread) String() string {
@@ -46,10 +49,14 @@ func (s spread) format(f func(float64) string) string {
 	if s.n == 0 {
 		return "—"
 	}
-	if s.n == 1 || s.lo == s.hi {
-		return f(s.med)
+	short := ""
+	if s.n < s.want {
+		short = fmt.Sprintf(" (%d of %d runs)", s.n, s.want)
 	}
-	return fmt.Sprintf("%s [%s–%s]", f(s.med), f(s.lo), f(s.hi))
+	if s.n == 1 || s.lo == s.hi {
+		return f(s.med) + short
+	}
+	return fmt.Sprintf("%s [%s–%s]%s", f(s.med), f(s.lo), f(s.hi), short)
 }
 
 // metric is one column of the report.
@@ -70,13 +77,18 @@ func fmib(x float64) string {
 
 func metricsFor(large bool) []metric {
 	ms := []metric{
-		{"populate s", func(c *cell) float64 { return c.PopSeconds }, true, f2, true},
+		{"populate s", func(c *cell) float64 { return c.PopSeconds }, true, f2, false},
+		{"settle s", func(c *cell) float64 { return c.SettleSeconds }, true, f2, false},
+		{"populate + settle s", func(c *cell) float64 { return popSettle(c) }, true, f2, true},
 	}
 	if large {
 		ms = append(ms,
-			metric{"populate MB/s", func(c *cell) float64 { return safeDiv(float64(c.RawBytes)/1e6, c.PopSeconds) }, false, f0, false},
-			metric{"device bytes written ÷ raw", func(c *cell) float64 { return safeDiv(float64(c.PopWritten), float64(c.RawBytes)) }, true, f2, false},
-			metric{"random read µs per read per reader", func(c *cell) float64 { return c.ReadUsPerReader }, true, f1, true},
+			metric{"populate + settle MB/s", func(c *cell) float64 { return safeDiv(float64(c.RawBytes)/1e6, popSettle(c)) }, false, f0, false},
+			metric{"device bytes written ÷ raw, through settle", func(c *cell) float64 {
+				return safeDiv(float64(c.PopWritten+c.SettleWritten), float64(c.RawBytes))
+			}, true, f2, false},
+			metric{"random read at once µs per read per reader", func(c *cell) float64 { return c.FreshReadUsPerReader }, true, f1, true},
+			metric{"random read settled µs per read per reader", func(c *cell) float64 { return c.ReadUsPerReader }, true, f1, true},
 			metric{"device KiB read per lookup", func(c *cell) float64 { return safeDiv(float64(c.ReadDevBytes)/1024, float64(c.Reads)) }, true, f1, false},
 			// A found key costs at least one device read unless the page cache or the engine's
 			// cache holds it: engines level here are bound by the device, not by their code.
@@ -87,13 +99,14 @@ func metricsFor(large bool) []metric {
 		)
 	} else {
 		ms = append(ms,
-			metric{"random read ns/op", func(c *cell) float64 { return c.ReadNs }, true, f0, true},
+			metric{"random read at once ns/op", func(c *cell) float64 { return c.FreshReadNs }, true, f0, true},
+			metric{"random read settled ns/op", func(c *cell) float64 { return c.ReadNs }, true, f0, true},
 			metric{"iterate keys-only ns/item", func(c *cell) float64 { return c.IterKeysNs }, true, f0, true},
 			metric{"iterate with values ns/item", func(c *cell) float64 { return c.IterValuesNs }, true, f0, true},
 		)
 	}
 	ms = append(ms,
-		metric{"disk allocated MiB", func(c *cell) float64 { return float64(c.DiskAllocated) }, true, fmib, true},
+		metric{"disk allocated MiB, settled", func(c *cell) float64 { return float64(c.SettledAllocated) }, true, fmib, true},
 		metric{"peak RSS MiB populate", func(c *cell) float64 { return float64(c.PopRSS) }, true, fmib, true},
 		metric{"peak RSS MiB reads", func(c *cell) float64 { return float64(c.ReadRSS) }, true, fmib, true},
 		metric{"peak RSS MiB iterate", func(c *cell) float64 { return float64(max(c.IterValuesRSS, c.IterKeysRSS)) }, true, fmib, true},
@@ -102,6 +115,21 @@ func metricsFor(large bool) []metric {
 		metric{"peak anonymous MiB iterate", func(c *cell) float64 { return float64(c.IterAnon) }, true, fmib, true},
 	)
 	return ms
+}
+
+// popSettle is populate's time with the settle that followed it (0 if either is missing).
+func popSettle(c *cell) float64 {
+	if c.PopSeconds == 0 || (c.SettleSeconds == 0 && !c.SettleIdle) {
+		return 0
+	}
+	return c.PopSeconds + c.SettleSeconds
+}
+
+// readsValuesInKeysOnly: RocksDB has no keys-only iterator, so where sett keeps
+// values apart (from the value threshold) its keys-only scan does work that
+// sett's does not, and that column gets no verdict against it.
+func readsValuesInKeysOnly(engine string, valsz int) bool {
+	return strings.HasPrefix(engine, "rocksdb") && valsz >= stores.ValueThreshold
 }
 
 func safeDiv(a, b float64) float64 {
@@ -166,7 +194,7 @@ func report(r *runner) string {
 	c := &r.cfg
 	var b strings.Builder
 	host, _ := os.Hostname()
-	title := "badger-bench: sett vs RocksDB vs Badger, data in memory"
+	title := "badger-bench: sett against RocksDB, BlobDB, Pebble and Badger, data in memory"
 	if c.large {
 		title = "badger-bench, the seed's regime: data several times larger than the memory left"
 	}
@@ -197,7 +225,7 @@ func report(r *runner) string {
 	} else {
 		b.WriteString("; values are a function of their key, random and incompressible; sett's and RocksDB's table data blocks are compressed with " + c.compression + " on every level (Badger: none), which these values do not let shrink.")
 	}
-	b.WriteString(" Populate's clock stops after close: every engine has flushed its memtables into tables and synced its logs. Each read phase is a fresh process that first waits until the engine has reported no pending flushes and compactions, sett's value-log GC backlog included, for " + stores.QuietPeriod.String() + " in a row (up to " + c.settle.String() + "; the wait is in the CSV). Every value read is checked against the value its key must hold; every engine hands the benchmark loop borrowed slices that the loop copies, and pays one cgo call per read and one per batch of scanned items (RocksDB through a small C helper, as sett's C ABI does).")
+	b.WriteString(" Populate's clock stops after close: every engine has flushed its memtables into tables and synced its logs. Then settle is on the clock: a fresh process opens the engine, runs the random reads at once (\"random read at once\", what a user who reads right after loading sees, beside the engine's background work), and waits until the engine has reported no pending flushes and compactions, sett's value-log GC backlog included, for " + stores.QuietPeriod.String() + " in a row (up to " + c.settle.String() + "). Settle s is the time from that open until the engine reported idle for good; populate's verdict uses populate + settle, device bytes written count through settle, and disk use is measured once settled. Each later read phase is a fresh process that waits the same way before its clock (what it still waited is in the CSV). Every value read is checked by its length and its first and last 8 bytes, and one in 64 byte by byte" + map[bool]string{true: "; the digest compares every key across the engines (keys mode)", false: "; the digest compares every key and every value byte across the engines"}[c.digest == "keys"] + ". Every engine hands the benchmark loop borrowed slices that the loop copies; the cgo engines pay one cgo call per read and one per batch of scanned items (RocksDB through a small C helper, as sett's C ABI does); Badger and Pebble are pure Go.")
 	if c.phaseTimeout > 0 {
 		b.WriteString(" A phase still running after " + c.phaseTimeout.String() + " is stopped (by its pid) and its engine's row says so, so that one slow engine cannot push the run past its budget.")
 	}
@@ -206,14 +234,26 @@ func report(r *runner) string {
 		if e == "rocksdb-blob" && !c.blob {
 			continue
 		}
+		if e == "rocksdb-debian" {
+			fmt.Fprintf(&b, "- rocksdb-debian: the rocksdb settings, in programs built with -tags rocksdb_debian against Debian's librocksdb-dev (%s), which is built with assertions: a row that puts their cost on record.\n", versionOf(r, e))
+			continue
+		}
 		fmt.Fprintf(&b, "- %s: %s.\n", e, stores.Settings(e, stores.Options{CacheBytes: c.cacheMiB << 20, Compression: c.compression, ValueThreshold: c.settThreshold}))
+	}
+	var versions []string
+	for _, e := range c.engines {
+		versions = append(versions, e+": "+versionOf(r, e))
+	}
+	b.WriteString("- Versions, as each bench process read them at run time (the library's own version call for sett and RocksDB, the build's module list for the Go engines): " + strings.Join(versions, "; ") + ".\n")
+	if out := leftOut(c); len(out) > 0 {
+		b.WriteString("- **Left out of this run by flag**: " + strings.Join(out, "; ") + ".\n")
 	}
 	b.WriteString("- Memory: peak RSS is the process's peak (VmHWM, and VmRSS sampled every 100 ms) less what it held before the engine was opened (the harness's buffers), per phase, each phase in its own process; the read and iterate phases count from the moment the engine has settled (the settle wait's own peaks are in each phase's SETTLE line of the log). It counts the pages of mapped files that the engine touched: Badger reads its tables through mappings, and sett's scans read its sealed value-log files through mappings (its point reads and table reads are positional reads, as RocksDB's), while RocksDB reads into its block cache and the page cache, which its RSS does not show; the anonymous columns leave mapped files out (heap, memtables, caches, indexes and filters).\n")
 	fmt.Fprintf(&b, "- Runs: %d per cell, engine order rotated each run; figures are the median [min–max].\n", c.runs)
 	if c.large {
 		b.WriteString("- Random read: one fixed sequence of keys (about 63% exist), µs per read per reader (wall time × readers ÷ reads), comparable with the device's random-read latency at the same number of readers. Iterate: a forward scan from the first key on a cold cache; keys-only reads no value (every engine has a keys-only mode here, RocksDB's iterator reading its inline values with the key where values are not separated).\n\n")
 	} else {
-		b.WriteString("- Random read: one fixed sequence of keys (about 63% exist), ns per read in wall time with the readers in parallel. Iterate: forward scan from the first key, key and value copied, ns per item. Keys-only: sett and Badger do not read separated values; RocksDB has no keys-only iterator, so its keys-only scan still reads every inline value (and, for rocksdb-blob, every blob): that column compares a keys-only scan with a scan that reads values.\n\n")
+		b.WriteString("- Random read: one fixed sequence of keys (about 63% exist), ns per read in wall time with the readers in parallel. Iterate: forward scan from the first key, key and value copied, ns per item. Keys-only: sett, Badger and Pebble do not read separated values; RocksDB has no keys-only iterator, so its keys-only scan still reads every inline value (and, for rocksdb-blob, every blob): from the value threshold up that column compares a keys-only scan with a scan that reads values, and gets no verdict against RocksDB (n/a).\n\n")
 	}
 
 	b.WriteString("## Checks\n\n")
@@ -233,12 +273,46 @@ func report(r *runner) string {
 		if cl.Killed != "" {
 			fmt.Fprintf(&b, "- %s at %d B, run %d: %s\n", cl.Engine, cl.ValSize, cl.Run, cl.Killed)
 		}
-		if !cl.SettleIdle && cl.Backlog != "" {
-			fmt.Fprintf(&b, "- %s at %d B, run %d: still had a backlog after %.0f s, reads ran beside it: %s\n", cl.Engine, cl.ValSize, cl.Run, cl.SettleSeconds, cl.Backlog)
+		if cl.Killed == "" && (!cl.SettleIdle || (cl.WaitSeconds > 0 && !cl.WaitIdle)) {
+			fmt.Fprintf(&b, "- %s at %d B, run %d: still had a backlog after the settle wait (%.0f s), reads ran beside it: %s\n", cl.Engine, cl.ValSize, cl.Run, cl.SettleSeconds, cl.Backlog)
 		}
 	}
 	b.WriteString("\n## Results\n\n")
-	ms := metricsFor(c.large)
+	t := tabulate(r.cells, c.large)
+	b.WriteString(t.results)
+	b.WriteString("\n## sett against each engine\n\n" + comparisonIntro(c.runs) + "\n\n")
+	b.WriteString(t.comparison)
+	b.WriteString("\n## Where sett is behind\n\n")
+	if len(t.behind) == 0 {
+		b.WriteString("Nowhere in this run (ties are listed in the table above).\n")
+	}
+	for _, l := range t.behind {
+		b.WriteString("- " + l + "\n")
+	}
+	return b.String()
+}
+
+// comparisonIntro explains the comparison table's ratios and words.
+func comparisonIntro(runs int) string {
+	s := "Ratio of medians: for times, the other engine's ÷ sett's (above 1: sett is faster); for MB/s, sett's ÷ the other's; for disk and memory, sett's ÷ the other's (below 1: sett is smaller). The word says whether the ranges of the runs overlap: **ahead** or **behind** only where they do not, otherwise tie"
+	if runs < 2 {
+		s += " (with one run there is no range: a difference under 25% is called a tie)"
+	}
+	return s + "."
+}
+
+// tables is the rendered results and comparison tables of a set of cells.
+type tables struct {
+	results, comparison string
+	behind              []string
+}
+
+// tabulate renders the per-engine results and sett's comparison with each
+// engine, by the harness's rule (verdict); the report and the standing share it.
+func tabulate(cells []*cell, large bool) tables {
+	var t tables
+	var b strings.Builder
+	ms := metricsFor(large)
 	b.WriteString("| value size | engine | keys written |")
 	for _, m := range ms {
 		b.WriteString(" " + m.name + " |")
@@ -250,7 +324,7 @@ func report(r *runner) string {
 	}
 	groups := map[key][]*cell{}
 	var order []key
-	for _, cl := range r.cells {
+	for _, cl := range cells {
 		k := key{cl.ValSize, cl.Engine}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
@@ -278,12 +352,9 @@ func report(r *runner) string {
 		}
 		b.WriteString("\n")
 	}
-
-	b.WriteString("\n## sett against each engine\n\nRatio of medians: for times, the other engine's ÷ sett's (above 1: sett is faster); for MB/s, sett's ÷ the other's; for disk and memory, sett's ÷ the other's (below 1: sett is smaller). The word says whether the ranges of the runs overlap: **ahead** or **behind** only where they do not, otherwise tie")
-	if c.runs < 2 {
-		b.WriteString(" (with one run there is no range: a difference under 25% is called a tie)")
-	}
-	b.WriteString(".\n\n| value size | vs |")
+	t.results = b.String()
+	b.Reset()
+	b.WriteString("| value size | vs |")
 	var cmp []int
 	for i, m := range ms {
 		if m.compare {
@@ -292,7 +363,6 @@ func report(r *runner) string {
 		}
 	}
 	b.WriteString("\n|---:|---|" + strings.Repeat("---|", len(cmp)) + "\n")
-	var behind []string
 	for _, k := range order {
 		if k.engine != "sett" {
 			continue
@@ -308,36 +378,56 @@ func report(r *runner) string {
 					b.WriteString(" — |")
 					continue
 				}
-				var ratio float64
-				speed := !strings.Contains(m.name, "MiB")
-				if speed && m.lowerBetter {
+				ratio := s.med / os.med
+				if !strings.Contains(m.name, "MiB") && m.lowerBetter {
 					ratio = os.med / s.med
-				} else if speed {
-					ratio = s.med / os.med
-				} else {
-					ratio = s.med / os.med
 				}
 				v := verdict(s, os, m.lowerBetter)
+				if strings.Contains(m.name, "keys-only") && readsValuesInKeysOnly(o.engine, k.valsz) {
+					v = "n/a (it reads values)"
+				}
 				fmt.Fprintf(&b, " %.2fx %s |", ratio, v)
 				if v == "behind" {
-					behind = append(behind, fmt.Sprintf("%s at %d B: behind %s (%s vs %s)", m.name, k.valsz, o.engine, s.format(m.format), os.format(m.format)))
+					t.behind = append(t.behind, fmt.Sprintf("%s at %d B: behind %s (%s vs %s)", m.name, k.valsz, o.engine, s.format(m.format), os.format(m.format)))
 				}
 			}
 			b.WriteString("\n")
 		}
 	}
-	b.WriteString("\n## Where sett is behind\n\n")
-	if len(behind) == 0 {
-		b.WriteString("Nowhere in this run (ties are listed in the table above).\n")
+	t.comparison = b.String()
+	return t
+}
+
+// versionOf is what the run's bench processes printed as engine e's version.
+func versionOf(r *runner, e string) string {
+	for _, cl := range r.cells {
+		if cl.Engine == e && cl.Version != "" {
+			return cl.Version
+		}
 	}
-	for _, l := range behind {
-		b.WriteString("- " + l + "\n")
+	return "not run yet"
+}
+
+// leftOut names the suite's engines that flags kept out of this run.
+func leftOut(c *config) []string {
+	var out []string
+	for _, k := range stores.Kinds {
+		found := false
+		for _, e := range c.engines {
+			found = found || e == k
+		}
+		if !found {
+			out = append(out, k+" (--engines)")
+		}
 	}
-	return b.String()
+	if !c.blob {
+		out = append(out, "rocksdb-blob (--blob=false)")
+	}
+	return out
 }
 
 func engineRank(e string) int {
-	for i, x := range []string{"sett", "rocksdb", "badger", "rocksdb-blob"} {
+	for i, x := range []string{"sett", "rocksdb", "rocksdb-blob", "pebble", "badger", "rocksdb-debian"} {
 		if x == e {
 			return i
 		}
@@ -349,16 +439,18 @@ func csvReport(cells []*cell) string {
 	var b strings.Builder
 	b.WriteString("valsz,engine,run,keys,populate_s,populate_keys_per_s,raw_bytes,disk_apparent_bytes,disk_allocated_bytes,populate_device_written_bytes,populate_rss_bytes," +
 		"settle_s,settle_idle,digest_count,digest_hash,read_ns,read_us_per_reader,reads,found,found_prefix,read_device_reads,read_device_bytes,read_rss_bytes," +
-		"iter_keys_ns,iter_keys_mb_s,iter_keys_device_bytes,iter_keys_rss_bytes,iter_values_ns,iter_values_mb_s,iter_values_device_bytes,iter_values_rss_bytes,read_anon_bytes,iter_anon_bytes,min_mem_available_bytes,killed,populate_anon_bytes\n")
+		"iter_keys_ns,iter_keys_mb_s,iter_keys_device_bytes,iter_keys_rss_bytes,iter_values_ns,iter_values_mb_s,iter_values_device_bytes,iter_values_rss_bytes,read_anon_bytes,iter_anon_bytes,min_mem_available_bytes,killed,populate_anon_bytes," +
+		"settle_device_written_bytes,settled_disk_apparent_bytes,settled_disk_allocated_bytes,wait_s,fresh_read_ns,fresh_read_us_per_reader,fresh_reads,fresh_found,version\n")
 	for _, c := range cells {
 		minAvail := c.MinMemAvailable
 		if minAvail == 1<<62 {
 			minAvail = 0
 		}
-		fmt.Fprintf(&b, "%d,%s,%d,%d,%.3f,%.0f,%d,%d,%d,%d,%d,%.1f,%v,%d,%s,%.1f,%.2f,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%d,%d,%.1f,%.1f,%d,%d,%d,%d,%d,%q,%d\n",
+		fmt.Fprintf(&b, "%d,%s,%d,%d,%.3f,%.0f,%d,%d,%d,%d,%d,%.2f,%v,%d,%s,%.1f,%.2f,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%d,%d,%.1f,%.1f,%d,%d,%d,%d,%d,%q,%d,%d,%d,%d,%.1f,%.1f,%.2f,%d,%d,%q\n",
 			c.ValSize, c.Engine, c.Run, c.Keys, c.PopSeconds, c.PopKeysPerSec, c.RawBytes, c.DiskApparent, c.DiskAllocated, c.PopWritten, c.PopRSS,
 			c.SettleSeconds, c.SettleIdle, c.DigestCount, c.DigestHash, c.ReadNs, c.ReadUsPerReader, c.Reads, c.Found, c.FoundPre, c.ReadDevOps, c.ReadDevBytes, c.ReadRSS,
-			c.IterKeysNs, c.IterKeysMBs, c.IterKeysDevBytes, c.IterKeysRSS, c.IterValuesNs, c.IterValuesMBs, c.IterValuesDevBytes, c.IterValuesRSS, c.ReadAnon, c.IterAnon, minAvail, c.Killed, c.PopAnon)
+			c.IterKeysNs, c.IterKeysMBs, c.IterKeysDevBytes, c.IterKeysRSS, c.IterValuesNs, c.IterValuesMBs, c.IterValuesDevBytes, c.IterValuesRSS, c.ReadAnon, c.IterAnon, minAvail, c.Killed, c.PopAnon,
+			c.SettleWritten, c.SettledApparent, c.SettledAllocated, c.WaitSeconds, c.FreshReadNs, c.FreshReadUsPerReader, c.FreshReads, c.FreshFound, c.Version)
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"settbench/internal/keys"
 	"settbench/internal/rss"
 	"settbench/internal/sysmem"
+	"settbench/stores"
 )
 
 // cell is one engine at one value size in one run.
@@ -38,11 +40,23 @@ type cell struct {
 	PopRSS        int64 // engine peak RSS during populate
 	PopAnon       int64 // the same for anonymous memory (no mapped files)
 
-	SettleSeconds float64
-	SettleIdle    bool
-	Backlog       string
-	DigestCount   int64
-	DigestHash    string
+	Version string // the engine's version, as the bench process read it at run time
+
+	// Settle: from the open after populate until the engine reported idle for
+	// good, the unsettled read phase running at its start.
+	SettleSeconds          float64
+	SettleIdle             bool
+	SettleWritten          int64 // bytes the device wrote during it
+	SettledApparent        int64 // disk use once settled
+	SettledAllocated       int64
+	WaitSeconds            float64 // what the later phases still waited before their clocks
+	WaitIdle               bool
+	Backlog                string
+	FreshReadNs            float64 // random reads at once after populate, beside the settle
+	FreshReadUsPerReader   float64
+	FreshReads, FreshFound int64
+	DigestCount            int64
+	DigestHash             string
 
 	ReadNs, ReadUsPerReader float64
 	Reads, Found, FoundPre  int64
@@ -120,6 +134,9 @@ func (r *runner) run() error {
 				}
 				r.cells = append(r.cells, cl)
 				group = append(group, cl)
+				if cl.Killed != "" {
+					r.failures = append(r.failures, fmt.Sprintf("%s at %d B, run %d did not finish: %s", e, valsz, run+1, cl.Killed))
+				}
 				if r.hog != nil && !r.hog.Alive() {
 					return fmt.Errorf("the memory helper died during this cell (%s): the memory left was not held", r.hog)
 				}
@@ -172,14 +189,14 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 		return nil, err
 	}
 	fmt.Printf("\n== %s, %d-byte values, %.3fM keys, run %d of %d (%s elapsed)\n", engine, valsz, mil, run+1, c.runs, time.Since(r.start).Round(time.Second))
-	dir := keys.Dir(c.base, engine, valsz)
+	dir := keys.Dir(c.base, kindOf(engine), valsz)
 	defer os.RemoveAll(dir)
 
 	batch := 1000
 	if valsz >= 16384 {
 		batch = c.batch16k
 	}
-	args := []string{"--kv", engine, "--valsz", strconv.Itoa(valsz), "--keys_mil", fmt.Sprint(mil), "--dir", c.base,
+	args := []string{"--kv", kindOf(engine), "--valsz", strconv.Itoa(valsz), "--keys_mil", fmt.Sprint(mil), "--dir", c.base,
 		"--cache_mib", fmt.Sprint(c.cacheMiB), "--batch", strconv.Itoa(batch)}
 	if c.sync {
 		args = append(args, "--sync")
@@ -190,7 +207,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	if c.settThreshold > 0 && engine == "sett" {
 		args = append(args, "--sett_value_threshold", strconv.Itoa(c.settThreshold))
 	}
-	out, ph, err := r.phase(cl, "populate", c.populate, args)
+	out, ph, err := r.phase(cl, "populate", r.binFor(engine, c.populate), args)
 	cl.PopWritten = ph.dev.WriteBytes()
 	if ph.killed != "" {
 		cl.Killed = "populate: " + ph.killed
@@ -217,12 +234,42 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	cl.PopAnon = pr.RSS.EngineAnon()
 
 	common := []string{"--keys_mil", fmt.Sprint(mil), "--valsz", strconv.Itoa(valsz), "--dir", c.base,
-		"--cache_mib", fmt.Sprint(c.cacheMiB), "--settle_timeout", c.settle.String(), "--readers", strconv.Itoa(c.readersOrDefault())}
-	name := benchName[engine]
+		"--cache_mib", fmt.Sprint(c.cacheMiB), "--readers", strconv.Itoa(c.readersOrDefault())}
+	name := benchName[kindOf(engine)]
+	readBudget := []string{"-test.benchtime", fmt.Sprintf("%dx", c.reads)}
+	if c.large {
+		readBudget = []string{"-test.benchtime", "1x", "--read_seconds", fmt.Sprint(c.readSeconds)}
+	}
+
+	// Random reads at once after populate, what a user who reads right away sees,
+	// then the wait until the engine has settled: both in one process, on one clock
+	// from its open (settle is on the clock: populate's verdict uses populate + settle).
+	freshArgs := append([]string{"-test.run", "^$", "-test.bench", "^BenchmarkReadRandom" + name + "$",
+		"--settle_timeout", "0", "--settle_after", c.settle.String()}, common...)
+	m, ph, err := r.benchPhase(cl, "read unsettled + settle", append(freshArgs, readBudget...))
+	if err != nil || ph.killed != "" {
+		return cl, err
+	}
+	cl.FreshReadNs, cl.FreshReadUsPerReader = m["ns/read"], m["us/read/reader"]
+	cl.FreshReads, cl.FreshFound = int64(m["reads"]), int64(m["found"])
+	cl.SettleWritten = ph.dev.WriteBytes()
+	var st struct {
+		Since   float64 `json:"since_open_s"`
+		Idle    bool    `json:"idle"`
+		Backlog string  `json:"backlog"`
+	}
+	if err := tagged(ph.out, "SETTLED", &st); err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	cl.SettleSeconds, cl.SettleIdle, cl.Backlog = st.Since, st.Idle, st.Backlog
+	if cl.SettledApparent, cl.SettledAllocated, err = stores.DiskUsage(dir); err != nil {
+		return nil, fmt.Errorf("disk use after settle: %w", err)
+	}
+	common = append(common, "--settle_timeout", c.settle.String())
 
 	// The data check runs first, and waits for the backlog populate left.
 	if c.digest != "none" {
-		out, ph, err := r.phase(cl, "digest", c.benchBin, append([]string{"-test.run", "^TestDigest$", "--digest", c.digest, "--engine", engine}, common...))
+		out, ph, err := r.phase(cl, "digest", r.binFor(engine, c.benchBin), append([]string{"-test.run", "^TestDigest$", "--digest", c.digest, "--engine", kindOf(engine)}, common...))
 		if ph.killed != "" {
 			cl.Killed = "digest: " + ph.killed
 			return cl, nil
@@ -238,16 +285,11 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 			return nil, err
 		}
 		cl.DigestCount, cl.DigestHash = d.Count, d.Hash
-		r.settleInfo(cl, out)
+		r.waitInfo(cl, out)
 	}
 
-	readArgs := append([]string{"-test.run", "^$", "-test.bench", "^BenchmarkReadRandom" + name + "$"}, common...)
-	if c.large {
-		readArgs = append(readArgs, "-test.benchtime", "1x", "--read_seconds", fmt.Sprint(c.readSeconds))
-	} else {
-		readArgs = append(readArgs, "-test.benchtime", fmt.Sprintf("%dx", c.reads))
-	}
-	m, ph, err := r.benchPhase(cl, "read", readArgs)
+	readArgs := append(append([]string{"-test.run", "^$", "-test.bench", "^BenchmarkReadRandom" + name + "$"}, common...), readBudget...)
+	m, ph, err = r.benchPhase(cl, "read", readArgs)
 	if err != nil || ph.killed != "" {
 		return cl, err
 	}
@@ -298,7 +340,8 @@ func (r *runner) benchPhase(cl *cell, what string, args []string) (map[string]fl
 		}
 		fmt.Printf("  evicted %d files (%.0f MiB) of %s from the page cache\n", files, mib(n), cl.Engine)
 	}
-	out, ph, err := r.phase(cl, what, r.cfg.benchBin, args)
+	out, ph, err := r.phase(cl, what, r.binFor(cl.Engine, r.cfg.benchBin), args)
+	ph.out = out
 	if ph.killed != "" {
 		cl.Killed = what + ": " + ph.killed
 		return nil, ph, nil
@@ -306,9 +349,7 @@ func (r *runner) benchPhase(cl *cell, what string, args []string) (map[string]fl
 	if err != nil {
 		return nil, ph, fmt.Errorf("%s: %w\n%s", what, err, tail(out))
 	}
-	if cl.Backlog == "" {
-		r.settleInfo(cl, out)
-	}
+	r.waitInfo(cl, out)
 	var p rss.Phase
 	if err := tagged(out, "PHASE_RSS", &p); err == nil {
 		ph.rss, ph.anon = p.Engine(), p.EngineAnon()
@@ -320,19 +361,50 @@ func (r *runner) benchPhase(cl *cell, what string, args []string) (map[string]fl
 	return m, ph, nil
 }
 
-func (r *runner) settleInfo(cl *cell, out string) {
+// waitInfo keeps the longest wait a phase still had before its clock (the
+// engine should be settled by then), its version, and a backlog that remained.
+func (r *runner) waitInfo(cl *cell, out string) {
 	var s struct {
+		Version string  `json:"version"`
 		Waited  float64 `json:"waited_s"`
 		Idle    bool    `json:"idle"`
 		Backlog string  `json:"backlog"`
 	}
-	if tagged(out, "SETTLE", &s) == nil {
-		cl.SettleSeconds, cl.SettleIdle, cl.Backlog = s.Waited, s.Idle, s.Backlog
+	if tagged(out, "SETTLE", &s) != nil {
+		return
 	}
+	if s.Version != "" {
+		cl.Version = s.Version
+	}
+	if s.Waited >= cl.WaitSeconds {
+		cl.WaitSeconds, cl.WaitIdle = s.Waited, s.Idle
+		if !s.Idle {
+			cl.Backlog = s.Backlog
+		}
+	}
+}
+
+// kindOf is the store kind an engine of the run opens: rocksdb-debian is
+// RocksDB's kind, run by programs built against Debian's library.
+func kindOf(engine string) string {
+	if engine == "rocksdb-debian" {
+		return "rocksdb"
+	}
+	return engine
+}
+
+// binFor is the program that runs a phase of engine: the --rocksdb-debian
+// builds for rocksdb-debian, the given one otherwise.
+func (r *runner) binFor(engine, bin string) string {
+	if engine != "rocksdb-debian" {
+		return bin
+	}
+	return filepath.Join(r.cfg.debianBins, filepath.Base(bin))
 }
 
 // phaseInfo is what the runner saw of one child process from outside.
 type phaseInfo struct {
+	out    string
 	dev    sysmem.DiskCounters // device counters over the phase
 	killed string
 	rss    int64 // engine peak, from the child's PHASE_RSS line
@@ -505,6 +577,10 @@ func (r *runner) crossCheck(valsz, run int, group []*cell) {
 		if cl.FoundPre != ref.FoundPre {
 			r.failures = append(r.failures, fmt.Sprintf("%s: %s found %d of the first reads of the fixed sequence, %s found %d",
 				label, ref.Engine, ref.FoundPre, cl.Engine, cl.FoundPre))
+		}
+		if !r.cfg.large && (cl.FreshFound != ref.FreshFound || cl.FreshReads != ref.FreshReads) {
+			r.failures = append(r.failures, fmt.Sprintf("%s: unsettled reads: %s found %d of %d, %s found %d of %d",
+				label, ref.Engine, ref.FreshFound, ref.FreshReads, cl.Engine, cl.FreshFound, cl.FreshReads))
 		}
 		if !r.cfg.large && (cl.Found != ref.Found || cl.Reads != ref.Reads) {
 			r.failures = append(r.failures, fmt.Sprintf("%s: %s found %d of %d reads, %s found %d of %d",

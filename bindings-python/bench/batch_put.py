@@ -15,6 +15,7 @@ in Python and the rest, the commits) and the median per engine.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import tempfile
@@ -46,6 +47,22 @@ def run_sett(path: str, keys: List[bytes], values: List[bytes], batch: int) -> f
     return elapsed
 
 
+def rocksdb_version(path: str) -> str:
+    """The RocksDB version that wrote the database at path, from its OPTIONS
+    file (RocksDB records its own version there): what rocksdict bundles."""
+    import glob
+    import importlib.metadata
+
+    found = "unknown"
+    for f in sorted(glob.glob(os.path.join(path, "OPTIONS-*"))):
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip().startswith("rocksdb_version="):
+                    found = line.strip().split("=", 1)[1]
+    bundled = importlib.metadata.version("rocksdict")
+    return f"rocksdict {bundled}, RocksDB {found} (its bundled release build)"
+
+
 def run_rocksdict(path: str, keys: List[bytes], values: List[bytes], batch: int) -> float:
     from rocksdict import DBCompressionType, Options, Rdict, WriteBatch, WriteOptions
 
@@ -68,6 +85,7 @@ def run_rocksdict(path: str, keys: List[bytes], values: List[bytes], batch: int)
             raise SystemExit("rocksdict: last key reads back wrong")
     finally:
         db.close()
+    print(f"    {rocksdb_version(path)}")
     return elapsed
 
 

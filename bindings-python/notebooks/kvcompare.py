@@ -97,6 +97,25 @@ class _Rocks:
         self.db.close()
 
 
+def _version(engine: str, path: str) -> str:
+    """What ran, read at run time: sett's library version, or rocksdict's and the
+    RocksDB release it bundles (RocksDB records its version in its OPTIONS file)."""
+    import glob
+    import importlib.metadata
+
+    if engine == "sett":
+        import sett
+
+        return f"sett {sett.__version__}"
+    found = "unknown"
+    for f in sorted(glob.glob(os.path.join(path, "OPTIONS-*"))):
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip().startswith("rocksdb_version="):
+                    found = line.strip().split("=", 1)[1]
+    return f"rocksdict {importlib.metadata.version('rocksdict')}, RocksDB {found}"
+
+
 def run(engine: str, valsz: int, n: int, base: str) -> Dict[str, Any]:
     """The measurements of one engine at one value size, in this process."""
     path = os.path.join(base, f"{engine}-{valsz}")
@@ -141,6 +160,7 @@ def run(engine: str, valsz: int, n: int, base: str) -> Dict[str, Any]:
     db.close()
     return {
         "engine": engine,
+        "version": _version(engine, path),
         "valsz": valsz,
         "keys_written": n,
         "unique_keys": nk,

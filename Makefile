@@ -92,7 +92,8 @@ bench-gc: deps
 	done; done && python3 scripts/gc-report.py "$$tmp/out" > results/auto-gc.md && cat results/auto-gc.md
 
 # KVBench: every store in its own process with and without fsync, then redis-benchmark
-# against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes.
+# against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes
+# and the one cache budget of every store (-cache-mib, default 256).
 KVBENCH_ARGS ?=
 kvbench: go-build
 	@command -v redis-benchmark >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-tools; }

@@ -30,9 +30,8 @@ type KV interface {
 	// Clear deletes every key (FLUSHDB).
 	Clear() error
 	// Flush makes every write so far durable on the device, by the store's own
-	// call for it: RocksDB FlushWAL(sync), pebble LogData(nil, Sync), Badger and
-	// bbolt Sync, goleveldb a synced write (it has no sync call), sett Flush
-	// (memtables written as tables and synced: sett has no log-only sync call).
+	// call for it where it has one. What that is for each store is kvStoreInfo's
+	// flush line (FlushMeaning), the one table that the report prints too.
 	Flush() error
 	Close() error
 }
@@ -43,6 +42,17 @@ type KVOptions struct {
 	Fsync bool
 	// AOF gives the in-memory baselines an append-only file (as KVBench's had).
 	AOF bool
+	// CacheBytes is the memory budget every store gets for its own cache, where
+	// it has one (0: DefaultCacheBytes); KVCacheSetting says what each does with it.
+	CacheBytes int64
+}
+
+// cacheBytes is the budget in force.
+func (o KVOptions) cacheBytes() int64 {
+	if o.CacheBytes > 0 {
+		return o.CacheBytes
+	}
+	return DefaultCacheBytes
 }
 
 // KVKinds lists the stores of KVBench.

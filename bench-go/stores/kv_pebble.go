@@ -12,9 +12,9 @@ type pebbleKV struct {
 }
 
 // openPebbleKV opens Pebble with badger-bench's settings (pebbleOptions) and
-// its default memory budget.
+// the KVBench cache budget.
 func openPebbleKV(dir string, o KVOptions) (KV, error) {
-	db, wo, err := openPebbleDB(dir, Options{Sync: o.Fsync})
+	db, wo, err := openPebbleDB(dir, Options{Sync: o.Fsync, CacheBytes: o.cacheBytes()})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ type rocksKV struct {
 }
 
 func openRocksKV(dir string, o KVOptions) (KV, error) {
-	s, err := openRocks(dir, Options{Sync: o.Fsync}, false)
+	s, err := openRocks(dir, Options{Sync: o.Fsync, CacheBytes: o.cacheBytes()}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -103,4 +103,9 @@ func (s rocksKV) Flush() error {
 	var cerr *C.char
 	C.rocksdb_flush_wal(s.db, 1, &cerr)
 	return rocksErr(cerr)
+}
+
+// cacheCapacity reads the block cache's capacity back from RocksDB.
+func (s rocksKV) cacheCapacity() (int64, error) {
+	return int64(C.rocksdb_cache_get_capacity(s.cache)), nil
 }

@@ -3,6 +3,8 @@ package stores
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +77,76 @@ func TestEveryStoreKeepsTheKVContract(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// The report describes every store from one table: none may be missing from it.
+func TestEveryStoreIsDescribed(t *testing.T) {
+	o := KVOptions{CacheBytes: 48 << 20}
+	for _, kind := range KVKinds {
+		for what, text := range map[string]string{"engine": KVEngine(kind), "cache": KVCacheSetting(kind, o), "flush": FlushMeaning(kind)} {
+			if text == "" || strings.Contains(text, "unknown") {
+				t.Errorf("%s: %s line %q", kind, what, text)
+			}
+		}
+	}
+	for _, kind := range []string{"sett", "rocksdb", "pebble", "goleveldb"} {
+		if !strings.Contains(KVCacheSetting(kind, o), "48 MiB") {
+			t.Errorf("%s: the cache line does not give the budget: %q", kind, KVCacheSetting(kind, o))
+		}
+	}
+	if !strings.Contains(KVCacheSetting("rocksdb", KVOptions{}), "256 MiB") {
+		t.Errorf("no budget given: %q", KVCacheSetting("rocksdb", KVOptions{}))
+	}
+	if !strings.Contains(FlushMeaning("nosuchstore"), "unknown") {
+		t.Error("an unknown store is described")
+	}
+}
+
+// The budget reaches each engine that has a cache of its own: read back from
+// sett and RocksDB, and from the options that open Pebble and goleveldb.
+func TestTheCacheBudgetReachesTheEngines(t *testing.T) {
+	for _, budget := range []int64{0, 48 << 20} {
+		want := budget
+		if want == 0 {
+			want = DefaultCacheBytes
+		}
+		for _, kind := range []string{"sett", "rocksdb"} {
+			s, err := OpenKV(kind, t.TempDir(), KVOptions{CacheBytes: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.(kvCacheReader).cacheCapacity()
+			if err != nil || got != want {
+				t.Errorf("%s with budget %d: capacity %d (want %d) %v", kind, budget, got, want, err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		opts, _, err := pebbleOptions(Options{CacheBytes: KVOptions{CacheBytes: budget}.cacheBytes()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := opts.Cache.MaxSize(); got != want {
+			t.Errorf("pebble with budget %d: cache %d (want %d)", budget, got, want)
+		}
+		opts.Cache.Unref()
+		if got := levelOptions(KVOptions{CacheBytes: budget}).BlockCacheCapacity; int64(got) != want {
+			t.Errorf("goleveldb with budget %d: block cache %d (want %d)", budget, got, want)
+		}
+	}
+}
+
+// The versions the report prints are the ones go.mod requires.
+func TestModuleVersionsAreGoMods(t *testing.T) {
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, v := range kvModuleVersions {
+		if !strings.Contains(string(mod), "\t"+path+" "+v+"\n") && !strings.Contains(string(mod), "\t"+path+" "+v+" ") {
+			t.Errorf("go.mod does not require %s %s", path, v)
+		}
 	}
 }

@@ -51,6 +51,15 @@ var kvStoreInfos = map[string]kvStoreInfo{
 		},
 		flush: "DB.Sync: fdatasync of its file (with fsync every commit syncs already)",
 	},
+	"bolt": {
+		engine: func() string {
+			return "bolt " + moduleVersion("github.com/boltdb/bolt") + " (the original of bbolt, unmaintained)"
+		},
+		cache: func(int64) string {
+			return "no cache of its own: the file is memory-mapped and read through the page cache"
+		},
+		flush: "DB.Sync: fdatasync of its file (with fsync every commit syncs already)",
+	},
 	"goleveldb": {
 		engine: func() string { return "goleveldb " + moduleVersion("github.com/syndtr/goleveldb") },
 		cache: func(mib int64) string {
@@ -66,6 +75,32 @@ var kvStoreInfos = map[string]kvStoreInfo{
 		},
 		flush: "FlushWAL(sync): the WAL written out and synced",
 		note:  "badger-bench's settings (openRocks); Set is one rocksdb_put, BatchSet one C call that builds and writes the batch",
+	},
+	"pogreb": {
+		engine: func() string { return "pogreb " + moduleVersion("github.com/akrylysov/pogreb") },
+		cache: func(int64) string {
+			return "no cache of its own: index and log memory-mapped (its default), read through the page cache"
+		},
+		flush: "DB.Sync: its current log segment synced (the index is rebuilt from the log after a crash)",
+		note: "Prefix is a full scan (pogreb has a hash index and only an unordered walk of every item): the matching keys " +
+			"are collected and sorted, so its cost grows with the store, not the 10 keys; no batches: BatchSet puts one by one " +
+			"(not atomic), with fsync one DB.Sync after each Set and Delete and one per batch",
+	},
+	"nutsdb": {
+		engine: func() string { return "NutsDB " + moduleVersion("github.com/nutsdb/nutsdb") },
+		cache: func(int64) string {
+			return "no cache to size: its default mode (HintKeyValAndRAMIdxMode) keeps every key and value in memory " +
+				"(the budget is not used; its only cache, HintKeyAndRAMIdxCacheSize, is for the keys-only mode and counts entries)"
+		},
+		flush: "its files fsynced from outside: NutsDB has no sync call (SyncEnable syncs inside each commit, on with fsync)",
+		note:  "its defaults otherwise: FileIO, 256 MiB data files (sparse: apparent size above allocated)",
+	},
+	"buntdb": {
+		engine: func() string { return "BuntDB " + moduleVersion("github.com/tidwall/buntdb") },
+		cache: func(int64) string {
+			return "no cache: an in-memory store (every key and value in memory) with an append-only file"
+		},
+		flush: "its file fsynced from outside: BuntDB has no sync call (SyncPolicy Always with fsync, Never without)",
 	},
 	"map": {
 		engine: func() string { return "Go map behind an RWMutex (baseline)" },
@@ -112,7 +147,11 @@ var kvModuleVersions = map[string]string{
 	"github.com/dgraph-io/badger/v4":   "v4.9.6",
 	"github.com/cockroachdb/pebble/v2": PebbleVersion,
 	"go.etcd.io/bbolt":                 "v1.5.0",
+	"github.com/boltdb/bolt":           "v1.3.1",
 	"github.com/syndtr/goleveldb":      "v1.0.0",
+	"github.com/akrylysov/pogreb":      "v0.10.2",
+	"github.com/nutsdb/nutsdb":         "v1.1.0",
+	"github.com/tidwall/buntdb":        "v1.3.0",
 	"github.com/google/btree":          "v1.1.3",
 }
 

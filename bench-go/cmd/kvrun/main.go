@@ -119,9 +119,13 @@ func main() {
 	fmt.Print(md.String())
 }
 
-// checkStores refuses a store KVBench does not have before anything runs.
+// checkStores refuses a store KVBench does not have before anything runs,
+// with the reason when it is one of the seed's absent stores.
 func checkStores(list []string) error {
 	for _, s := range list {
+		if why, ok := stores.AbsentKV[s]; ok {
+			return fmt.Errorf("store %s is absent: %s", s, why)
+		}
 		if !slices.Contains(stores.KVKinds, s) {
 			return fmt.Errorf("unknown store %q (want some of %s)", s, strings.Join(stores.KVKinds, ","))
 		}
@@ -131,8 +135,9 @@ func checkStores(list []string) error {
 
 // settingsTable is the report's account of the stores: the one cache budget,
 // then per store its engine, what it does with the budget, what its Flush
-// does and anything else its numbers need. All of it comes from package
-// stores' table, which the stores' code and doc follow.
+// does and anything else its numbers need; then the seed's stores that are
+// absent, and why. All of it comes from package stores' table, which the
+// stores' code and doc follow.
 func settingsTable(list []string, cacheMiB int64) string {
 	var b strings.Builder
 	o := stores.KVOptions{CacheBytes: cacheMiB << 20}
@@ -145,6 +150,14 @@ func settingsTable(list []string, cacheMiB int64) string {
 			cell(stores.FlushMeaning(s)), cell(stores.KVNote(s)))
 	}
 	b.WriteString("\n")
+	absent := make([]string, 0, len(stores.AbsentKV))
+	for s := range stores.AbsentKV {
+		absent = append(absent, s)
+	}
+	sort.Strings(absent)
+	for _, s := range absent {
+		fmt.Fprintf(&b, "%s is absent: %s\n\n", s, stores.AbsentKV[s])
+	}
 	return b.String()
 }
 

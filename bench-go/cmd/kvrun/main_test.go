@@ -8,7 +8,8 @@ import (
 )
 
 // The header gives the one budget and, for every store run, a row with its
-// cache setting and Flush meaning as package stores has them.
+// cache setting and Flush meaning as package stores has them; absent stores
+// are named with why.
 func TestTheHeaderDescribesEveryStoreRun(t *testing.T) {
 	text := settingsTable(stores.KVKinds, 64)
 	if !strings.Contains(text, "64 MiB for every store") {
@@ -40,6 +41,14 @@ func TestTheHeaderDescribesEveryStoreRun(t *testing.T) {
 		}
 	}
 
+	stores.AbsentKV["gone"] = "go: module example.com/gone: not found"
+	defer delete(stores.AbsentKV, "gone")
+	if text := settingsTable([]string{"sett"}, 64); !strings.Contains(text, "gone is absent: go: module example.com/gone: not found") {
+		t.Errorf("an absent store is not named:\n%s", text)
+	}
+	if err := checkStores([]string{"sett", "gone"}); err == nil || !strings.Contains(err.Error(), "absent: go: module") {
+		t.Errorf("an absent store was let through: %v", err)
+	}
 }
 
 func TestUnknownStoresAreRefusedBeforeAnyRun(t *testing.T) {

@@ -118,7 +118,8 @@ bench-gc: deps
 	done; done && python3 scripts/gc-report.py "$$tmp/out" > results/auto-gc.md && cat results/auto-gc.md
 
 # KVBench: every store in its own process with and without fsync, then redis-benchmark
-# against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes.
+# against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes
+# and the one cache budget of every store (-cache-mib, default 256).
 KVBENCH_ARGS ?=
 kvbench: go-build
 	@command -v redis-benchmark >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-tools; }
@@ -325,7 +326,7 @@ gotest: go-build go-install-check
 	./target/go/kvrun --kvbench target/go/kvbench --kvserver target/go/kvserver --out target/kvbench-smoke \
 		-d 200ms -set 5000 --fsync-set 2000 --redis-n 3000 --redis-stores sett > target/kvbench-smoke.log 2>&1 || \
 		{ tail -40 target/kvbench-smoke.log; exit 1; }
-	@test "$$(wc -l < target/kvbench-smoke/kvbench.csv)" -eq 17 || { echo "kvbench smoke: expected 16 rows"; exit 1; }
+	@test "$$(wc -l < target/kvbench-smoke/kvbench.csv)" -eq 25 || { echo "kvbench smoke: expected 24 rows (12 stores x fsync off/on)"; exit 1; }
 	@echo "kvbench smoke run: results in target/kvbench-smoke/kvbench.md"
 
 # The example program (examples/go-installed, a module of its own) copied to a temporary

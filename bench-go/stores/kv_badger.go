@@ -9,6 +9,8 @@ import (
 // badgerKV is the KVBench face of the badger-bench adapter.
 type badgerKV struct{ *badgerStore }
 
+// openBadgerKV opens Badger as badger-bench does: with no block cache, so the
+// budget is not used (kvStoreInfos says why).
 func openBadgerKV(dir string, o KVOptions) (KV, error) {
 	s, err := openBadger(dir, Options{Sync: o.Fsync})
 	if err != nil {

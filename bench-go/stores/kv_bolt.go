@@ -4,51 +4,50 @@ import (
 	"bytes"
 	"path/filepath"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
-var boltBucket = []byte("kv")
+var boltBucketName = []byte("kv")
 
-type boltKV struct{ db *bolt.DB }
-
-func openBoltKV(dir string, o KVOptions) (KV, error) {
-	db, err := bolt.Open(filepath.Join(dir, "bolt.db"), 0o644, &bolt.Options{NoSync: !o.Fsync})
-	if err != nil {
-		return nil, err
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(boltBucket)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &boltKV{db: db}, nil
+// boltDB is what boltKV needs of bbolt or of the original bolt it was forked
+// from: their APIs are one, so each gets a small adapter and the KV logic is
+// shared.
+type boltDB interface {
+	update(fn func(b boltBucket) error) error
+	view(fn func(b boltBucket) error) error
+	// clear drops the bucket and makes it anew, in one transaction.
+	clear() error
+	sync() error
+	close() error
 }
 
-func (s *boltKV) Name() string { return "bbolt" }
+// boltBucket is the bucket of one transaction.
+type boltBucket interface {
+	Put(k, v []byte) error
+	Get(k []byte) []byte
+	Delete(k []byte) error
+	// scan calls fn for the keys from seek on, in order, until fn returns false.
+	scan(seek []byte, fn func(k, v []byte) bool)
+}
+
+type boltKV struct {
+	name string
+	db   boltDB
+}
+
+func (s *boltKV) Name() string { return s.name }
 func (s *boltKV) Set(key, value []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(boltBucket).Put(key, value) })
+	return s.db.update(func(b boltBucket) error { return b.Put(key, value) })
 }
 func (s *boltKV) Delete(key []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(boltBucket).Delete(key) })
+	return s.db.update(func(b boltBucket) error { return b.Delete(key) })
 }
-func (s *boltKV) Flush() error { return s.db.Sync() }
-func (s *boltKV) Close() error { return s.db.Close() }
-
-func (s *boltKV) Clear() error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(boltBucket); err != nil {
-			return err
-		}
-		_, err := tx.CreateBucket(boltBucket)
-		return err
-	})
-}
+func (s *boltKV) Flush() error { return s.db.sync() }
+func (s *boltKV) Close() error { return s.db.close() }
+func (s *boltKV) Clear() error { return s.db.clear() }
 
 func (s *boltKV) BatchSet(keys, vals [][]byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(boltBucket)
+	return s.db.update(func(b boltBucket) error {
 		for i := range keys {
 			if err := b.Put(keys[i], vals[i]); err != nil {
 				return err
@@ -60,8 +59,8 @@ func (s *boltKV) BatchSet(keys, vals [][]byte) error {
 
 func (s *boltKV) Get(key []byte) ([]byte, bool, error) {
 	var v []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if got := tx.Bucket(boltBucket).Get(key); got != nil {
+	err := s.db.view(func(b boltBucket) error {
+		if got := b.Get(key); got != nil {
 			v = append([]byte(nil), got...)
 		}
 		return nil
@@ -71,8 +70,7 @@ func (s *boltKV) Get(key []byte) ([]byte, bool, error) {
 
 func (s *boltKV) BatchGet(keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(boltBucket)
+	err := s.db.view(func(b boltBucket) error {
 		for i, k := range keys {
 			if got := b.Get(k); got != nil {
 				out[i] = append([]byte(nil), got...)
@@ -85,15 +83,66 @@ func (s *boltKV) BatchGet(keys [][]byte) ([][]byte, error) {
 
 func (s *boltKV) Prefix(prefix []byte, limit int, fn func(k, v []byte) bool) (int, error) {
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(boltBucket).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < limit; k, v = c.Next() {
-			n++
-			if !fn(k, v) {
-				break
-			}
+	err := s.db.view(func(b boltBucket) error {
+		if limit <= 0 {
+			return nil
 		}
+		b.scan(prefix, func(k, v []byte) bool {
+			if !bytes.HasPrefix(k, prefix) {
+				return false
+			}
+			n++
+			return fn(k, v) && n < limit
+		})
 		return nil
 	})
 	return n, err
 }
+
+// bboltDB is go.etcd.io/bbolt.
+type bboltDB struct{ db *bbolt.DB }
+
+type bboltBucket struct{ *bbolt.Bucket }
+
+func (b bboltBucket) scan(seek []byte, fn func(k, v []byte) bool) {
+	c := b.Cursor()
+	for k, v := c.Seek(seek); k != nil && fn(k, v); k, v = c.Next() {
+	}
+}
+
+func openBboltKV(dir string, o KVOptions) (KV, error) {
+	db, err := bbolt.Open(filepath.Join(dir, "bolt.db"), 0o644, &bbolt.Options{NoSync: !o.Fsync})
+	if err != nil {
+		return nil, err
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(boltBucketName)
+		return err
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &boltKV{name: "bbolt", db: bboltDB{db}}, nil
+}
+
+func (d bboltDB) update(fn func(b boltBucket) error) error {
+	return d.db.Update(func(tx *bbolt.Tx) error { return fn(bboltBucket{tx.Bucket(boltBucketName)}) })
+}
+
+func (d bboltDB) view(fn func(b boltBucket) error) error {
+	return d.db.View(func(tx *bbolt.Tx) error { return fn(bboltBucket{tx.Bucket(boltBucketName)}) })
+}
+
+func (d bboltDB) clear() error {
+	return d.db.Update(func(tx *bbolt.Tx) error {
+		if err := tx.DeleteBucket(boltBucketName); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket(boltBucketName)
+		return err
+	})
+}
+
+func (d bboltDB) sync() error  { return d.db.Sync() }
+func (d bboltDB) close() error { return d.db.Close() }

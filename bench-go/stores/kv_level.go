@@ -11,8 +11,14 @@ type levelKV struct {
 	wo *opt.WriteOptions
 }
 
+// levelOptions: no compression, and the budget as the block cache (its
+// default is 8 MiB).
+func levelOptions(o KVOptions) *opt.Options {
+	return &opt.Options{Compression: opt.NoCompression, BlockCacheCapacity: int(o.cacheBytes())}
+}
+
 func openLevelKV(dir string, o KVOptions) (KV, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{Compression: opt.NoCompression})
+	db, err := leveldb.OpenFile(dir, levelOptions(o))
 	if err != nil {
 		return nil, err
 	}

@@ -11,14 +11,12 @@ type pebbleKV struct {
 	wo *pebble.WriteOptions
 }
 
+// openPebbleKV opens Pebble with badger-bench's settings (pebbleOptions) and
+// the KVBench cache budget.
 func openPebbleKV(dir string, o KVOptions) (KV, error) {
-	db, err := pebble.Open(dir, &pebble.Options{})
+	db, wo, err := openPebbleDB(dir, Options{Sync: o.Fsync, CacheBytes: o.cacheBytes()})
 	if err != nil {
 		return nil, err
-	}
-	wo := pebble.NoSync
-	if o.Fsync {
-		wo = pebble.Sync
 	}
 	return &pebbleKV{db: db, wo: wo}, nil
 }

@@ -13,7 +13,7 @@ type settKV struct {
 }
 
 func openSettKV(dir string, o KVOptions) (KV, error) {
-	s, err := openSett(dir, Options{Sync: o.Fsync})
+	s, err := openSett(dir, Options{Sync: o.Fsync, CacheBytes: o.cacheBytes()})
 	if err != nil {
 		return nil, err
 	}
@@ -46,4 +46,10 @@ func (s *settKV) Prefix(prefix []byte, limit int, fn func(k, v []byte) bool) (in
 		o.Limit = limit
 	}
 	return s.scan(o, limit, fn)
+}
+
+// cacheCapacity reads the cache's capacity back from sett's stats.
+func (s *settKV) cacheCapacity() (int64, error) {
+	st, err := s.db.Stats()
+	return int64(st.CacheCapacity), err
 }

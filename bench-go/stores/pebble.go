@@ -60,22 +60,22 @@ func cacheOrDefault(o Options) int64 {
 	return DefaultCacheBytes
 }
 
-// openPebble opens Pebble v2 with the settings pebbleSettings describes.
-func openPebble(dir string, o Options) (Store, error) {
+// pebbleOptions builds the options pebbleSettings describes from o: the one
+// place both badger-bench and KVBench take Pebble's settings from. The caller
+// opens with them, then drops its reference to opts.Cache (the DB holds one).
+func pebbleOptions(o Options) (*pebble.Options, *pebble.WriteOptions, error) {
 	if err := CheckCompression(o.Compression); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	profile := block.NoCompression
 	switch o.Compression {
 	case "zstd":
 		profile = block.ZstdCompression
 	case "lz4":
-		return nil, errors.New("pebble: no LZ4 codec (it offers snappy, zstd and minlz)")
+		return nil, nil, errors.New("pebble: no LZ4 codec (it offers snappy, zstd and minlz)")
 	}
-	cache := pebble.NewCache(cacheOrDefault(o))
-	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
-		Cache:                       cache,
+		Cache:                       pebble.NewCache(cacheOrDefault(o)),
 		FormatMajorVersion:          pebble.FormatNewest,
 		L0CompactionThreshold:       2,
 		L0StopWritesThreshold:       1000,
@@ -109,13 +109,32 @@ func openPebble(dir string, o Options) (Store, error) {
 	}
 	opts.FlushSplitBytes = opts.TargetFileSizes[0]
 	opts.EnsureDefaults()
-	db, err := pebble.Open(dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("pebble: %w", err)
-	}
 	wo := pebble.NoSync
 	if o.Sync {
 		wo = pebble.Sync
+	}
+	return opts, wo, nil
+}
+
+// openPebbleDB opens Pebble in dir with pebbleOptions(o).
+func openPebbleDB(dir string, o Options) (*pebble.DB, *pebble.WriteOptions, error) {
+	opts, wo, err := pebbleOptions(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer opts.Cache.Unref()
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pebble: %w", err)
+	}
+	return db, wo, nil
+}
+
+// openPebble opens Pebble v2 with the settings pebbleSettings describes.
+func openPebble(dir string, o Options) (Store, error) {
+	db, wo, err := openPebbleDB(dir, o)
+	if err != nil {
+		return nil, err
 	}
 	return &pebbleStore{db: db, wo: wo, ro: o.ReadOnly}, nil
 }

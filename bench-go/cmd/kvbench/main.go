@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,16 +38,20 @@ type Row struct {
 }
 
 func main() {
-	store := flag.String("s", "sett", "store: sett, badger, pebble, bbolt, goleveldb, rocksdb, map, btree")
+	store := flag.String("s", "sett", "store: "+strings.Join(stores.KVKinds, ", "))
 	conc := flag.Int("c", 4, "concurrency (goroutines per case)")
 	dur := flag.Duration("d", 2*time.Second, "duration of each timed case")
 	size := flag.Int("size", 256, "value size in bytes, for every case")
 	n := flag.Int64("set", 100000, "entries written by the batch-write case (and the key space of the others)")
 	fsync := flag.Bool("fsync", false, "make every write durable before it returns")
 	aof := flag.Bool("aof", false, "give the map and btree baselines an append-only file")
+	cacheMiB := flag.Int64("cache-mib", stores.DefaultCacheBytes>>20, "memory budget, in MiB, that every store gets for its own cache")
 	dirFlag := flag.String("dir", "", "data directory (default: a new temporary directory, removed at the end)")
 	save := flag.String("save", "", "append the row to this CSV file")
 	flag.Parse()
+	if *cacheMiB < 1 {
+		must(fmt.Errorf("-cache-mib %d: the budget is at least 1 MiB", *cacheMiB))
+	}
 	dir := *dirFlag
 	if dir == "" {
 		d, err := os.MkdirTemp("", "kvbench-")
@@ -54,7 +59,8 @@ func main() {
 		dir = d
 		defer os.RemoveAll(d)
 	}
-	r, err := run(*store, dir, *conc, *dur, *size, *n, *fsync, *aof)
+	o := stores.KVOptions{Fsync: *fsync, AOF: *aof, CacheBytes: *cacheMiB << 20}
+	r, err := run(*store, dir, *conc, *dur, *size, *n, o)
 	must(err)
 	fmt.Printf("%-9s fsync=%-5v BatchWrite %.3fs  Mem %.0f MiB  Disk %.1f/%.1f MiB  Prefix %.0f  Set %.0f  Get %.0f (hit %.0f%%)  Setmixed %.0f  Getmixed %.0f (hit %.0f%%)  Del %.0f  [op/s]\n",
 		r.Store, r.Fsync, r.BatchWriteSec, float64(r.MemBytes)/(1<<20), float64(r.DiskApparent)/(1<<20), float64(r.DiskAllocated)/(1<<20),
@@ -64,9 +70,9 @@ func main() {
 	}
 }
 
-func run(kind, dir string, conc int, dur time.Duration, size int, n int64, fsync, aof bool) (Row, error) {
-	r := Row{Store: kind, Fsync: fsync}
-	kv, err := stores.OpenKV(kind, dir, stores.KVOptions{Fsync: fsync, AOF: aof})
+func run(kind, dir string, conc int, dur time.Duration, size int, n int64, o stores.KVOptions) (Row, error) {
+	r := Row{Store: kind, Fsync: o.Fsync}
+	kv, err := stores.OpenKV(kind, dir, o)
 	if err != nil {
 		return r, err
 	}
@@ -92,14 +98,14 @@ func run(kind, dir string, conc int, dur time.Duration, size int, n int64, fsync
 	r.BatchWriteSec = time.Since(start).Seconds()
 	// DiskUsage: the footprint of the n entries, measured after close (the later
 	// cases overwrite and delete, which would measure each engine's garbage instead).
-	if stores.Persistent(kind) || aof {
+	if stores.Persistent(kind) || o.AOF {
 		if err := kv.Close(); err != nil {
 			return r, err
 		}
 		if r.DiskApparent, r.DiskAllocated, err = stores.DiskUsage(dir); err != nil {
 			return r, err
 		}
-		if kv, err = stores.OpenKV(kind, dir, stores.KVOptions{Fsync: fsync, AOF: aof}); err != nil {
+		if kv, err = stores.OpenKV(kind, dir, o); err != nil {
 			return r, err
 		}
 	}

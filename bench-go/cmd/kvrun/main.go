@@ -15,18 +15,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"settbench/stores"
 )
 
 func main() {
 	kvbench := flag.String("kvbench", "", "kvbench binary")
 	kvserver := flag.String("kvserver", "", "kvserver binary")
 	out := flag.String("out", "results", "output directory")
-	storesFlag := flag.String("stores", "sett,badger,pebble,bbolt,goleveldb,rocksdb,map,btree", "stores")
+	storesFlag := flag.String("stores", strings.Join(stores.KVKinds, ","), "stores")
+	cacheMiB := flag.Int64("cache-mib", stores.DefaultCacheBytes>>20, "memory budget, in MiB, that every store gets for its own cache")
 	dur := flag.String("d", "2s", "duration of each kvbench case")
 	conc := flag.Int("c", 4, "kvbench concurrency")
 	size := flag.Int("size", 256, "value size")
@@ -38,10 +42,16 @@ func main() {
 	if *kvbench == "" || *kvserver == "" {
 		fail(fmt.Errorf("--kvbench and --kvserver are required"))
 	}
+	list := strings.Split(*storesFlag, ",")
+	if err := checkStores(list); err != nil {
+		fail(err)
+	}
+	if *cacheMiB < 1 {
+		fail(fmt.Errorf("-cache-mib %d: the budget is at least 1 MiB", *cacheMiB))
+	}
 	must(os.MkdirAll(*out, 0o755))
 	csvPath := filepath.Join(*out, "kvbench.csv")
 	_ = os.Remove(csvPath)
-	list := strings.Split(*storesFlag, ",")
 	for _, fsync := range []bool{false, true} {
 		n := *set
 		if fsync {
@@ -49,7 +59,7 @@ func main() {
 		}
 		for _, s := range list {
 			args := []string{"-s", s, "-d", *dur, "-c", strconv.Itoa(*conc), "-size", strconv.Itoa(*size),
-				"-set", strconv.Itoa(n), "-save", csvPath}
+				"-set", strconv.Itoa(n), "-cache-mib", strconv.FormatInt(*cacheMiB, 10), "-save", csvPath}
 			if fsync {
 				args = append(args, "-fsync")
 			}
@@ -63,8 +73,15 @@ func main() {
 	rows := readCSV(csvPath)
 	var md strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&md, "# KVBench: sett against seven other stores\n\nRun %s on %s (%d cores). Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches, timed until every entry is durable: each store's own call for it at the end (RocksDB FlushWAL(sync), pebble LogData(nil, Sync), Badger and bbolt Sync, goleveldb a synced write since it has no sync call, sett Flush: memtables to synced tables, as sett has no log-only sync call). Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), *size, *conc, *dur, *set, *fsyncSet)
+	others := len(list)
+	for _, st := range list {
+		if st == "sett" {
+			others--
+		}
+	}
+	fmt.Fprintf(&md, "# KVBench: sett against %d other stores\n\nRun %s on %s (%d cores). Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches, timed until every entry is durable: each store's Flush at the end (what it does is in the table below). Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
+		others, time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), *size, *conc, *dur, *set, *fsyncSet)
+	md.WriteString(settingsTable(list, *cacheMiB))
 	for _, fsync := range []string{"false", "true"} {
 		fmt.Fprintf(&md, "## fsync %s\n\n", fsync)
 		md.WriteString("| store | BatchWrite s | MemUsage MiB | DiskUsage MiB (apparent / allocated) | Prefix op/s | Set op/s | Get op/s | Setmixed op/s | Getmixed op/s | Del op/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -88,7 +105,7 @@ func main() {
 		md.WriteString("## redis-benchmark against kvserver\n\n`redis-benchmark -t set,get -n " + strconv.Itoa(*redisN) + " -d " + strconv.Itoa(*size) + " -P {1,64}` (redis-tools " + redisVersion() + "), fsync off; any error reply fails the run.\n\n")
 		md.WriteString("| store | pipeline | SET req/s | SET p50 ms | SET p99 ms | GET req/s | GET p50 ms | GET p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, s := range rl {
-			lines, err := redisRun(*kvserver, s, *redisN, *size)
+			lines, err := redisRun(*kvserver, s, *redisN, *size, *cacheMiB)
 			if err != nil {
 				fail(err)
 			}
@@ -100,6 +117,48 @@ func main() {
 	must(os.WriteFile(filepath.Join(*out, "kvbench.md"), []byte(md.String()), 0o644))
 	fmt.Println()
 	fmt.Print(md.String())
+}
+
+// checkStores refuses a store KVBench does not have before anything runs,
+// with the reason when it is one of the seed's absent stores.
+func checkStores(list []string) error {
+	for _, s := range list {
+		if why, ok := stores.AbsentKV[s]; ok {
+			return fmt.Errorf("store %s is absent: %s", s, why)
+		}
+		if !slices.Contains(stores.KVKinds, s) {
+			return fmt.Errorf("unknown store %q (want some of %s)", s, strings.Join(stores.KVKinds, ","))
+		}
+	}
+	return nil
+}
+
+// settingsTable is the report's account of the stores: the one cache budget,
+// then per store its engine, what it does with the budget, what its Flush
+// does and anything else its numbers need; then the seed's stores that are
+// absent, and why. All of it comes from package stores' table, which the
+// stores' code and doc follow.
+func settingsTable(list []string, cacheMiB int64) string {
+	var b strings.Builder
+	o := stores.KVOptions{CacheBytes: cacheMiB << 20}
+	fmt.Fprintf(&b, "Cache budget: **%d MiB for every store** (`-cache-mib`), given to each as its own cache where it has one; "+
+		"what each does with it, and what its Flush does:\n\n", cacheMiB)
+	b.WriteString("| store | engine | cache | Flush | notes |\n|---|---|---|---|---|\n")
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+	for _, s := range list {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", s, cell(stores.KVEngine(s)), cell(stores.KVCacheSetting(s, o)),
+			cell(stores.FlushMeaning(s)), cell(stores.KVNote(s)))
+	}
+	b.WriteString("\n")
+	absent := make([]string, 0, len(stores.AbsentKV))
+	for s := range stores.AbsentKV {
+		absent = append(absent, s)
+	}
+	sort.Strings(absent)
+	for _, s := range absent {
+		fmt.Fprintf(&b, "%s is absent: %s\n\n", s, stores.AbsentKV[s])
+	}
+	return b.String()
 }
 
 func f(r map[string]string, k string) float64 {
@@ -244,13 +303,13 @@ func redisVersion() string {
 // redisRun starts kvserver on store, runs redis-benchmark at -P 1 and -P 64 and
 // returns the table rows; any error reply fails the whole run. kvserver binds a
 // port the kernel picks and prints it; it gets SIGTERM if kvrun dies.
-func redisRun(kvserver, store string, n, size int) ([]string, error) {
+func redisRun(kvserver, store string, n, size int, cacheMiB int64) ([]string, error) {
 	dir, err := os.MkdirTemp("", "kvserver-"+store+"-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv := exec.Command(kvserver, "-s", store, "-addr", "127.0.0.1:0", "-dir", dir)
+	srv := exec.Command(kvserver, "-s", store, "-addr", "127.0.0.1:0", "-dir", dir, "-cache-mib", strconv.FormatInt(cacheMiB, 10))
 	srv.Stderr = os.Stderr
 	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	// An os.Pipe rather than StdoutPipe: the copy below may still read after Wait.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"settbench/kvserver"
@@ -17,13 +18,14 @@ import (
 )
 
 func main() {
-	store := flag.String("s", "sett", "store: sett, badger, pebble, bbolt, goleveldb, rocksdb, map, btree")
+	store := flag.String("s", "sett", "store: "+strings.Join(stores.KVKinds, ", "))
 	addr := flag.String("addr", "127.0.0.1:6380", "listen address")
 	allowRemote := flag.Bool("allow-remote", false, "allow a non-loopback listen address")
 	dir := flag.String("dir", "", "data directory (default: a new temporary directory, removed at exit)")
 	fsync := flag.Bool("fsync", false, "make every write durable before replying")
 	pass := flag.String("requirepass", "", "password clients must AUTH with")
 	maxBulk := flag.Int("max-bulk", 8<<20, "largest bulk string accepted, in bytes")
+	cacheMiB := flag.Int64("cache-mib", stores.DefaultCacheBytes>>20, "memory budget, in MiB, for the store's own cache")
 	flag.Parse()
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -39,7 +41,10 @@ func main() {
 		}
 		defer os.RemoveAll(d)
 	}
-	kv, err := stores.OpenKV(*store, d, stores.KVOptions{Fsync: *fsync})
+	if *cacheMiB < 1 {
+		log.Fatalf("-cache-mib %d: the budget is at least 1 MiB", *cacheMiB)
+	}
+	kv, err := stores.OpenKV(*store, d, stores.KVOptions{Fsync: *fsync, CacheBytes: *cacheMiB << 20})
 	if err != nil {
 		log.Fatal(err)
 	}

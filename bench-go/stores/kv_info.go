@@ -1,6 +1,9 @@
 package stores
 
-import "fmt"
+import (
+	"fmt"
+	"runtime/debug"
+)
 
 // kvStoreInfo is what the KVBench report says of one store: the one table
 // behind KV.Flush's doc, kvrun's header and the tests that check both.
@@ -144,7 +147,7 @@ func kvInfo(kind string) kvStoreInfo {
 // (a test holds them to it): test binaries carry no module list to read them
 // from at run time.
 var kvModuleVersions = map[string]string{
-	"github.com/dgraph-io/badger/v4":   "v4.9.6",
+	"github.com/dgraph-io/badger/v4":   BadgerVersion,
 	"github.com/cockroachdb/pebble/v2": PebbleVersion,
 	"go.etcd.io/bbolt":                 "v1.5.0",
 	"github.com/boltdb/bolt":           "v1.3.1",
@@ -155,8 +158,17 @@ var kvModuleVersions = map[string]string{
 	"github.com/google/btree":          "v1.1.3",
 }
 
-// moduleVersion is the version of module path that go.mod requires.
+// moduleVersion is the version the build's module list gives path; a test
+// binary has no such list, so there it is the version go.mod requires
+// (kvModuleVersions, which a test holds to go.mod).
 func moduleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == path {
+				return m.Version
+			}
+		}
+	}
 	if v, ok := kvModuleVersions[path]; ok {
 		return v
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"syscall"
 	"time"
 )
@@ -171,23 +170,9 @@ func Version(kind string) string {
 	case "rocksdb", "rocksdb-blob":
 		return "RocksDB " + RocksVersion() + ", " + RocksBuild
 	case "badger":
-		return "Badger " + moduleVersion("github.com/dgraph-io/badger/v4", BadgerVersion)
+		return "Badger " + moduleVersion("github.com/dgraph-io/badger/v4")
 	case "pebble":
-		return "Pebble " + moduleVersion("github.com/cockroachdb/pebble/v2", PebbleVersion)
+		return "Pebble " + moduleVersion("github.com/cockroachdb/pebble/v2")
 	}
 	return "unknown engine " + kind
-}
-
-// moduleVersion is the version the build's module list gives path; a test
-// binary has no such list, so there it is pinned, the version go.mod requires
-// (a test holds the two equal).
-func moduleVersion(path, pinned string) string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range bi.Deps {
-			if m.Path == path {
-				return m.Version
-			}
-		}
-	}
-	return pinned
 }

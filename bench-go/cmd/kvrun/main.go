@@ -72,6 +72,13 @@ func main() {
 	}
 	rows := readCSV(csvPath)
 	var md strings.Builder
+	rev := "unknown (not a git checkout)"
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		rev = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+			rev += " with uncommitted changes"
+		}
+	}
 	host, _ := os.Hostname()
 	others := len(list)
 	for _, st := range list {
@@ -79,8 +86,8 @@ func main() {
 			others--
 		}
 	}
-	fmt.Fprintf(&md, "# KVBench: sett against %d other stores\n\nRun %s on %s (%d cores). Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches, timed until every entry is durable: each store's Flush at the end (what it does is in the table below). Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
-		others, time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), *size, *conc, *dur, *set, *fsyncSet)
+	fmt.Fprintf(&md, "# KVBench: sett against %d other stores\n\nRun %s on %s (%d cores), commit %s (one %s run per cell: differences of a few percent are ties). Command: `%s`. Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches, timed until every entry is durable: each store's Flush at the end (what it does is in the table below). Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
+		others, time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), rev, *dur, strings.Join(os.Args, " "), *size, *conc, *dur, *set, *fsyncSet)
 	md.WriteString(settingsTable(list, *cacheMiB))
 	for _, fsync := range []string{"false", "true"} {
 		fmt.Fprintf(&md, "## fsync %s\n\n", fsync)

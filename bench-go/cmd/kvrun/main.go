@@ -49,6 +49,14 @@ func main() {
 	if *cacheMiB < 1 {
 		fail(fmt.Errorf("-cache-mib %d: the budget is at least 1 MiB", *cacheMiB))
 	}
+	// The commit is read before the runs: the report's own files change during them.
+	rev := "unknown (not a git checkout)"
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		rev = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+			rev += " with uncommitted changes"
+		}
+	}
 	must(os.MkdirAll(*out, 0o755))
 	csvPath := filepath.Join(*out, "kvbench.csv")
 	_ = os.Remove(csvPath)
@@ -72,13 +80,6 @@ func main() {
 	}
 	rows := readCSV(csvPath)
 	var md strings.Builder
-	rev := "unknown (not a git checkout)"
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		rev = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
-			rev += " with uncommitted changes"
-		}
-	}
 	host, _ := os.Hostname()
 	others := len(list)
 	for _, st := range list {

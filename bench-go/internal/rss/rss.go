@@ -76,6 +76,7 @@ func (p Phase) EngineAnon() int64 {
 type Sampler struct {
 	mu    sync.Mutex
 	phase Phase
+	gen   uint64 // bumped by Restart; guarded by mu
 	stop  chan struct{}
 	done  chan struct{}
 }
@@ -96,16 +97,40 @@ func Start(interval time.Duration) *Sampler {
 			case <-s.stop:
 				return
 			case <-t.C:
-				s.observe(Read())
+				gen := s.generation()
+				s.observeIf(Read(), gen)
 			}
 		}
 	}()
 	return s
 }
 
+func (s *Sampler) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// observeIf merges a reading taken in generation gen, and drops it if Restart
+// began a new phase while it was read: a reading from before the restart
+// would charge the old peak to the new phase.
+func (s *Sampler) observeIf(st Status, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen != s.gen {
+		return
+	}
+	s.merge(st)
+}
+
 func (s *Sampler) observe(st Status) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.merge(st)
+}
+
+// merge requires s.mu.
+func (s *Sampler) merge(st Status) {
 	s.phase.PeakRSS = max(s.phase.PeakRSS, st.RSS)
 	s.phase.PeakAnon = max(s.phase.PeakAnon, st.Anon)
 	s.phase.PeakFile = max(s.phase.PeakFile, st.File)
@@ -123,6 +148,7 @@ func (s *Sampler) Restart() Phase {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 	st := Read()
 	s.mu.Lock()
+	s.gen++
 	s.phase.PeakRSS, s.phase.PeakAnon, s.phase.PeakFile, s.phase.PeakHWM = st.RSS, st.Anon, st.File, st.HWM
 	s.mu.Unlock()
 	return before

@@ -47,20 +47,16 @@ def run_sett(path: str, keys: List[bytes], values: List[bytes], batch: int) -> f
     return elapsed
 
 
-def rocksdb_version(path: str) -> str:
-    """The RocksDB version that wrote the database at path, from its OPTIONS
-    file (RocksDB records its own version there): what rocksdict bundles."""
-    import glob
+def rocksdb_release(path: str) -> str:
+    """rocksdict's version and the RocksDB release that wrote path (kvcompare's reader)."""
     import importlib.metadata
+    import sys
 
-    found = "unknown"
-    for f in sorted(glob.glob(os.path.join(path, "OPTIONS-*"))):
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip().startswith("rocksdb_version="):
-                    found = line.strip().split("=", 1)[1]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "notebooks"))
+    from kvcompare import rocksdb_version
+
     bundled = importlib.metadata.version("rocksdict")
-    return f"rocksdict {bundled}, RocksDB {found} (its bundled release build)"
+    return f"rocksdict {bundled}, RocksDB {rocksdb_version(path)} (its bundled release build)"
 
 
 def run_rocksdict(path: str, keys: List[bytes], values: List[bytes], batch: int) -> float:
@@ -85,7 +81,7 @@ def run_rocksdict(path: str, keys: List[bytes], values: List[bytes], batch: int)
             raise SystemExit("rocksdict: last key reads back wrong")
     finally:
         db.close()
-    print(f"    {rocksdb_version(path)}")
+    print(f"    {rocksdb_release(path)}")
     return elapsed
 
 

@@ -97,23 +97,30 @@ class _Rocks:
         self.db.close()
 
 
-def _version(engine: str, path: str) -> str:
-    """What ran, read at run time: sett's library version, or rocksdict's and the
-    RocksDB release it bundles (RocksDB records its version in its OPTIONS file)."""
+def rocksdb_version(path: str) -> str:
+    """The RocksDB release that wrote the database at path, from its OPTIONS file
+    (RocksDB records its own version there): what rocksdict bundles."""
     import glob
-    import importlib.metadata
 
-    if engine == "sett":
-        import sett
-
-        return f"sett {sett.__version__}"
     found = "unknown"
     for f in sorted(glob.glob(os.path.join(path, "OPTIONS-*"))):
         with open(f, encoding="utf-8") as fh:
             for line in fh:
                 if line.strip().startswith("rocksdb_version="):
                     found = line.strip().split("=", 1)[1]
-    return f"rocksdict {importlib.metadata.version('rocksdict')}, RocksDB {found}"
+    return found
+
+
+def _version(engine: str, path: str) -> str:
+    """What ran, read at run time: sett's library version, or rocksdict's and the
+    RocksDB release it bundles."""
+    import importlib.metadata
+
+    if engine == "sett":
+        import sett
+
+        return f"sett {sett.__version__}"
+    return f"rocksdict {importlib.metadata.version('rocksdict')}, RocksDB {rocksdb_version(path)}"
 
 
 def run(engine: str, valsz: int, n: int, base: str) -> Dict[str, Any]:

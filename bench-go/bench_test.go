@@ -53,6 +53,7 @@ var (
 	openMu   sync.Mutex
 	open     = map[string]stores.Store{}
 	openedAt = map[string]time.Time{}
+	watches  = map[string]*settleWatch{}
 	sampler  *rss.Sampler
 )
 
@@ -88,6 +89,9 @@ func store(tb testing.TB, kind string) stores.Store {
 		tb.Fatalf("opening %s: %v", kind, err)
 	}
 	openedAt[kind] = opened
+	if *flagSettleAfter > 0 {
+		watches[kind] = watchSettle(s)
+	}
 	waited, idle, desc, err := stores.WaitIdle(s, *flagSettle)
 	if err != nil {
 		tb.Fatalf("%s backlog: %v", kind, err)
@@ -118,18 +122,83 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// settleWatch follows an engine's backlog from its open on, beside the
+// benchmarks, and records when the first run of idle reports that lasted
+// stores.QuietPeriod began. An engine that settles while the reads still run
+// is then timed at that moment, not at the end of the reads.
+type settleWatch struct {
+	stop chan struct{}
+	done chan struct{}
+	// Set before done closes.
+	quietAt time.Time
+	err     error
+}
+
+func watchSettle(s stores.Store) *settleWatch {
+	w := &settleWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		var quietSince time.Time
+		for {
+			idle, _, err := s.Backlog()
+			now := time.Now()
+			switch {
+			case err != nil:
+				w.err = err
+				return
+			case !idle:
+				quietSince = time.Time{}
+			case quietSince.IsZero():
+				quietSince = now
+			case now.Sub(quietSince) >= stores.QuietPeriod:
+				w.quietAt = quietSince
+				return
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// wait waits at most timeout for the watch to see the engine settle; the
+// zero time if it did not.
+func (w *settleWatch) wait(timeout time.Duration) (time.Time, error) {
+	select {
+	case <-w.done:
+	case <-time.After(timeout):
+		close(w.stop)
+		<-w.done
+	}
+	return w.quietAt, w.err
+}
+
 // settleAfter waits for the engine to settle after the benchmarks ran beside
-// its background work, and prints SETTLED: the time from open until it
-// reported idle for good (the quiet period that confirms it is not counted).
+// its background work, and prints SETTLED: the time from open until the
+// start of the quiet run that confirmed it idle for good (watched from the
+// open on, so the length of the benchmarks is no floor).
 func settleAfter(kind string, s stores.Store) {
-	waited, idle, desc, err := stores.WaitIdle(s, *flagSettleAfter)
+	start := time.Now()
+	quietAt, err := watches[kind].wait(*flagSettleAfter)
+	waited := time.Since(start)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s backlog: %v\n", kind, err)
 		os.Exit(1)
 	}
+	_, desc, err := s.Backlog()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s backlog: %v\n", kind, err)
+		os.Exit(1)
+	}
+	idle := !quietAt.IsZero()
 	since := time.Since(openedAt[kind])
 	if idle {
-		since -= min(stores.QuietPeriod, waited)
+		since = quietAt.Sub(openedAt[kind])
 	}
 	line, _ := json.Marshal(map[string]any{"engine": kind, "since_open_s": since.Seconds(), "waited_s": waited.Seconds(), "idle": idle, "backlog": desc})
 	fmt.Printf("SETTLED %s\n", line)

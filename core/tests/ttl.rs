@@ -125,3 +125,30 @@ fn bulk_loaded_entries_keep_their_meta_and_expire_on_time() {
     let live = db.iter(IterOptions::default()).unwrap().count();
     assert_eq!(live, 101);
 }
+
+#[test]
+fn a_transaction_reads_back_the_expiry_its_commit_will_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Arc::new(AtomicU64::new(2_000_000));
+    let db = Db::open(opts(dir.path(), &now)).unwrap();
+    let pending = db
+        .update(|txn| {
+            txn.set_with(
+                b"k",
+                b"v",
+                PutOptions {
+                    user_meta: 3,
+                    ttl: Some(Duration::from_millis(1500)),
+                },
+            )?;
+            txn.set(b"plain", b"v")?;
+            Ok((txn.get_entry(b"k")?, txn.get_entry(b"plain")?))
+        })
+        .unwrap();
+    let (k, plain) = (pending.0.unwrap(), pending.1.unwrap());
+    // 1.5 s rounds up to 2 s, as the write path stores it.
+    assert_eq!((k.user_meta, k.expires_at), (3, 2_000_002));
+    assert_eq!(plain.expires_at, 0);
+    let stored = db.get_entry(b"k").unwrap().unwrap();
+    assert_eq!(stored.expires_at, k.expires_at);
+}

@@ -12,6 +12,7 @@
 mod cluster;
 mod commands;
 mod error;
+mod longdouble;
 mod resp;
 mod server;
 

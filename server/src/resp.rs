@@ -166,6 +166,8 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// Null bulk (RESP3 `_`).
     Nil,
+    /// Null array (RESP2 `*-1`, RESP3 `_`): EXEC after a WATCHed key changed.
+    NilArray,
     /// `*n`.
     Array(Vec<Reply>),
     /// A map: RESP3 `%n`, a flat array of key, value, ... in RESP2.
@@ -210,6 +212,8 @@ impl Reply {
             }
             Reply::Nil if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+            Reply::NilArray if resp3 => out.extend_from_slice(b"_\r\n"),
+            Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(items) => {
                 out.extend_from_slice(format!("*{}\r\n", items.len()).as_bytes());
                 for r in items {

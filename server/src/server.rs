@@ -86,10 +86,7 @@ async fn connection(
     };
     let idle =
         (sh.settings.timeout_secs > 0).then(|| Duration::from_secs(sh.settings.timeout_secs));
-    let mut conn = Conn {
-        id,
-        ..Conn::default()
-    };
+    let mut conn = Conn::new(id);
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut parser = Parser::default();
     let mut out = Vec::with_capacity(16 * 1024);

@@ -322,11 +322,48 @@ fn connection_commands_ping_echo_client_names_command_info_config() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
     assert!(syncs >= 1, "appendfsync always fsynced the SET: {syncs}");
+    let repl = s(&mut c, &["INFO", "replication"]).unwrap_or_default();
+    assert!(repl.contains("role:master\r\nconnected_slaves:0"), "{repl}");
+    let role: (String, i64, Vec<String>) = q(&mut c, &["ROLE"]).expect("role");
+    assert_eq!((role.0.as_str(), role.2.len()), ("master", 0));
+    assert!(
+        role.1 >= 1,
+        "ROLE's offset is the engine's version: {}",
+        role.1
+    );
     let mem = s(&mut c, &["INFO", "memory"]).unwrap_or_default();
     assert!(mem.contains("sett_memtable_bytes:") && !mem.contains("# Server"));
     let cfg: Vec<String> = q(&mut c, &["CONFIG", "GET", "append*"]).expect("config get");
     assert_eq!(cfg, vec!["appendonly", "yes", "appendfsync", "always"]);
-    assert!(err(&mut c, &["CONFIG", "SET", "maxclients", "3"]).contains("not supported"));
+    // CONFIG SET: a setting may be "set" to the value it has, not changed.
+    assert!(err(&mut c, &["CONFIG", "SET", "maxclients", "3"]).contains("command-line option"));
+    ok(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "appendfsync",
+            "always",
+            "appendonly",
+            "yes",
+        ],
+    );
+    assert!(err(&mut c, &["CONFIG", "SET", "nosuch", "1"]).contains("Unknown option"));
+    let every: Vec<String> = q(&mut c, &["CONFIG", "GET", "*"]).expect("config get *");
+    for p in [
+        "maxclients",
+        "timeout",
+        "appendfsync",
+        "port",
+        "dir",
+        "databases",
+    ] {
+        assert!(
+            every.iter().any(|e| e == p),
+            "CONFIG GET * lacks {p}: {every:?}"
+        );
+    }
+    assert_eq!(every.len() % 2, 0);
 }
 
 #[test]

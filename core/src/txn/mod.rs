@@ -148,7 +148,7 @@ impl Txn {
     }
 
     /// The value of `key` with its metadata (version 0 for this transaction's own
-    /// pending write).
+    /// pending write, whose expiry is the one its commit will store).
     pub fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
         self.check_usable()?;
         self.db.check_user_key(key)?;
@@ -169,10 +169,16 @@ impl Txn {
 
     fn get_storage(&self, key: &[u8]) -> Result<Option<Item>> {
         if let Some(w) = self.writes.get(key) {
+            // The expiry the commit will give it, rounded up to whole seconds as the
+            // write path rounds it, so that a TTL read back in the transaction is the
+            // one stored.
+            let expires_at = w.opts.ttl.map_or(0, |t| {
+                self.db.now() + t.as_secs() + u64::from(t.subsec_nanos() > 0)
+            });
             return Ok(w.value.as_ref().map(|v| Item {
                 value: v.clone(),
                 user_meta: w.opts.user_meta,
-                expires_at: 0,
+                expires_at,
                 version: 0,
             }));
         }

@@ -1,0 +1,594 @@
+//! The commands: one table (`COMMANDS`) that names each command, its arity,
+//! flags, key positions, how it behaves inside MULTI, and its handler. The
+//! handlers live by family: `strings`, `keys`, `expiry`, `connection`, `admin`,
+//! `cluster_cmds` and `multi`. Everything here blocks (the engine is
+//! synchronous); the connection loop runs it on tokio's blocking pool.
+//!
+//! Keys are stored as the key's 2-byte big-endian hash slot followed by the
+//! key, in standalone mode too: a slot is then a key prefix (moving a slot is a
+//! prefix scan), empty keys are possible (sett refuses an empty key), and a
+//! standalone directory can later serve a cluster node unchanged.
+//!
+//! TTLs are sett's: whole unix seconds, stored with each entry. `PEXPIRE` and
+//! `SET ... PX` round up to the next second; `PTTL` is the time left to that
+//! second. Commands that rewrite a value but keep its TTL (INCR, `SET
+//! KEEPTTL`, EXPIRE's siblings) store the seconds left, so an expiry can move
+//! later by under a second when a second boundary passes during the command.
+//!
+//! A data command's handler reads and writes through [`Kv`]: the Db itself
+//! (each command its own atomic write), or the one transaction an EXEC runs
+//! its queued commands in.
+
+mod admin;
+mod cluster_cmds;
+mod connection;
+mod expiry;
+mod glob;
+mod keys;
+mod kv;
+mod multi;
+mod strings;
+
+use glob::glob;
+pub(crate) use kv::Kv;
+
+use crate::cluster::{key_slot, Cluster, Topology};
+use crate::resp::Reply;
+use sett::Db;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Durability of acknowledged writes, as Redis's `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fsync {
+    /// Every write is fsynced (group-committed with concurrent ones) before its reply.
+    Always,
+    /// Writes are fsynced by a timer once a second.
+    Everysec,
+    /// The OS writes back when it likes; a process crash loses nothing, a machine crash may.
+    No,
+}
+
+impl Fsync {
+    fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::Everysec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+}
+
+/// Settings the commands need to see.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub requirepass: Option<Vec<u8>>,
+    pub fsync: Fsync,
+    pub max_clients: usize,
+    pub max_bulk: usize,
+    pub max_args: usize,
+    pub timeout_secs: u64,
+    pub bind: String,
+    pub port: u16,
+    pub dir: String,
+}
+
+/// Counters for INFO.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub clients: AtomicUsize,
+    pub connections: AtomicU64,
+    pub rejected: AtomicU64,
+    pub commands: AtomicU64,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    /// fsyncs made by the everysec timer.
+    pub background_syncs: AtomicU64,
+}
+
+/// SCAN cursors: a number for each place a scan stopped, because clients
+/// parse the cursor as an integer and a key does not fit one. The oldest are
+/// forgotten past `MAX_CURSORS` (a scan resumed from one gets an error).
+#[derive(Debug, Default)]
+pub struct Cursors {
+    next: u64,
+    keys: HashMap<u64, Vec<u8>>,
+    order: VecDeque<u64>,
+}
+
+const MAX_CURSORS: usize = 16384;
+
+impl Cursors {
+    fn put(&mut self, after: Vec<u8>) -> u64 {
+        self.next = self.next.wrapping_add(1).max(1);
+        let id = self.next;
+        if self.order.len() >= MAX_CURSORS {
+            if let Some(old) = self.order.pop_front() {
+                self.keys.remove(&old);
+            }
+        }
+        self.keys.insert(id, after);
+        self.order.push_back(id);
+        id
+    }
+}
+
+/// State shared by every connection.
+pub struct Shared {
+    pub db: Db,
+    pub settings: Settings,
+    pub cluster: Option<Cluster>,
+    pub counters: Counters,
+    pub cursors: Mutex<Cursors>,
+    pub started: Instant,
+    /// Set by SHUTDOWN; the server loop watches it.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+/// What one connection carries between commands.
+#[derive(Debug, Default)]
+pub struct Conn {
+    pub id: u64,
+    pub name: Option<Vec<u8>>,
+    pub authed: bool,
+    pub resp3: bool,
+    /// Close after the replies so far are written (QUIT, SHUTDOWN).
+    pub close: bool,
+    /// Between MULTI and EXEC: the queued commands.
+    multi: Option<multi::Queued>,
+    /// WATCHed keys (as stored) and the version each had then (`None`: absent).
+    watched: Vec<(Vec<u8>, Option<u64>)>,
+}
+
+impl Conn {
+    /// A new connection's state.
+    pub fn new(id: u64) -> Conn {
+        Conn {
+            id,
+            ..Conn::default()
+        }
+    }
+}
+
+/// What a command's handler sees.
+pub(crate) struct Ctx<'a> {
+    pub sh: &'a Shared,
+    pub conn: &'a mut Conn,
+    pub kv: Kv<'a>,
+}
+
+type Res = std::result::Result<Reply, sett::Error>;
+
+/// A command's handler: `args[0]` is the command's name as sent.
+type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Res;
+
+/// How a command behaves between MULTI and EXEC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tx {
+    /// Queued; EXEC runs it inside its transaction.
+    Queue,
+    /// Refused when queued (it cannot be part of one sett transaction), which
+    /// makes EXEC fail as any queueing error does.
+    Refuse,
+    /// Runs at once, also inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT).
+    Now,
+}
+
+/// A command's entry in the table: what clients read (COMMAND) to find its
+/// keys, and what runs it.
+pub(crate) struct Spec {
+    name: &'static str,
+    /// Positive: exactly that many arguments (name included); negative: at least |n|.
+    arity: i32,
+    flags: &'static [&'static str],
+    first_key: i32,
+    last_key: i32,
+    step: i32,
+    tx: Tx,
+    run: Handler,
+}
+
+impl std::fmt::Debug for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: &'static [&'static str],
+    first_key: i32,
+    last_key: i32,
+    step: i32,
+    tx: Tx,
+    run: Handler,
+) -> Spec {
+    Spec {
+        name,
+        arity,
+        flags,
+        first_key,
+        last_key,
+        step,
+        tx,
+        run,
+    }
+}
+
+const W: &[&str] = &["write"];
+const R: &[&str] = &["readonly", "fast"];
+const RS: &[&str] = &["readonly"];
+const A: &[&str] = &["fast", "stale", "loading"];
+const NOAUTH: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
+const TXF: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
+
+use Tx::{Now, Queue, Refuse};
+
+static COMMANDS: &[Spec] = &[
+    // Strings.
+    spec("get", 2, R, 1, 1, 1, Queue, strings::get),
+    spec("set", -3, W, 1, 1, 1, Queue, strings::set),
+    spec("setnx", 3, W, 1, 1, 1, Queue, strings::setnx),
+    spec("setex", 4, W, 1, 1, 1, Queue, strings::setex),
+    spec("psetex", 4, W, 1, 1, 1, Queue, strings::setex),
+    spec("getset", 3, W, 1, 1, 1, Queue, strings::getset),
+    spec("getex", -2, W, 1, 1, 1, Queue, strings::getex),
+    spec("getdel", 2, W, 1, 1, 1, Queue, strings::getdel),
+    spec("append", 3, W, 1, 1, 1, Queue, strings::append),
+    spec("strlen", 2, R, 1, 1, 1, Queue, strings::strlen),
+    spec("getrange", 4, RS, 1, 1, 1, Queue, strings::getrange),
+    spec("substr", 4, RS, 1, 1, 1, Queue, strings::getrange),
+    spec("setrange", 4, W, 1, 1, 1, Queue, strings::setrange),
+    spec("mget", -2, R, 1, -1, 1, Queue, strings::mget),
+    spec("mset", -3, W, 1, -1, 2, Queue, strings::mset),
+    spec("msetnx", -3, W, 1, -1, 2, Queue, strings::msetnx),
+    spec("incr", 2, W, 1, 1, 1, Queue, strings::incr),
+    spec("incrby", 3, W, 1, 1, 1, Queue, strings::incr),
+    spec("decr", 2, W, 1, 1, 1, Queue, strings::incr),
+    spec("decrby", 3, W, 1, 1, 1, Queue, strings::incr),
+    spec("incrbyfloat", 3, W, 1, 1, 1, Queue, strings::incrbyfloat),
+    spec("lcs", -3, RS, 1, 2, 1, Queue, strings::lcs),
+    spec("setbit", 4, W, 1, 1, 1, Queue, strings::setbit),
+    spec("getbit", 3, R, 1, 1, 1, Queue, strings::getbit),
+    spec("bitcount", -2, RS, 1, 1, 1, Queue, strings::bitcount),
+    // Keys.
+    spec("del", -2, W, 1, -1, 1, Queue, keys::del),
+    spec("unlink", -2, W, 1, -1, 1, Queue, keys::del),
+    spec("exists", -2, R, 1, -1, 1, Queue, keys::exists),
+    spec("touch", -2, R, 1, -1, 1, Queue, keys::exists),
+    spec("type", 2, R, 1, 1, 1, Queue, keys::type_),
+    spec("keys", 2, RS, 0, 0, 0, Queue, keys::keys),
+    spec("scan", -2, RS, 0, 0, 0, Queue, keys::scan),
+    spec("randomkey", 1, RS, 0, 0, 0, Queue, keys::randomkey),
+    spec("dbsize", 1, RS, 0, 0, 0, Queue, keys::dbsize),
+    spec("rename", 3, W, 1, 2, 1, Queue, keys::rename),
+    spec("renamenx", 3, W, 1, 2, 1, Queue, keys::rename),
+    spec("copy", -3, W, 1, 2, 1, Queue, keys::copy),
+    spec("object", -2, RS, 2, 2, 1, Queue, keys::object),
+    spec("flushdb", -1, W, 0, 0, 0, Refuse, keys::flush),
+    spec("flushall", -1, W, 0, 0, 0, Refuse, keys::flush),
+    // Expiry.
+    spec("expire", -3, W, 1, 1, 1, Queue, expiry::expire),
+    spec("pexpire", -3, W, 1, 1, 1, Queue, expiry::expire),
+    spec("expireat", -3, W, 1, 1, 1, Queue, expiry::expire),
+    spec("pexpireat", -3, W, 1, 1, 1, Queue, expiry::expire),
+    spec("ttl", 2, R, 1, 1, 1, Queue, expiry::ttl),
+    spec("pttl", 2, R, 1, 1, 1, Queue, expiry::ttl),
+    spec("expiretime", 2, R, 1, 1, 1, Queue, expiry::ttl),
+    spec("pexpiretime", 2, R, 1, 1, 1, Queue, expiry::ttl),
+    spec("persist", 2, W, 1, 1, 1, Queue, expiry::persist),
+    // Transactions.
+    spec("multi", 1, TXF, 0, 0, 0, Now, multi::multi),
+    spec("exec", 1, TXF, 0, 0, 0, Now, multi::exec),
+    spec("discard", 1, TXF, 0, 0, 0, Now, multi::discard),
+    spec("watch", -2, TXF, 1, -1, 1, Now, multi::watch),
+    spec("unwatch", 1, TXF, 0, 0, 0, Queue, multi::unwatch),
+    // Connection.
+    spec("select", 2, A, 0, 0, 0, Queue, connection::select),
+    spec("ping", -1, A, 0, 0, 0, Queue, connection::ping),
+    spec("echo", 2, A, 0, 0, 0, Queue, connection::echo),
+    spec("auth", -2, NOAUTH, 0, 0, 0, Refuse, connection::auth),
+    spec("hello", -1, NOAUTH, 0, 0, 0, Refuse, connection::hello),
+    spec("client", -2, A, 0, 0, 0, Queue, connection::client),
+    spec("quit", -1, NOAUTH, 0, 0, 0, Now, connection::quit),
+    // Server.
+    spec("command", -1, A, 0, 0, 0, Queue, admin::command),
+    spec("info", -1, A, 0, 0, 0, Queue, admin::info),
+    spec("config", -2, A, 0, 0, 0, Queue, admin::config),
+    spec("time", 1, A, 0, 0, 0, Queue, admin::time),
+    spec("role", 1, A, 0, 0, 0, Queue, admin::role),
+    spec(
+        "function",
+        -2,
+        &["noscript"],
+        0,
+        0,
+        0,
+        Refuse,
+        admin::function,
+    ),
+    spec(
+        "shutdown",
+        -1,
+        &["noscript", "loading", "stale"],
+        0,
+        0,
+        0,
+        Refuse,
+        admin::shutdown,
+    ),
+    // Cluster.
+    spec("cluster", -2, A, 0, 0, 0, Queue, cluster_cmds::cluster),
+    spec("readonly", 1, A, 0, 0, 0, Queue, cluster_cmds::readonly),
+    spec("readwrite", 1, A, 0, 0, 0, Queue, cluster_cmds::readonly),
+];
+
+fn find(name: &str) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|s| s.name == name)
+}
+
+/// The positions of `args`' keys per `spec` (first, last, step; last < 0 counts from the end).
+fn key_positions(spec: &Spec, argc: usize) -> impl Iterator<Item = usize> {
+    let (first, step) = (spec.first_key.max(0) as usize, spec.step.max(1) as usize);
+    let last = if spec.last_key < 0 {
+        argc as i64 + i64::from(spec.last_key)
+    } else {
+        i64::from(spec.last_key)
+    };
+    let last = if first == 0 { 0 } else { last.max(0) as usize };
+    (first..=last)
+        .step_by(step)
+        .filter(move |&i| i > 0 && i < argc)
+}
+
+/// The key as stored: its slot, big-endian, then the key.
+fn stored(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 2);
+    k.extend_from_slice(&key_slot(key).to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// The client's key from a stored one.
+fn user_key(stored: &[u8]) -> &[u8] {
+    stored.get(2..).unwrap_or_default()
+}
+
+fn engine_error(cmd: &str, e: &sett::Error) -> Reply {
+    match e {
+        // The stored key carries 2 slot bytes the client did not send.
+        sett::Error::TooBig {
+            what: "key",
+            len,
+            max,
+        } => Reply::err(format!(
+            "key of {} bytes is over the limit of {}",
+            len.saturating_sub(2),
+            max.saturating_sub(2)
+        )),
+        sett::Error::TooBig { what, len, max } => {
+            Reply::err(format!("{what} of {len} bytes is over the limit of {max}"))
+        }
+        sett::Error::Conflict => Reply::err(format!(
+            "'{cmd}' conflicted with other writes too often; retry"
+        )),
+        other => Reply::err(format!("'{cmd}' failed in the storage engine: {other}")),
+    }
+}
+
+fn syntax() -> Reply {
+    Reply::err("syntax error")
+}
+
+fn not_int() -> Reply {
+    Reply::err("value is not an integer or out of range")
+}
+
+fn wrong_args(name: &str) -> Reply {
+    Reply::err(format!("wrong number of arguments for '{name}' command"))
+}
+
+/// The command's name, lower case, as error replies spell it.
+fn lower(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_lowercase()
+}
+
+/// Redis's strict integer syntax: optional '-', digits, no leading zero, no spaces
+/// ("-0" is not an integer either).
+fn parse_i64(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty()
+        || digits.len() > 1 && digits.starts_with('0')
+        || digits.starts_with('+')
+        || s == "-0"
+    {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The user-meta byte of a value that an in-place edit (APPEND, SETRANGE,
+/// SETBIT) wrote: OBJECT ENCODING calls it "raw" whatever its shape, as
+/// redis-server does for a string it has edited.
+const EDITED: u8 = 1;
+
+fn upper(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_uppercase()
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What is left of an expiry (unix seconds, 0 = none) as a TTL to store again.
+fn keep_ttl(expires_at: u64, now: u64) -> Option<Duration> {
+    (expires_at != 0).then(|| Duration::from_secs(expires_at.saturating_sub(now).max(1)))
+}
+
+/// Runs one command. Bad input gets an error reply; nothing here panics on it.
+pub fn execute(sh: &Shared, conn: &mut Conn, args: Vec<Vec<u8>>) -> Reply {
+    let Some(first) = args.first() else {
+        return Reply::Silent;
+    };
+    sh.counters.commands.fetch_add(1, Ordering::Relaxed);
+    let name = lower(first);
+    let Some(spec) = find(&name) else {
+        let mut shown = String::new();
+        for a in args.iter().skip(1).take(8) {
+            shown.push_str(&format!("'{}' ", String::from_utf8_lossy(a)));
+        }
+        multi::flag_error(conn);
+        return Reply::err(format!(
+            "unknown command '{}', with args beginning with: {shown}",
+            String::from_utf8_lossy(first)
+        ));
+    };
+    let argc = args.len() as i32;
+    if (spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity) {
+        multi::flag_error(conn);
+        return wrong_args(&name);
+    }
+    if sh.settings.requirepass.is_some() && !conn.authed && !spec.flags.contains(&"no_auth") {
+        multi::flag_error(conn);
+        return Reply::Error("NOAUTH Authentication required.".into());
+    }
+    if let Some(cl) = &sh.cluster {
+        if let Some(r) = route(&cl.topology(), spec, &args) {
+            multi::flag_error(conn);
+            return r;
+        }
+    }
+    if conn.multi.is_some() && spec.tx != Tx::Now {
+        return multi::queue(conn, spec, args);
+    }
+    run(sh, conn, Kv::Db(&sh.db), spec, &args)
+}
+
+/// Runs a command whose arity, authentication and slot were checked.
+fn run(sh: &Shared, conn: &mut Conn, kv: Kv<'_>, spec: &Spec, args: &[Vec<u8>]) -> Reply {
+    let mut cx = Ctx { sh, conn, kv };
+    match (spec.run)(&mut cx, args) {
+        Ok(r) => r,
+        Err(e) => engine_error(spec.name, &e),
+    }
+}
+
+/// In cluster mode: `-CROSSSLOT` if the keys span slots, `-MOVED` if another
+/// node serves their slot, `-CLUSTERDOWN` if none does; `None` to run here.
+fn route(topo: &Topology, spec: &Spec, args: &[Vec<u8>]) -> Option<Reply> {
+    let mut slot = None;
+    for i in key_positions(spec, args.len()) {
+        let s = key_slot(&args[i]);
+        match slot {
+            None => slot = Some(s),
+            Some(prev) if prev != s => {
+                return Some(Reply::Error(
+                    "CROSSSLOT Keys in request don't hash to the same slot".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    let slot = slot?;
+    if topo.is_mine(slot) {
+        return None;
+    }
+    Some(match topo.owner(slot) {
+        Some(n) => Reply::Error(format!("MOVED {slot} {}:{}", n.ip, n.port)),
+        None => Reply::Error(format!("CLUSTERDOWN Hash slot {slot} not served")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_redis_syntax() {
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        for bad in [
+            "",
+            "+1",
+            "01",
+            " 1",
+            "1 ",
+            "1.0",
+            "99999999999999999999",
+            "-",
+            "-0",
+        ] {
+            assert_eq!(parse_i64(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_command_is_listed_once_and_data_commands_queue() {
+        let mut names: Vec<&str> = COMMANDS.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "a command is listed twice");
+        for name in ["get", "set", "incr", "del", "expire", "rename", "lcs"] {
+            assert_eq!(find(name).map(|s| s.tx), Some(Tx::Queue), "{name}");
+        }
+        for name in ["exec", "discard", "multi", "watch"] {
+            assert_eq!(find(name).map(|s| s.tx), Some(Tx::Now), "{name}");
+        }
+    }
+
+    #[test]
+    fn routing_says_moved_crossslot_or_clusterdown_and_lets_own_keys_through() {
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        // bar is slot 5061 (mine), foo 12182 (b's); 16000-16383 belong to nobody.
+        let text = format!("{a} 127.0.0.1:7001 0-8191\n{b} 10.0.0.2:7002 8192-15999\n");
+        let Ok(topo) = Topology::parse(&text, "t", &a) else {
+            panic!("topology refused");
+        };
+        let args = |v: &[&str]| v.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        let get = find("get").map(|s| route(&topo, s, &args(&["GET", "bar"])));
+        assert_eq!(get, Some(None));
+        let moved = find("get").map(|s| route(&topo, s, &args(&["GET", "foo"])));
+        assert_eq!(
+            moved,
+            Some(Some(Reply::Error("MOVED 12182 10.0.0.2:7002".into())))
+        );
+        let cross =
+            find("mset").and_then(|s| route(&topo, s, &args(&["MSET", "bar", "1", "foo", "2"])));
+        assert!(matches!(cross, Some(Reply::Error(e)) if e.starts_with("CROSSSLOT")));
+        let tagged =
+            find("mset").map(|s| route(&topo, s, &args(&["MSET", "{bar}1", "1", "{bar}2", "2"])));
+        assert_eq!(tagged, Some(None));
+        let renamed =
+            find("rename").and_then(|s| route(&topo, s, &args(&["RENAME", "bar", "foo"])));
+        assert!(matches!(renamed, Some(Reply::Error(e)) if e.starts_with("CROSSSLOT")));
+        let object = find("object").map(|s| route(&topo, s, &args(&["OBJECT", "ENCODING", "foo"])));
+        assert!(matches!(object, Some(Some(Reply::Error(e))) if e.starts_with("MOVED")));
+        let unserved = (0..u32::MAX)
+            .map(|i| format!("k{i}"))
+            .find(|k| key_slot(k.as_bytes()) >= 16000)
+            .unwrap_or_default();
+        let down = find("get").and_then(|s| route(&topo, s, &args(&["GET", &unserved])));
+        assert!(matches!(down, Some(Reply::Error(e)) if e.starts_with("CLUSTERDOWN")));
+        let ping = find("ping").map(|s| route(&topo, s, &args(&["PING"])));
+        assert_eq!(ping, Some(None));
+    }
+
+    #[test]
+    fn key_positions_follow_first_last_step() {
+        let mset = find("mset").map(|s| key_positions(s, 5).collect::<Vec<_>>());
+        assert_eq!(mset, Some(vec![1, 3]));
+        let del = find("del").map(|s| key_positions(s, 4).collect::<Vec<_>>());
+        assert_eq!(del, Some(vec![1, 2, 3]));
+        let ping = find("ping").map(|s| key_positions(s, 2).count());
+        assert_eq!(ping, Some(0));
+    }
+}

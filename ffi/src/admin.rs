@@ -44,7 +44,8 @@ pub unsafe extern "C" fn sett_stats(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         if h.db.is_closed() {
             return Err(sett_core::Error::Closed.into());
         }
@@ -85,7 +86,8 @@ pub unsafe extern "C" fn sett_run_value_log_gc(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let outcome = h.db.run_value_log_gc(discard_ratio)?;
         if !collected.is_null() {
             // SAFETY: `collected` was checked writable (not NULL) above, as sett.h requires of out-pointers.
@@ -107,7 +109,8 @@ pub unsafe extern "C" fn sett_backup(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let io = |e: std::io::Error| {
@@ -139,7 +142,8 @@ pub unsafe extern "C" fn sett_restore(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let p = unsafe { c_path(path, "path") }?;
         let file = std::fs::File::open(p).map_err(|e| {
@@ -161,7 +165,8 @@ pub unsafe extern "C" fn sett_restore(
 #[no_mangle]
 pub unsafe extern "C" fn sett_flush(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        live(db)?.db.flush()?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live(db) }?.db.flush()?;
         Ok(())
     })
 }
@@ -170,7 +175,8 @@ pub unsafe extern "C" fn sett_flush(db: *mut sett_db_t, err: *mut *mut sett_erro
 #[no_mangle]
 pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        live(db)?.db.flatten()?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live(db) }?.db.flatten()?;
         Ok(())
     })
 }
@@ -179,7 +185,8 @@ pub unsafe extern "C" fn sett_flatten(db: *mut sett_db_t, err: *mut *mut sett_er
 #[no_mangle]
 pub unsafe extern "C" fn sett_drop_all(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        live(db)?.db.drop_all()?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live(db) }?.db.drop_all()?;
         Ok(())
     })
 }
@@ -195,7 +202,8 @@ pub unsafe extern "C" fn sett_drop_prefix(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `prefix` is NULL (refused) or points to `len` readable bytes, as sett.h requires of the caller.
         h.db.drop_prefix(unsafe { bytes(prefix, len, "prefix") }?)?;
         Ok(())
@@ -225,7 +233,8 @@ pub unsafe extern "C" fn sett_sequence_new(
     guard_ok(err, || {
         // SAFETY: `seq` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(seq, std::ptr::null_mut(), "seq") }?;
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let s =
             // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
             h.db.sequence(unsafe { bytes(key, keylen, "key") }?, bandwidth)?;
@@ -243,7 +252,8 @@ pub unsafe extern "C" fn sett_sequence_next(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let s = live(seq)?;
+        // SAFETY: `seq` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let s = unsafe { live(seq) }?;
         let v = s.seq.next()?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(value, v, "value") }
@@ -257,7 +267,8 @@ pub unsafe extern "C" fn sett_sequence_release(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        live(seq)?.seq.release()?;
+        // SAFETY: `seq` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live(seq) }?.seq.release()?;
         Ok(())
     })
 }
@@ -292,7 +303,8 @@ pub unsafe extern "C" fn sett_bulk_loader_new(
     guard_ok(err, || {
         // SAFETY: `loader` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(loader, std::ptr::null_mut(), "loader") }?;
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let l = h.db.bulk_load()?;
         // SAFETY: `loader` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe {
@@ -333,7 +345,8 @@ pub unsafe extern "C" fn sett_bulk_loader_add_with(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let l = live_mut(loader)?;
+        // SAFETY: `loader` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let l = unsafe { live_mut(loader) }?;
         let l = l.loader.as_mut().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;
@@ -355,7 +368,8 @@ pub unsafe extern "C" fn sett_bulk_loader_finish(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let l = live_mut(loader)?;
+        // SAFETY: `loader` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let l = unsafe { live_mut(loader) }?;
         let l = l.loader.take().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;

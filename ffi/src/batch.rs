@@ -37,7 +37,8 @@ pub(crate) fn with_batch(
     f: impl FnOnce(&mut WriteBatch) -> Result<(), FfiError>,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        f(&mut live_mut(batch)?.batch)?;
+        // SAFETY: `batch` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        f(&mut unsafe { live_mut(batch) }?.batch)?;
         Ok(SETT_OK)
     })
 }
@@ -102,5 +103,6 @@ pub unsafe extern "C" fn sett_batch_clear(batch: *mut sett_batch_t) -> c_int {
 /// Number of operations in the batch (0 for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn sett_batch_count(batch: *const sett_batch_t) -> usize {
-    live(batch).map_or(0, |b| b.batch.len())
+    // SAFETY: `batch` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+    unsafe { live(batch) }.map_or(0, |b| b.batch.len())
 }

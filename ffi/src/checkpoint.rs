@@ -51,7 +51,8 @@ pub unsafe extern "C" fn sett_checkpoint(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `path` is NULL (refused) or a NUL-terminated string, as sett.h requires.
         let target = unsafe { c_path(path, "path") }?;
         let size = if report.is_null() {

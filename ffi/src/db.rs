@@ -50,7 +50,8 @@ pub unsafe extern "C" fn sett_open(
         let mut o = if opts.is_null() {
             Options::new("")
         } else {
-            live(opts)?.opts.clone()
+            // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+            unsafe { live(opts) }?.opts.clone()
         };
         o.dir = dir.into();
         let handle = Box::new(sett_db_t { db: Db::open(o)? });
@@ -65,7 +66,8 @@ pub unsafe extern "C" fn sett_open(
 #[no_mangle]
 pub unsafe extern "C" fn sett_close(db: *mut sett_db_t, err: *mut *mut sett_error_t) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         h.db.close()?;
         Ok(())
     })
@@ -112,7 +114,8 @@ pub unsafe extern "C" fn sett_put_with(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
@@ -131,7 +134,8 @@ pub unsafe extern "C" fn sett_delete(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         h.db.delete(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -149,7 +153,8 @@ pub unsafe extern "C" fn sett_get(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -180,7 +185,8 @@ pub unsafe extern "C" fn sett_get_into(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
@@ -219,7 +225,8 @@ pub unsafe extern "C" fn sett_get_entry(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -252,8 +259,10 @@ pub unsafe extern "C" fn sett_write(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
-        let b = live(batch)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
+        // SAFETY: `batch` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let b = unsafe { live(batch) }?;
         h.db.write(b.batch.clone())?;
         Ok(())
     })
@@ -273,7 +282,8 @@ pub unsafe extern "C" fn sett_multi_get(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         if n == 0 {
             return Ok(());
         }

@@ -171,7 +171,8 @@ pub unsafe extern "C" fn sett_subscribe(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: forwarded from this function's contract (sett.h).
         unsafe {
             subscribe_with(
@@ -246,7 +247,8 @@ pub unsafe extern "C" fn sett_subscription_next(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let s = live_mut(sub)?;
+        // SAFETY: `sub` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let s = unsafe { live_mut(sub) }?;
         // SAFETY: `changes` is NULL (refused) or writable, as sett.h requires.
         unsafe { write_out(changes, sett_changes_t::empty(), "changes") }?;
         let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
@@ -293,7 +295,8 @@ pub unsafe extern "C" fn sett_subscription_close(sub: *mut sett_subscription_t) 
 /// The newest version visible to reads (0 for NULL db): what a read begun now sees.
 #[no_mangle]
 pub unsafe extern "C" fn sett_last_version(db: *mut sett_db_t) -> u64 {
-    live(db).map_or(0, |h| h.db.last_version())
+    // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+    unsafe { live(db) }.map_or(0, |h| h.db.last_version())
 }
 
 /// The version a transaction reads at: it sees every write with a version at
@@ -302,7 +305,8 @@ pub unsafe extern "C" fn sett_last_version(db: *mut sett_db_t) -> u64 {
 /// below it.
 #[no_mangle]
 pub unsafe extern "C" fn sett_txn_read_ts(txn: *mut crate::txn::sett_txn_t) -> u64 {
-    live_mut(txn)
+    // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+    unsafe { live_mut(txn) }
         .ok()
         .and_then(|t| t.txn.as_ref().map(|t| t.read_ts()))
         .unwrap_or(0)

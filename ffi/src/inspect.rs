@@ -102,7 +102,8 @@ pub unsafe extern "C" fn sett_verify(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let size = if report.is_null() {
             None
         } else {
@@ -209,7 +210,8 @@ pub unsafe extern "C" fn sett_stats_ex(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `out` is NULL (refused) or a caller struct with its size set (sett.h).
         let size = unsafe { sized_len(out) }?;
         if h.db.is_closed() {

@@ -48,7 +48,8 @@ fn with_opts(
     f: impl FnOnce(&mut IterOptions) -> Result<(), FfiError>,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        f(&mut live_mut(opts)?.opts)?;
+        // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        f(&mut unsafe { live_mut(opts) }?.opts)?;
         Ok(SETT_OK)
     })
 }
@@ -128,8 +129,12 @@ pub unsafe extern "C" fn sett_iter_options_set_prefetch(
 }
 
 /// The iterator options behind `opts`; NULL means the defaults.
-pub(crate) fn options(opts: *const sett_iter_options_t) -> IterOptions {
-    live(opts).map_or_else(|_| IterOptions::default(), |o| o.opts.clone())
+///
+/// # Safety
+/// `opts` is NULL or a live options handle (see [`live`]).
+pub(crate) unsafe fn options(opts: *const sett_iter_options_t) -> IterOptions {
+    // SAFETY: the caller's contract above.
+    unsafe { live(opts) }.map_or_else(|_| IterOptions::default(), |o| o.opts.clone())
 }
 
 /// A new iterator over a snapshot of the database taken now, positioned on the
@@ -144,8 +149,10 @@ pub unsafe extern "C" fn sett_iter_new(
     guard_ok(err, || {
         // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        let h = live(db)?;
-        let it = h.db.iter(options(opts))?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
+        // SAFETY: `opts` is NULL (the defaults) or a live handle of this library, as sett.h requires of the caller.
+        let it = h.db.iter(unsafe { options(opts) })?;
         // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
         Ok(())
@@ -163,8 +170,10 @@ pub unsafe extern "C" fn sett_txn_iter_new(
     guard_ok(err, || {
         // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        let t = live_mut(txn)?.live()?;
-        let it = t.iter(options(opts))?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
+        // SAFETY: `opts` is NULL (the defaults) or a live handle of this library, as sett.h requires of the caller.
+        let it = t.iter(unsafe { options(opts) })?;
         // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
         Ok(())
@@ -174,7 +183,8 @@ pub unsafe extern "C" fn sett_txn_iter_new(
 /// 1 while the iterator is on an entry, 0 at the end (or for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn sett_iter_valid(iter: *const sett_iter_t) -> c_int {
-    c_int::from(live(iter).is_ok_and(|i| i.it.valid()))
+    // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+    c_int::from(unsafe { live(iter) }.is_ok_and(|i| i.it.valid()))
 }
 
 /// The current key: *key points into the iterator (valid until it moves or is
@@ -186,7 +196,8 @@ pub unsafe extern "C" fn sett_iter_key(
     len: *mut usize,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        let i = live(iter)?;
+        // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let i = unsafe { live(iter) }?;
         let k = i.it.key();
         // SAFETY: `key` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe {
@@ -214,7 +225,8 @@ pub unsafe extern "C" fn sett_iter_value(
     len: *mut usize,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        let i = live(iter)?;
+        // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let i = unsafe { live(iter) }?;
         let v = i.it.value();
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe {
@@ -241,7 +253,8 @@ pub unsafe extern "C" fn sett_iter_next(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        live_mut(iter)?.it.advance()?;
+        // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live_mut(iter) }?.it.advance()?;
         Ok(())
     })
 }
@@ -255,7 +268,8 @@ pub unsafe extern "C" fn sett_iter_seek(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let i = live_mut(iter)?;
+        // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let i = unsafe { live_mut(iter) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         i.it.seek(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -269,7 +283,8 @@ pub unsafe extern "C" fn sett_iter_rewind(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        live_mut(iter)?.it.rewind()?;
+        // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live_mut(iter) }?.it.rewind()?;
         Ok(())
     })
 }
@@ -290,7 +305,8 @@ pub unsafe extern "C" fn sett_iter_next_batch(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let i = live_mut(iter)?;
+        // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let i = unsafe { live_mut(iter) }?;
         // SAFETY: `count` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(count, 0, "count") }?;
         // SAFETY: `used` is NULL (refused) or writable for one value, as sett.h requires.

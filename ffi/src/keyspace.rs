@@ -63,7 +63,8 @@ pub unsafe extern "C" fn sett_keyspace_options_set_value_threshold(
     value: usize,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        live_mut(opts)?.opts.value_threshold = (value > 0).then_some(value);
+        // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live_mut(opts) }?.opts.value_threshold = (value > 0).then_some(value);
         Ok(SETT_OK)
     })
 }
@@ -76,7 +77,8 @@ pub unsafe extern "C" fn sett_keyspace_options_set_default_ttl(
     ttl_ms: u64,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        live_mut(opts)?.opts.default_ttl =
+        // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        unsafe { live_mut(opts) }?.opts.default_ttl =
             (ttl_ms > 0).then(|| Duration::from_secs(ttl_ms.div_ceil(1000)));
         Ok(SETT_OK)
     })
@@ -93,7 +95,8 @@ pub unsafe extern "C" fn sett_keyspace_options_set_compression(
     value: c_int,
 ) -> c_int {
     guard(std::ptr::null_mut(), || {
-        let o = live_mut(opts)?;
+        // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let o = unsafe { live_mut(opts) }?;
         o.opts.compression = match value {
             SETT_COMPRESSION_INHERIT => None,
             v => Some(compression(v)?),
@@ -106,7 +109,8 @@ pub unsafe extern "C" fn sett_keyspace_options_set_compression(
 /// SETT_COMPRESSION_INHERIT when it uses the database's (also for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn sett_keyspace_compression(ks: *const sett_keyspace_t) -> c_int {
-    live(ks)
+    // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+    unsafe { live(ks) }
         .ok()
         .and_then(|k| k.ks.options().compression)
         .map_or(SETT_COMPRESSION_INHERIT, compression_code)
@@ -128,13 +132,15 @@ pub unsafe extern "C" fn sett_keyspace_open(
     guard_ok(err, || {
         // SAFETY: `ks` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(ks, std::ptr::null_mut(), "ks") }?;
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `name` is NULL (refused) or NUL-terminated, as sett.h requires.
         let name = unsafe { c_str(name, "name") }?;
         let o = if opts.is_null() {
             KeyspaceOptions::default()
         } else {
-            live(opts)?.opts
+            // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+            unsafe { live(opts) }?.opts
         };
         let handle = Box::new(sett_keyspace_t {
             ks: h.db.keyspace(name, o)?,
@@ -158,7 +164,8 @@ pub unsafe extern "C" fn sett_keyspace_close(ks: *mut sett_keyspace_t) {
 /// big-endian bytes); 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn sett_keyspace_id(ks: *const sett_keyspace_t) -> u32 {
-    live(ks).map_or(0, |k| k.ks.id())
+    // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+    unsafe { live(ks) }.map_or(0, |k| k.ks.id())
 }
 
 /// Drops keyspace `name`: its catalog record and all its keys go in one
@@ -172,7 +179,8 @@ pub unsafe extern "C" fn sett_drop_keyspace(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: `name` is NULL (refused) or NUL-terminated, as sett.h requires.
         let name = unsafe { c_str(name, "name") }?;
         h.db.drop_keyspace(name)?;
@@ -195,7 +203,8 @@ pub unsafe extern "C" fn sett_keyspace_names(
         unsafe { write_out(names, sett_buf_t::empty(), "names") }?;
         // SAFETY: `count` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(count, 0, "count") }?;
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let list = h.db.keyspaces()?;
         let mut out = Vec::new();
         for n in &list {
@@ -239,7 +248,8 @@ pub unsafe extern "C" fn sett_keyspace_put_with(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
@@ -259,7 +269,8 @@ pub unsafe extern "C" fn sett_keyspace_get(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -289,7 +300,8 @@ pub unsafe extern "C" fn sett_keyspace_delete(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         h.ks.delete(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -308,7 +320,8 @@ pub unsafe extern "C" fn sett_keyspace_delete_range(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `start` is NULL (refused) or points to `start_len` readable bytes, as sett.h requires.
         let s = unsafe { bytes(start, start_len, "start") }?;
         // SAFETY: as for `start`, with `end_len`.
@@ -331,7 +344,10 @@ pub unsafe extern "C" fn sett_keyspace_iter_new(
     guard_ok(err, || {
         // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        let it = live(ks)?.ks.iter(iter_options(opts))?;
+        // SAFETY: `ks` and `opts` are NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let it = unsafe { live(ks) }?
+            .ks
+            .iter(unsafe { iter_options(opts) })?;
         // SAFETY: `iter` was checked writable above.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
         Ok(())
@@ -352,7 +368,8 @@ pub unsafe extern "C" fn sett_batch_put_in(
     vallen: usize,
 ) -> c_int {
     with_batch(batch, |b| {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
@@ -371,7 +388,8 @@ pub unsafe extern "C" fn sett_batch_delete_in(
     keylen: usize,
 ) -> c_int {
     with_batch(batch, |b| {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         b.delete_in(&h.ks, unsafe { bytes(key, keylen, "key") }?);
         Ok(())
@@ -390,7 +408,8 @@ pub unsafe extern "C" fn sett_batch_delete_range_in(
     end_len: usize,
 ) -> c_int {
     with_batch(batch, |b| {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `start` is NULL (refused) or points to `start_len` readable bytes, as sett.h requires.
         let s = unsafe { bytes(start, start_len, "start") }?;
         // SAFETY: as for `start`, with `end_len`.
@@ -412,8 +431,10 @@ pub unsafe extern "C" fn sett_txn_get_in(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let t = live_mut(txn)?.live()?;
-        let h = live(ks)?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -435,8 +456,10 @@ pub unsafe extern "C" fn sett_txn_put_in(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let t = live_mut(txn)?.live()?;
-        let h = live(ks)?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
@@ -456,8 +479,10 @@ pub unsafe extern "C" fn sett_txn_delete_in(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let t = live_mut(txn)?.live()?;
-        let h = live(ks)?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         t.delete_in(&h.ks, unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -477,8 +502,10 @@ pub unsafe extern "C" fn sett_txn_iter_new_in(
     guard_ok(err, || {
         // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        let t = live_mut(txn)?.live()?;
-        let it = t.iter_in(&live(ks)?.ks, iter_options(opts))?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
+        // SAFETY: `ks` and `opts` are NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let it = t.iter_in(&unsafe { live(ks) }?.ks, unsafe { iter_options(opts) })?;
         // SAFETY: `iter` was checked writable above.
         unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
         Ok(())
@@ -503,7 +530,8 @@ pub unsafe extern "C" fn sett_keyspace_subscribe(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(ks)?;
+        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(ks) }?;
         // SAFETY: forwarded from this function's contract (sett.h).
         unsafe {
             subscribe_with(

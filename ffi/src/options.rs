@@ -34,7 +34,8 @@ pub unsafe extern "C" fn sett_options_free(opts: *mut sett_options_t) {
 
 fn set(opts: *mut sett_options_t, f: impl FnOnce(&mut Options) -> Result<(), FfiError>) -> c_int {
     guard(std::ptr::null_mut(), || {
-        let o = live_mut(opts)?;
+        // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let o = unsafe { live_mut(opts) }?;
         f(&mut o.opts)?;
         Ok(SETT_OK)
     })

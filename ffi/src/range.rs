@@ -24,7 +24,8 @@ pub unsafe extern "C" fn sett_delete_range(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         // SAFETY: the caller passes valid byte ranges (contract in sett.h).
         let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
         h.db.delete_range(s, e)?;
@@ -67,7 +68,8 @@ pub unsafe extern "C" fn sett_txn_delete_range(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let t = live_mut(txn)?.live()?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
         // SAFETY: the caller passes valid byte ranges (contract in sett.h).
         let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
         t.delete_range(s, e)?;

@@ -104,7 +104,8 @@ pub unsafe extern "C" fn sett_backup_to(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let f = write.ok_or_else(|| FfiError::invalid("write callback is NULL"))?;
         let mut w = CallbackWriter { f, ctx, written: 0 };
         let next = h.db.backup(&mut w, since)?;
@@ -133,7 +134,8 @@ pub unsafe extern "C" fn sett_restore_from(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let f = read.ok_or_else(|| FfiError::invalid("read callback is NULL"))?;
         let mut r = CallbackReader { f, ctx, read: 0 };
         let n = h.db.load(&mut r)?;

@@ -41,7 +41,8 @@ pub unsafe extern "C" fn sett_txn_begin(
     guard_ok(err, || {
         // SAFETY: `txn` is NULL (refused) or writable for one pointer, as sett.h requires.
         unsafe { write_out(txn, std::ptr::null_mut(), "txn") }?;
-        let h = live(db)?;
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
         let update = flag(update, "update")?;
         let t = h.db.begin(update)?;
         // SAFETY: `txn` was checked writable (not NULL) above, as sett.h requires of out-pointers.
@@ -61,7 +62,8 @@ pub unsafe extern "C" fn sett_txn_get(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let t = live_mut(txn)?.live()?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -93,7 +95,8 @@ pub unsafe extern "C" fn sett_txn_get_entry(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard(err, || {
-        let t = live_mut(txn)?.live()?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
@@ -147,7 +150,8 @@ pub unsafe extern "C" fn sett_txn_put_with(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let t = live_mut(txn)?.live()?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         let k = unsafe { bytes(key, keylen, "key") }?;
         // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
@@ -166,7 +170,8 @@ pub unsafe extern "C" fn sett_txn_delete(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let t = live_mut(txn)?.live()?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
         // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
         t.delete(unsafe { bytes(key, keylen, "key") }?)?;
         Ok(())
@@ -182,7 +187,8 @@ pub unsafe extern "C" fn sett_txn_commit(
     err: *mut *mut sett_error_t,
 ) -> c_int {
     guard_ok(err, || {
-        let h = live_mut(txn)?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live_mut(txn) }?;
         h.live()?;
         if let Some(t) = h.txn.take() {
             t.commit()?;
@@ -194,7 +200,8 @@ pub unsafe extern "C" fn sett_txn_commit(
 /// Drops the buffered writes; the transaction is finished. Accepts NULL.
 #[no_mangle]
 pub unsafe extern "C" fn sett_txn_discard(txn: *mut sett_txn_t) {
-    if let Ok(h) = live_mut(txn) {
+    // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+    if let Ok(h) = unsafe { live_mut(txn) } {
         if let Some(t) = h.txn.take() {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.discard()));
         }

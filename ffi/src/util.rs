@@ -76,21 +76,26 @@ pub(crate) trait Handle {
 ///
 /// Only ever called with the handle argument of an exported function, passed
 /// on unchanged: this is where such a pointer becomes a reference.
-pub(crate) fn live<'a, T: Handle>(p: *const T) -> Result<&'a T, FfiError> {
-    // SAFETY: every exported function documents in sett.h that a handle argument
-    // is NULL or a handle this library returned and has not freed (the handle
-    // types are only ever created by Box::into_raw here), and callers pass that
-    // argument straight through. NULL is turned into an error below. The
-    // reference does not outlive the exported call it was made in.
+///
+/// # Safety
+/// `p` must be NULL or a handle of type `T` that this library returned and
+/// has not freed (the handle types are only ever created by Box::into_raw
+/// here), and the reference must not outlive the exported call it is made in.
+/// Every exported function's documentation in sett.h requires this of its
+/// handle arguments, so an exported function passes its argument straight in.
+pub(crate) unsafe fn live<'a, T: Handle>(p: *const T) -> Result<&'a T, FfiError> {
+    // SAFETY: the caller's contract above; NULL is turned into an error below.
     unsafe { p.as_ref() }.ok_or_else(|| FfiError::invalid(format!("{} is NULL", T::NAME)))
 }
 
 /// Like [`live`], for handles that sett.h says one thread uses at a time
 /// (transactions, iterators, batches, options, loaders).
-pub(crate) fn live_mut<'a, T: Handle>(p: *mut T) -> Result<&'a mut T, FfiError> {
-    // SAFETY: as in `live`; in addition sett.h requires that this kind of handle
-    // is used by one thread at a time, so no other reference to it exists
-    // during the exported call.
+///
+/// # Safety
+/// As for [`live`], and no other reference to the handle may exist during the
+/// call (sett.h: one thread at a time).
+pub(crate) unsafe fn live_mut<'a, T: Handle>(p: *mut T) -> Result<&'a mut T, FfiError> {
+    // SAFETY: the caller's contract above; NULL is turned into an error below.
     unsafe { p.as_mut() }.ok_or_else(|| FfiError::invalid(format!("{} is NULL", T::NAME)))
 }
 

@@ -10,32 +10,8 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "sett.h"
-
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                  \
-    } while (0)
-
-#define CHECK_RC(call, want)                                                     \
-    do {                                                                         \
-        int rc_ = (call);                                                        \
-        checks++;                                                                \
-        if (rc_ != (want)) {                                                     \
-            failures++;                                                          \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), want %d\n", __FILE__, __LINE__, \
-                    #call, rc_, sett_status_string(rc_), (want));                \
-        }                                                                        \
-    } while (0)
-
-static const uint8_t *B(const char *s) { return (const uint8_t *)s; }
 
 static char dir_template[] = "/tmp/sett-kstest-XXXXXX";
 

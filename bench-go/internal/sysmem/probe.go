@@ -29,14 +29,45 @@ type Device struct {
 	ParMeanUs   float64
 	FsyncP50Us  float64 // fdatasync after a 4 KiB append, as a WAL does
 	FsyncP99Us  float64
+	// The block device's read_ahead_kb (-1: unknown): what the kernel reads
+	// around a page fault in a file mapping that is not advised MADV_RANDOM,
+	// so it bounds what an engine reading values through mappings pays per
+	// random read.
+	ReadAheadKiB int64
 }
 
 func (d Device) String() string {
 	return fmt.Sprintf("O_DIRECT on a %d MiB file: seq write %.0f MB/s, seq read %.0f MB/s (1 MiB I/Os); "+
 		"4 KiB random read QD1 %.0f IOPS (mean %.0f µs, p50 %.0f µs, p99 %.0f µs), %d readers %.0f IOPS (mean %.0f µs); "+
-		"fdatasync after a 4 KiB append p50 %.0f µs, p99 %.0f µs",
+		"fdatasync after a 4 KiB append p50 %.0f µs, p99 %.0f µs; %s",
 		d.FileBytes>>20, d.SeqWriteMBs, d.SeqReadMBs, d.QD1IOPS, d.QD1MeanUs, d.QD1P50Us, d.QD1P99Us,
-		d.Readers, d.ParIOPS, d.ParMeanUs, d.FsyncP50Us, d.FsyncP99Us)
+		d.Readers, d.ParIOPS, d.ParMeanUs, d.FsyncP50Us, d.FsyncP99Us, readAheadText(d.ReadAheadKiB))
+}
+
+func readAheadText(kib int64) string {
+	if kib < 0 {
+		return "read-ahead unknown"
+	}
+	return fmt.Sprintf("read-ahead %d KiB (read_ahead_kb: read around a fault in a mapping not advised MADV_RANDOM)", kib)
+}
+
+// ReadAheadKiB is read_ahead_kb of the block device under dir, or -1 if sysfs
+// does not say (a partition's queue is its disk's).
+func ReadAheadKiB(dir string) int64 {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return -1
+	}
+	base := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	for _, p := range []string{base + "/queue/read_ahead_kb", base + "/../queue/read_ahead_kb"} {
+		if b, err := os.ReadFile(p); err == nil {
+			var n int64
+			if _, err := fmt.Sscan(string(b), &n); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 const (
@@ -52,7 +83,7 @@ const (
 // make it larger than the memory left so that no cache below the guest (a
 // hypervisor's, a controller's) flatters the figures either.
 func ProbeDevice(dir string, fileBytes int64, readers int, readDur time.Duration) (Device, error) {
-	d := Device{FileBytes: fileBytes / mib * mib, Readers: readers}
+	d := Device{FileBytes: fileBytes / mib * mib, Readers: readers, ReadAheadKiB: ReadAheadKiB(dir)}
 	if d.FileBytes < mib || readers < 1 || readDur <= 0 {
 		return d, fmt.Errorf("sysmem: ProbeDevice: need fileBytes ≥ 1 MiB, readers ≥ 1 and readDur > 0 (got %d, %d, %v)", fileBytes, readers, readDur)
 	}

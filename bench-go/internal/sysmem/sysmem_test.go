@@ -2,6 +2,7 @@ package sysmem
 
 import (
 	"crypto/rand"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -288,5 +289,27 @@ func TestProbeDeviceRefusesTmpfs(t *testing.T) {
 	}
 	if after, _ := os.ReadDir(dir); len(after) != len(before) {
 		t.Errorf("ProbeDevice left a file in %s", dir)
+	}
+}
+
+func TestReadAheadIsReadFromSysfsForTheDeviceUnderADirectory(t *testing.T) {
+	dir := t.TempDir()
+	kib := ReadAheadKiB(dir)
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))); err != nil {
+		// tmpfs and overlay have no block device: the probe says "unknown".
+		if kib != -1 {
+			t.Fatalf("no block device under %s, yet read-ahead %d KiB", dir, kib)
+		}
+		if got := readAheadText(kib); got != "read-ahead unknown" {
+			t.Fatalf("text %q", got)
+		}
+		return
+	}
+	if kib < 0 {
+		t.Fatalf("block device under %s has a sysfs entry, yet read-ahead was not read", dir)
 	}
 }

@@ -160,6 +160,13 @@ pub(crate) struct Ctx<'a> {
     pub kv: Kv<'a>,
 }
 
+impl Ctx<'_> {
+    /// The engine's clock, unix seconds (what TTLs are measured against).
+    fn now(&self) -> u64 {
+        self.sh.db.options().clock.now()
+    }
+}
+
 type Res = std::result::Result<Reply, sett::Error>;
 
 /// A command's handler: `args[0]` is the command's name as sent.

@@ -601,13 +601,6 @@ pub(super) fn bitcount(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     Ok(Reply::Int(n as i64))
 }
 
-impl Ctx<'_> {
-    /// The engine's clock, unix seconds (what TTLs are measured against).
-    pub(super) fn now(&self) -> u64 {
-        self.sh.db.options().clock.now()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! `WriteBatch`: an atomic group of puts and deletes, and its WAL encoding.
 
 use crate::coding::{put_varint, Reader};
+use crate::feed::{Change, ChangeKind};
 use crate::keyspace::{self, Keyspace, Shared};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,8 @@ pub struct WriteBatch {
     pub(crate) keyspaces: Vec<Arc<Shared>>,
     /// Keyspaces this batch drops: marked dropped when its version is handed out.
     pub(crate) drops: Vec<Arc<Shared>>,
+    /// The version to commit at, instead of the next one ([`WriteBatch::set_version`]).
+    pub(crate) version: Option<u64>,
 }
 
 impl WriteBatch {
@@ -312,12 +315,45 @@ impl WriteBatch {
         self.bytes
     }
 
-    /// Removes every operation.
+    /// Removes every operation (and the version set by [`WriteBatch::set_version`]).
     pub fn clear(&mut self) {
         self.ops.clear();
         self.bytes = 0;
         self.keyspaces.clear();
         self.drops.clear();
+        self.version = None;
+    }
+
+    /// Adds `change` as another Db's change feed delivered it: a put keeps
+    /// its user meta and absolute expiry, and a range delete its bounds, in
+    /// storage keys (a keyspace's changes land in the same keyspace). This
+    /// is how a replica applies its master's writes; with
+    /// [`WriteBatch::set_version`] they keep the master's version too.
+    pub fn add_change(&mut self, change: &Change) -> &mut Self {
+        let key = change.key.clone();
+        match change.kind {
+            ChangeKind::Put => self.put_raw(
+                key,
+                Some(change.value.clone()),
+                change.user_meta,
+                change.expires_at,
+            ),
+            ChangeKind::DeleteRange => self.delete_range_raw(key, change.value.clone()),
+            _ => self.delete_raw(key),
+        }
+        self
+    }
+
+    /// Commits the batch at exactly `version` instead of the Db's next one,
+    /// and later writes continue from it: a replica keeps its master's
+    /// versions, so that a version names the same state on every copy.
+    /// [`crate::Db::write`] refuses the batch ([`crate::Error::InvalidArgument`])
+    /// unless `version` is above every version the Db has handed out
+    /// ([`crate::Db::last_version`] once writes are idle). Versions skipped
+    /// over are never used. An empty batch commits nothing, at any version.
+    pub fn set_version(&mut self, version: u64) -> &mut Self {
+        self.version = Some(version);
+        self
     }
 }
 

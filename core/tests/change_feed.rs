@@ -472,3 +472,96 @@ fn a_subscription_started_under_writers_misses_no_write_after_its_start() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
 }
+
+/// Key, value, version, user meta and expiry of each entry.
+type Dump = Vec<(Vec<u8>, Vec<u8>, u64, u8, u64)>;
+
+/// Applies `changes` to `replica` as a follower does: one batch per version,
+/// committed at that version.
+fn apply_at_versions(replica: &Db, changes: &[Change]) {
+    let mut i = 0;
+    while i < changes.len() {
+        let v = changes[i].version;
+        let mut b = WriteBatch::new();
+        while i < changes.len() && changes[i].version == v {
+            b.add_change(&changes[i]);
+            i += 1;
+        }
+        b.set_version(v);
+        replica.write(b).unwrap();
+    }
+}
+
+#[test]
+fn a_replica_applying_the_feed_at_its_versions_holds_the_same_entries_and_version() {
+    let (md, rd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let master = open(md.path());
+    let replica = open(rd.path());
+    let sub = subscribe(&master, &[], None);
+    let ttl = PutOptions {
+        user_meta: 9,
+        ttl: Some(Duration::from_secs(3600)),
+    };
+    for i in 0..50u32 {
+        master
+            .put(format!("k{i:03}").as_bytes(), format!("v{i}").as_bytes())
+            .unwrap();
+    }
+    master.put_with(b"k010", b"with ttl", ttl).unwrap();
+    master.delete(b"k020").unwrap();
+    master.delete_range(b"k030", b"k040").unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"k001", b"batched")
+        .put(b"k002", b"batched")
+        .delete(b"k003");
+    master.write(b).unwrap();
+    let changes = take(&sub, 50 + 3 + 3);
+    apply_at_versions(&replica, &changes);
+    assert_eq!(replica.last_version(), master.last_version());
+
+    let dump = |db: &Db| -> Dump {
+        (0..50u32)
+            .filter_map(|i| {
+                let k = format!("k{i:03}").into_bytes();
+                db.get_entry(&k)
+                    .unwrap()
+                    .map(|e| (k, e.value, e.version, e.user_meta, e.expires_at))
+            })
+            .collect()
+    };
+    let want = dump(&master);
+    assert_eq!(
+        want.len(),
+        50 - 12,
+        "two deletes and a range delete of 10 keys"
+    );
+    assert_eq!(dump(&replica), want);
+
+    // The replica's versions go on from the master's, also after a reopen.
+    replica.close().unwrap();
+    drop(replica);
+    let replica = open(rd.path());
+    assert_eq!(replica.last_version(), master.last_version());
+    assert_eq!(dump(&replica), want);
+    let mut stale = WriteBatch::new();
+    stale
+        .put(b"k001", b"old")
+        .set_version(master.last_version());
+    match replica.write(stale) {
+        Err(Error::InvalidArgument(msg)) => {
+            assert!(msg.contains("cannot commit at version"), "{msg}")
+        }
+        other => panic!("a version already handed out was taken: {other:?}"),
+    }
+    assert_eq!(
+        replica.get(b"k001").unwrap().as_deref(),
+        Some(&b"batched"[..])
+    );
+    let mut ahead = WriteBatch::new();
+    ahead
+        .put(b"k900", b"x")
+        .set_version(master.last_version() + 100);
+    replica.write(ahead).unwrap();
+    replica.put(b"k901", b"y").unwrap();
+    assert_eq!(version_of(&replica, b"k901"), master.last_version() + 101);
+}

@@ -164,6 +164,21 @@ impl Queue {
         seq
     }
 
+    /// Hands out `seq` itself (a batch with [`WriteBatch::set_version`]): it
+    /// must be above every sequence handed out, and the next one follows it.
+    pub(crate) fn reserve_at(&mut self, seq: u64) -> Result<u64> {
+        if seq < self.next_seq || seq == key::MAX_SEQ {
+            return Err(Error::InvalidArgument(format!(
+                "cannot commit at version {seq}: it must be above {}, the newest this Db \
+                 has handed out, and below {}",
+                self.next_seq - 1,
+                key::MAX_SEQ
+            )));
+        }
+        self.next_seq = seq + 1;
+        Ok(seq)
+    }
+
     /// The newest sequence handed out: what a transaction beginning now reads at.
     pub(crate) fn last_reserved(&self) -> u64 {
         self.next_seq - 1

@@ -126,7 +126,10 @@ fn reserve_batch(q: &mut Queue, b: &WriteBatch, txn: Option<&TxnCheck>) -> Resul
     for ks in &b.drops {
         ks.mark_dropped();
     }
-    let seq = q.reserve();
+    let seq = match b.version {
+        Some(v) => q.reserve_at(v)?,
+        None => q.reserve(),
+    };
     if q.oracle.tracking() {
         q.oracle.record(
             seq,

@@ -13,6 +13,7 @@ mod cluster;
 mod commands;
 mod error;
 mod longdouble;
+mod replication;
 mod resp;
 mod server;
 
@@ -21,7 +22,7 @@ use commands::{Counters, Fsync, Settings, Shared};
 use error::{io, Error, Result};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// A Redis-protocol server over a sett database.
@@ -68,6 +69,28 @@ struct Args {
     /// Cluster mode: this node's id in the topology file.
     #[arg(long, requires = "cluster_config")]
     cluster_myid: Option<String>,
+    /// Follow this master from the start ("HOST PORT" or "HOST:PORT"), as
+    /// REPLICAOF would; without it a replica follows the master it followed
+    /// before a restart (kept in `<dir>.replication`).
+    #[arg(long)]
+    replicaof: Option<String>,
+    /// Bytes of recent changes kept so that a replica that reconnects resumes
+    /// without a full sync (Redis's repl-backlog-size).
+    #[arg(long, default_value_t = 4 << 20)]
+    repl_backlog_size: usize,
+}
+
+/// "host port" or "host:port".
+fn parse_master(s: &str) -> Result<(String, u16)> {
+    let (host, port) = s
+        .rsplit_once(' ')
+        .or_else(|| s.rsplit_once(':'))
+        .ok_or_else(|| Error::Config(format!("--replicaof {s:?}: expected \"HOST PORT\"")))?;
+    let port = port
+        .trim()
+        .parse()
+        .map_err(|_| Error::Config(format!("--replicaof {s:?}: {port:?} is not a port")))?;
+    Ok((host.trim().to_string(), port))
 }
 
 fn main() -> std::process::ExitCode {
@@ -87,18 +110,29 @@ fn run(args: Args) -> Result<()> {
             "--maxclients and --max-args must be at least 1".into(),
         ));
     }
-    let mut opts = sett::Options::new(&args.dir);
-    opts.sync_writes = args.appendfsync == Fsync::Always;
-    // SET NX/XX/GET/KEEPTTL, EXPIRE and PERSIST rewrite a value in a transaction:
-    // let one hold the largest value a client may send.
-    opts.max_txn_size = opts
-        .max_txn_size
-        .max(args.max_bulk_len.saturating_add(1 << 20))
-        .min(2 << 30);
-    let db = sett::Db::open(opts).map_err(|source| Error::Engine {
-        context: format!("opening {}", args.dir.display()),
-        source,
-    })?;
+    let mut settings = Settings {
+        requirepass: args.requirepass.clone().map(String::into_bytes),
+        fsync: args.appendfsync,
+        max_clients: args.maxclients,
+        max_bulk: args.max_bulk_len,
+        max_args: args.max_args,
+        timeout_secs: args.timeout,
+        bind: args.bind.clone(),
+        port: args.port,
+        dir: args.dir.display().to_string(),
+        repl_backlog: args.repl_backlog_size,
+    };
+    let given_master = args.replicaof.as_deref().map(parse_master).transpose()?;
+    replication::recover_dirs(&args.dir).map_err(io(format!(
+        "finishing an interrupted full sync beside {}",
+        args.dir.display()
+    )))?;
+    let (repl, saved_master) = replication::Replication::load(&args.dir, args.repl_backlog_size);
+    let db =
+        sett::Db::open(settings.engine_options(&args.dir)).map_err(|source| Error::Engine {
+            context: format!("opening {}", args.dir.display()),
+            source,
+        })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -122,25 +156,27 @@ fn run(args: Args) -> Result<()> {
             )?),
             _ => None,
         };
-        let shared = Arc::new(Shared {
-            db,
-            settings: Settings {
-                requirepass: args.requirepass.clone().map(String::into_bytes),
-                fsync: args.appendfsync,
-                max_clients: args.maxclients,
-                max_bulk: args.max_bulk_len,
-                max_args: args.max_args,
-                timeout_secs: args.timeout,
-                bind: args.bind.clone(),
-                port: local.port(),
-                dir: args.dir.display().to_string(),
-            },
+        settings.port = local.port();
+        let shared = Arc::new_cyclic(|me| Shared {
+            db: RwLock::new(db),
+            repl,
+            me: me.clone(),
+            settings,
             cluster,
             counters: Counters::default(),
             cursors: Mutex::new(Default::default()),
             started: Instant::now(),
             shutdown: tx,
         });
+        if let Some(master) = given_master.or(saved_master) {
+            if shared.cluster.is_some() {
+                return Err(Error::Config(
+                    "--replicaof is not allowed in cluster mode".into(),
+                ));
+            }
+            let version = shared.db().last_version();
+            shared.repl.set_master(&shared, Some(master), version);
+        }
         spawn_signal_watch(&shared)?;
         if let Some(pid) = args.parent_pid {
             spawn_parent_watch(&shared, pid);
@@ -160,7 +196,7 @@ fn run(args: Args) -> Result<()> {
     });
     let shared = result?;
     runtime.shutdown_timeout(Duration::from_secs(1));
-    shared.db.close().map_err(|source| Error::Engine {
+    shared.db().close().map_err(|source| Error::Engine {
         context: format!("closing {}", args.dir.display()),
         source,
     })?;
@@ -207,7 +243,7 @@ fn spawn_everysec(shared: &Arc<Shared>) {
         loop {
             tick.tick().await;
             let sh2 = sh.clone();
-            let r = tokio::task::spawn_blocking(move || sh2.db.sync()).await;
+            let r = tokio::task::spawn_blocking(move || sh2.db().sync()).await;
             match r {
                 Ok(Ok(())) => {
                     sh.counters.background_syncs.fetch_add(1, Ordering::Relaxed);

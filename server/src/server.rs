@@ -135,6 +135,21 @@ async fn connection(
             if conn.close {
                 return Ok(());
             }
+            if let Some(req) = conn.takeover.take() {
+                // PSYNC: the connection is a replica's link from here on, served
+                // by a thread of its own with blocking I/O.
+                let std = stream
+                    .into_std()
+                    .map_err(io("taking over a replica's connection"))?;
+                std.set_nonblocking(false)
+                    .map_err(io("taking over a replica's connection"))?;
+                let sh2 = sh.clone();
+                std::thread::Builder::new()
+                    .name("sett-follower".into())
+                    .spawn(move || crate::replication::serve_replica(sh2, std, req))
+                    .map_err(io("starting a replica's thread"))?;
+                return Ok(());
+            }
         }
         if let Some(e) = bad {
             // The stream cannot be resynchronised: say why and close this connection only.

@@ -77,10 +77,10 @@ fn rss_bytes() -> u64 {
 }
 
 pub(super) fn info(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
-    Ok(info_reply(cx.sh, args))
+    Ok(info_reply(cx.sh, cx.db, args))
 }
 
-fn info_reply(sh: &Shared, args: &[Vec<u8>]) -> Reply {
+fn info_reply(sh: &Shared, db: &sett::Db, args: &[Vec<u8>]) -> Reply {
     let wanted: Vec<String> = args[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
@@ -90,7 +90,7 @@ fn info_reply(sh: &Shared, args: &[Vec<u8>]) -> Reply {
             .iter()
             .any(|w| w == "all" || w == "everything" || w == "default");
     let want = |s: &str| all || wanted.iter().any(|w| w == s);
-    let st = sh.db.stats();
+    let st = db.stats();
     let c = &sh.counters;
     let s = &sh.settings;
     let mut out = String::new();
@@ -154,12 +154,8 @@ fn info_reply(sh: &Shared, args: &[Vec<u8>]) -> Reply {
         ));
     }
     if want("replication") {
-        // No replicas yet: a master whose replication offset is the engine's
-        // version, the number every node would agree on.
-        out.push_str(&format!(
-            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:{}\r\nrepl_backlog_active:0\r\n\r\n",
-            st.last_seq
-        ));
+        // The replication offset is the engine's version, the number every node agrees on.
+        out.push_str(&sh.repl.info(db.last_version()));
     }
     if want("cluster") {
         out.push_str(&format!(
@@ -170,7 +166,7 @@ fn info_reply(sh: &Shared, args: &[Vec<u8>]) -> Reply {
     if want("keyspace") {
         // Counting walks the keys; only asked for explicitly or by a plain INFO.
         let mut n = 0u64;
-        if let Ok(it) = sh.db.iter(IterOptions {
+        if let Ok(it) = db.iter(IterOptions {
             keys_only: true,
             ..Default::default()
         }) {
@@ -271,11 +267,7 @@ fn config_reply(sh: &Shared, args: &[Vec<u8>]) -> Reply {
 
 /// ROLE: a master without replicas, at the engine's version.
 pub(super) fn role(cx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Res {
-    Ok(Reply::Array(vec![
-        Reply::text("master"),
-        Reply::Int(cx.sh.db.stats().last_seq as i64),
-        Reply::Array(Vec::new()),
-    ]))
+    Ok(cx.sh.repl.role(cx.db.last_version()))
 }
 
 /// TIME: unix seconds and microseconds, as bulk strings.

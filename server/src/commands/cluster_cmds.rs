@@ -126,7 +126,7 @@ pub(super) fn cluster(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
             match parse_i64(&args[2]).filter(|s| (0..crate::cluster::SLOTS as i64).contains(s)) {
                 Some(slot) => {
                     let prefix = (slot as u16).to_be_bytes().to_vec();
-                    let it = sh.db.iter(IterOptions {
+                    let it = cx.db.iter(IterOptions {
                         prefix: Some(prefix),
                         keys_only: true,
                         ..Default::default()

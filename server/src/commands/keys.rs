@@ -170,7 +170,7 @@ pub(super) fn flush(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
         None | Some("SYNC") | Some("ASYNC") if args.len() <= 2 => {}
         _ => return Ok(syntax()),
     }
-    cx.sh.db.drop_all()?;
+    cx.db.drop_all()?;
     Ok(Reply::Status("OK"))
 }
 

@@ -27,17 +27,20 @@ mod glob;
 mod keys;
 mod kv;
 mod multi;
+mod replication_cmds;
 mod strings;
 
 use glob::glob;
 pub(crate) use kv::Kv;
 
 use crate::cluster::{key_slot, Cluster, Topology};
+use crate::replication::{Psync, Replication};
 use crate::resp::Reply;
 use sett::Db;
 use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Durability of acknowledged writes, as Redis's `appendfsync`.
@@ -73,6 +76,25 @@ pub struct Settings {
     pub bind: String,
     pub port: u16,
     pub dir: String,
+    /// Bytes of change history kept for replicas to resume from.
+    pub repl_backlog: usize,
+}
+
+impl Settings {
+    /// The engine options for a Db of this server in `dir` (its own, or a
+    /// full sync's copy).
+    pub fn engine_options(&self, dir: &Path) -> sett::Options {
+        let mut opts = sett::Options::new(dir);
+        opts.sync_writes = self.fsync == Fsync::Always;
+        // SET NX/XX/GET/KEEPTTL, EXPIRE and PERSIST rewrite a value in a
+        // transaction: let one hold the largest value a client may send.
+        opts.max_txn_size = opts
+            .max_txn_size
+            .max(self.max_bulk.saturating_add(1 << 20))
+            .min(2 << 30);
+        opts.change_feed_history_bytes = self.repl_backlog;
+        opts
+    }
 }
 
 /// Counters for INFO.
@@ -118,7 +140,11 @@ impl Cursors {
 
 /// State shared by every connection.
 pub struct Shared {
-    pub db: Db,
+    /// The Db; a full sync of a replica swaps it (see [`Shared::db`]).
+    pub db: RwLock<Db>,
+    pub repl: Replication,
+    /// This value's own `Arc`, for the threads that replication starts.
+    pub me: Weak<Shared>,
     pub settings: Settings,
     pub cluster: Option<Cluster>,
     pub counters: Counters,
@@ -126,6 +152,31 @@ pub struct Shared {
     pub started: Instant,
     /// Set by SHUTDOWN; the server loop watches it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+impl Shared {
+    /// The Db, held for as long as the guard lives: a full sync's swap
+    /// ([`crate::replication::install`]) waits for it. Take it once per
+    /// command: taking it again in the same thread while a swap waits would
+    /// deadlock.
+    pub fn db(&self) -> RwLockReadGuard<'_, Db> {
+        self.db.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The Db for a swap; no command runs while it is held.
+    pub fn db_write(&self) -> RwLockWriteGuard<'_, Db> {
+        self.db.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Engine options for a Db of this server in `dir`.
+    pub fn engine_options(&self, dir: &Path) -> sett::Options {
+        self.settings.engine_options(dir)
+    }
+
+    /// This server's `Arc`.
+    pub fn arc(&self) -> Option<Arc<Shared>> {
+        self.me.upgrade()
+    }
 }
 
 /// What one connection carries between commands.
@@ -141,6 +192,12 @@ pub struct Conn {
     multi: Option<multi::Queued>,
     /// WATCHed keys (as stored) and the version each had then (`None`: absent).
     watched: Vec<(Vec<u8>, Option<u64>)>,
+    /// `REPLCONF listening-port` of a replica connecting.
+    repl_port: Option<u16>,
+    /// `REPLCONF capa sett-v1`: a sett-server replica.
+    repl_capa: bool,
+    /// Set by PSYNC: the connection loop hands the socket to replication.
+    pub takeover: Option<Psync>,
 }
 
 impl Conn {
@@ -156,6 +213,8 @@ impl Conn {
 /// What a command's handler sees.
 pub(crate) struct Ctx<'a> {
     pub sh: &'a Shared,
+    /// The Db, held for the whole command (see [`Shared::db`]).
+    pub db: &'a Db,
     pub conn: &'a mut Conn,
     pub kv: Kv<'a>,
 }
@@ -163,7 +222,7 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// The engine's clock, unix seconds (what TTLs are measured against).
     fn now(&self) -> u64 {
-        self.sh.db.options().clock.now()
+        self.db.options().clock.now()
     }
 }
 
@@ -233,6 +292,7 @@ const RS: &[&str] = &["readonly"];
 const A: &[&str] = &["fast", "stale", "loading"];
 const NOAUTH: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 const TXF: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
+const ADMIN: &[&str] = &["admin", "noscript", "stale"];
 
 use Tx::{Now, Queue, Refuse};
 
@@ -333,6 +393,49 @@ static COMMANDS: &[Spec] = &[
     spec("cluster", -2, A, 0, 0, 0, Queue, cluster_cmds::cluster),
     spec("readonly", 1, A, 0, 0, 0, Queue, cluster_cmds::readonly),
     spec("readwrite", 1, A, 0, 0, 0, Queue, cluster_cmds::readonly),
+    // Replication.
+    spec(
+        "replicaof",
+        3,
+        ADMIN,
+        0,
+        0,
+        0,
+        Refuse,
+        replication_cmds::replicaof,
+    ),
+    spec(
+        "slaveof",
+        3,
+        ADMIN,
+        0,
+        0,
+        0,
+        Refuse,
+        replication_cmds::replicaof,
+    ),
+    spec(
+        "replconf",
+        -1,
+        ADMIN,
+        0,
+        0,
+        0,
+        Refuse,
+        replication_cmds::replconf,
+    ),
+    spec("psync", 3, ADMIN, 0, 0, 0, Refuse, replication_cmds::psync),
+    spec("sync", 1, ADMIN, 0, 0, 0, Refuse, replication_cmds::sync),
+    spec(
+        "wait",
+        3,
+        &["noscript"],
+        0,
+        0,
+        0,
+        Refuse,
+        replication_cmds::wait,
+    ),
 ];
 
 fn find(name: &str) -> Option<&'static Spec> {
@@ -473,15 +576,20 @@ pub fn execute(sh: &Shared, conn: &mut Conn, args: Vec<Vec<u8>>) -> Reply {
             return r;
         }
     }
+    if sh.repl.is_replica() && spec.flags.contains(&"write") {
+        multi::flag_error(conn);
+        return Reply::Error("READONLY You can't write against a read only replica.".into());
+    }
     if conn.multi.is_some() && spec.tx != Tx::Now {
         return multi::queue(conn, spec, args);
     }
-    run(sh, conn, Kv::Db(&sh.db), spec, &args)
+    let db = sh.db();
+    run(sh, &db, conn, Kv::Db(&db), spec, &args)
 }
 
 /// Runs a command whose arity, authentication and slot were checked.
-fn run(sh: &Shared, conn: &mut Conn, kv: Kv<'_>, spec: &Spec, args: &[Vec<u8>]) -> Reply {
-    let mut cx = Ctx { sh, conn, kv };
+fn run(sh: &Shared, db: &Db, conn: &mut Conn, kv: Kv<'_>, spec: &Spec, args: &[Vec<u8>]) -> Reply {
+    let mut cx = Ctx { sh, db, conn, kv };
     match (spec.run)(&mut cx, args) {
         Ok(r) => r,
         Err(e) => engine_error(spec.name, &e),

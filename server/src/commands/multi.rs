@@ -66,7 +66,7 @@ pub(super) fn watch(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     }
     for k in &args[1..] {
         let key = stored(k);
-        let version = cx.sh.db.get_entry(&key)?.map(|i| i.version);
+        let version = cx.db.get_entry(&key)?.map(|i| i.version);
         cx.conn.watched.push((key, version));
     }
     Ok(Reply::Status("OK"))
@@ -87,9 +87,9 @@ pub(super) fn exec(cx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Res {
             "EXECABORT Transaction discarded because of previous errors.".into(),
         ));
     }
-    let sh = cx.sh;
+    let (sh, db) = (cx.sh, cx.db);
     let conn = &mut *cx.conn;
-    let replies = sh.db.update(|txn| {
+    let replies = db.update(|txn| {
         for (key, version) in &watched {
             if txn.get_entry(key)?.map(|i| i.version) != *version {
                 return Ok(None);
@@ -97,7 +97,7 @@ pub(super) fn exec(cx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Res {
         }
         let mut replies = Vec::with_capacity(q.cmds.len());
         for (spec, args) in &q.cmds {
-            replies.push(run(sh, conn, Kv::Txn(&mut *txn), spec, args));
+            replies.push(run(sh, db, conn, Kv::Txn(&mut *txn), spec, args));
         }
         Ok(Some(replies))
     })?;

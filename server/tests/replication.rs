@@ -248,3 +248,81 @@ fn a_damaged_or_cut_stream_is_refused_and_the_replica_keeps_its_data() {
     BufReader::new(&mut raw).read_line(&mut line).unwrap();
     assert!(line.contains("only a sett-server replica"), "{line}");
 }
+
+/// The `<dir>.replication` file a node keeps beside its directory.
+fn saved_state(node: &Server) -> String {
+    let path = format!("{}.replication", node.dir.display());
+    std::fs::read_to_string(&path).unwrap_or_else(|e| format!("({path}: {e})"))
+}
+
+#[test]
+fn a_restarted_replica_resumes_by_partial_resync_and_a_promoted_one_keeps_its_siblings() {
+    let root = tempfile::tempdir().unwrap();
+    let master = Server::start(&root.path().join("m"), &[]);
+    let mut m = master.client();
+    write_mix(&mut m, "one", 200);
+    let of_master = format!("127.0.0.1 {}", master.port);
+    let mut a = Server::start(&root.path().join("a"), &["--replicaof", &of_master]);
+    let b = Server::start(&root.path().join("b"), &["--replicaof", &of_master]);
+    let (mut ac, mut bc) = (a.client(), b.client());
+    caught_up(&mut m, &mut ac);
+    caught_up(&mut m, &mut bc);
+    let ports = format!("master {}, a {}, b {}", master.port, a.port, b.port);
+
+    // A stops; the master goes on; A comes back without --replicaof and
+    // continues from where it stopped: no second full sync.
+    drop(ac);
+    assert!(a.terminate(), "replica A did not stop cleanly ({ports})");
+    write_mix(&mut m, "two", 150);
+    let a = Server::start(&root.path().join("a"), &[]);
+    let ports = format!("{ports}, a restarted on {}", a.port);
+    let mut ac = a.client();
+    let ai = info(&mut ac);
+    assert_eq!(
+        (ai["role"].as_str(), ai["master_port"].as_str()),
+        ("slave", master.port.to_string().as_str()),
+        "{ports}; a's saved state: {}",
+        saved_state(&a)
+    );
+    caught_up(&mut m, &mut ac);
+    assert_eq!(digest(&mut ac), digest(&mut m), "after the partial resync");
+    let ai = info(&mut ac);
+    assert_eq!(
+        (
+            ai["sett_full_syncs"].as_str(),
+            ai["sett_partial_syncs"].as_str()
+        ),
+        ("0", "1"),
+        "{ports}: {ai:?}"
+    );
+    caught_up(&mut m, &mut bc);
+
+    // The master is gone; A is promoted and B follows it, again without a full sync.
+    let old_id = info(&mut m)["master_replid"].clone();
+    let at = field(&mut m, "master_repl_offset");
+    drop(m);
+    drop(master);
+    ok(&mut ac, &["REPLICAOF", "NO", "ONE"]);
+    let ai = info(&mut ac);
+    assert_eq!(ai["role"], "master");
+    assert_eq!(ai["master_replid2"], old_id, "{ports}");
+    assert_eq!(ai["second_repl_offset"], at, "{ports}");
+    ok(&mut bc, &["REPLICAOF", "127.0.0.1", &a.port.to_string()]);
+    write_mix(&mut ac, "three", 100);
+    caught_up(&mut ac, &mut bc);
+    assert_eq!(
+        digest(&mut bc),
+        digest(&mut ac),
+        "after following the new master"
+    );
+    let bi = info(&mut bc);
+    assert_eq!(
+        (
+            bi["sett_full_syncs"].as_str(),
+            bi["sett_partial_syncs"].as_str()
+        ),
+        ("0", "1"),
+        "{ports}: B resynced in full from the promoted A: {bi:?}"
+    );
+    assert_eq!(bi["master_replid"], field(&mut ac, "master_replid"));
+}

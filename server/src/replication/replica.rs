@@ -5,7 +5,7 @@
 use super::wire::{Frame, FrameReader, WireError};
 use super::{install, LinkState, CAPA};
 use crate::commands::{Fsync, Shared};
-use sett::{Change, WriteBatch};
+use sett::{Change, SubscribeOptions, WriteBatch};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
@@ -191,6 +191,16 @@ fn session(sh: &Shared, host: &str, port: u16, gen: u64) -> End {
         l.last_io = Some(Instant::now());
         l.last_error = None;
     });
+    // The feed keeps its history from the first subscription on; a replica
+    // starts it before it applies anything, so that once promoted it can
+    // resume its former siblings from any version it applied.
+    let started = sh.db().subscribe(SubscribeOptions {
+        max_pending_bytes: 1,
+        ..SubscribeOptions::default()
+    });
+    if let Err(e) = started {
+        return fail(format!("starting the change feed's history: {e}"));
+    }
     let mut frames = FrameReader::new(&mut r);
     match apply_stream(sh, &stream, &mut frames, gen) {
         Ok(()) => End::Stop,

@@ -17,7 +17,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: rocksdb-release go-build-debian standing standing-check check doc-check bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -87,14 +87,6 @@ go-build: lib rocksdb-release
 		go build -o ../target/go/kvbench ./cmd/kvbench && go build -o ../target/go/kvserver ./cmd/kvserver && \
 		go build -o ../target/go/kvrun ./cmd/kvrun && go build -o ../target/go/memhog ./cmd/memhog && \
 		go build -o ../target/go/compressbench ./cmd/compressbench
-
-# populate and bench.test against Debian's librocksdb-dev 7.8.3 (built with assertions), for
-# the one row that puts the cost of those assertions on record:
-# make bench BENCH_ARGS="--rocksdb-debian target/go-debian" after this.
-go-build-debian: lib
-	@dpkg -s librocksdb-dev >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q librocksdb-dev; }
-	cd bench-go && export $(GO_ENV) && go build -tags rocksdb_debian -o ../target/go-debian/populate ./cmd/populate && \
-		go test -tags rocksdb_debian -c -o ../target/go-debian/bench.test .
 
 # Compression on JSON-like records (issue 16): sett-bench engine with each codec, then
 # sett against RocksDB with the same codec (bench-go/cmd/compressbench).

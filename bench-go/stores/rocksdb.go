@@ -101,8 +101,7 @@ import (
 )
 
 // rocksStore is RocksDB through its C API: the release build of
-// scripts/rocksdb-release.sh, or with the build tag rocksdb_debian Debian's
-// librocksdb-dev (7.8.3, built with assertions), kept for one row on record.
+// scripts/rocksdb-release.sh (rocksdb_link.go).
 type rocksStore struct {
 	db       *C.rocksdb_t
 	opts     *C.rocksdb_options_t

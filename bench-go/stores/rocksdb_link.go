@@ -1,5 +1,3 @@
-//go:build !rocksdb_debian
-
 package stores
 
 // The release build that scripts/rocksdb-release.sh installs under target/rocksdb,

@@ -57,7 +57,6 @@ type config struct {
 	batch16k                   int
 	compression                string
 	settThreshold              int
-	debianBins                 string
 }
 
 // Default key counts (millions) per value size in the in-memory regime: each
@@ -94,7 +93,6 @@ func main() {
 	flag.DurationVar(&c.settle, "settle-timeout", 0, "longest wait for each engine's pending compactions (default 2m; with --large 15m)")
 	flag.DurationVar(&c.phaseTimeout, "phase-timeout", -1, "longest time one phase (populate, digest, a read or scan) may run before it is stopped and its cell reported as stopped; 0: no limit (default none; with --large 20m, so that one slow engine cannot push the run past its budget)")
 	flag.IntVar(&c.batch16k, "batch-16k", 0, "entries per batch at 16 KiB (default 1000; with --large 100, so that 32 writers hold 50 MB, not 500 MB, of the memory left)")
-	flag.StringVar(&c.debianBins, "rocksdb-debian", "", "folder with populate and bench.test built with -tags rocksdb_debian (Debian's librocksdb 7.8.3, assertions on): adds the engine rocksdb-debian, to put the cost of those assertions on record")
 	standingDir := flag.String("standing", "", "print README's performance block rendered from the reports under this folder, and exit")
 	standingCheck := flag.String("standing-check", "", "with --standing: fail unless this README's block is what the reports give")
 	flag.Parse()
@@ -166,9 +164,6 @@ func defaults(c *config, sizes, engines string) {
 	}
 	for _, e := range strings.Split(engines, ",") {
 		c.engines = append(c.engines, strings.TrimSpace(e))
-	}
-	if c.debianBins != "" {
-		c.engines = append(c.engines, "rocksdb-debian")
 	}
 	if c.runs <= 0 {
 		c.runs = 3

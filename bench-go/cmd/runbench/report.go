@@ -234,10 +234,6 @@ func report(r *runner) string {
 		if e == "rocksdb-blob" && !c.blob {
 			continue
 		}
-		if e == "rocksdb-debian" {
-			fmt.Fprintf(&b, "- rocksdb-debian: the rocksdb settings, in programs built with -tags rocksdb_debian against Debian's librocksdb-dev (%s), which is built with assertions: a row that puts their cost on record.\n", versionOf(r, e))
-			continue
-		}
 		fmt.Fprintf(&b, "- %s: %s.\n", e, stores.Settings(e, stores.Options{CacheBytes: c.cacheMiB << 20, Compression: c.compression, ValueThreshold: c.settThreshold}))
 	}
 	var versions []string
@@ -427,7 +423,7 @@ func leftOut(c *config) []string {
 }
 
 func engineRank(e string) int {
-	for i, x := range []string{"sett", "rocksdb", "rocksdb-blob", "pebble", "badger", "rocksdb-debian"} {
+	for i, x := range []string{"sett", "rocksdb", "rocksdb-blob", "pebble", "badger"} {
 		if x == e {
 			return i
 		}

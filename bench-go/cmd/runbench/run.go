@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,14 +188,14 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 		return nil, err
 	}
 	fmt.Printf("\n== %s, %d-byte values, %.3fM keys, run %d of %d (%s elapsed)\n", engine, valsz, mil, run+1, c.runs, time.Since(r.start).Round(time.Second))
-	dir := keys.Dir(c.base, kindOf(engine), valsz)
+	dir := keys.Dir(c.base, engine, valsz)
 	defer os.RemoveAll(dir)
 
 	batch := 1000
 	if valsz >= 16384 {
 		batch = c.batch16k
 	}
-	args := []string{"--kv", kindOf(engine), "--valsz", strconv.Itoa(valsz), "--keys_mil", fmt.Sprint(mil), "--dir", c.base,
+	args := []string{"--kv", engine, "--valsz", strconv.Itoa(valsz), "--keys_mil", fmt.Sprint(mil), "--dir", c.base,
 		"--cache_mib", fmt.Sprint(c.cacheMiB), "--batch", strconv.Itoa(batch)}
 	if c.sync {
 		args = append(args, "--sync")
@@ -207,7 +206,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	if c.settThreshold > 0 && engine == "sett" {
 		args = append(args, "--sett_value_threshold", strconv.Itoa(c.settThreshold))
 	}
-	out, ph, err := r.phase(cl, "populate", r.binFor(engine, c.populate), args)
+	out, ph, err := r.phase(cl, "populate", c.populate, args)
 	cl.PopWritten = ph.dev.WriteBytes()
 	if ph.killed != "" {
 		cl.Killed = "populate: " + ph.killed
@@ -235,7 +234,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 
 	common := []string{"--keys_mil", fmt.Sprint(mil), "--valsz", strconv.Itoa(valsz), "--dir", c.base,
 		"--cache_mib", fmt.Sprint(c.cacheMiB), "--readers", strconv.Itoa(c.readersOrDefault())}
-	name := benchName[kindOf(engine)]
+	name := benchName[engine]
 	readBudget := []string{"-test.benchtime", fmt.Sprintf("%dx", c.reads)}
 	if c.large {
 		readBudget = []string{"-test.benchtime", "1x", "--read_seconds", fmt.Sprint(c.readSeconds)}
@@ -269,7 +268,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 
 	// The data check runs first, and waits for the backlog populate left.
 	if c.digest != "none" {
-		out, ph, err := r.phase(cl, "digest", r.binFor(engine, c.benchBin), append([]string{"-test.run", "^TestDigest$", "--digest", c.digest, "--engine", kindOf(engine)}, common...))
+		out, ph, err := r.phase(cl, "digest", c.benchBin, append([]string{"-test.run", "^TestDigest$", "--digest", c.digest, "--engine", engine}, common...))
 		if ph.killed != "" {
 			cl.Killed = "digest: " + ph.killed
 			return cl, nil
@@ -340,7 +339,7 @@ func (r *runner) benchPhase(cl *cell, what string, args []string) (map[string]fl
 		}
 		fmt.Printf("  evicted %d files (%.0f MiB) of %s from the page cache\n", files, mib(n), cl.Engine)
 	}
-	out, ph, err := r.phase(cl, what, r.binFor(cl.Engine, r.cfg.benchBin), args)
+	out, ph, err := r.phase(cl, what, r.cfg.benchBin, args)
 	ph.out = out
 	if ph.killed != "" {
 		cl.Killed = what + ": " + ph.killed
@@ -382,24 +381,6 @@ func (r *runner) waitInfo(cl *cell, out string) {
 			cl.Backlog = s.Backlog
 		}
 	}
-}
-
-// kindOf is the store kind an engine of the run opens: rocksdb-debian is
-// RocksDB's kind, run by programs built against Debian's library.
-func kindOf(engine string) string {
-	if engine == "rocksdb-debian" {
-		return "rocksdb"
-	}
-	return engine
-}
-
-// binFor is the program that runs a phase of engine: the --rocksdb-debian
-// builds for rocksdb-debian, the given one otherwise.
-func (r *runner) binFor(engine, bin string) string {
-	if engine != "rocksdb-debian" {
-		return bin
-	}
-	return filepath.Join(r.cfg.debianBins, filepath.Base(bin))
 }
 
 // phaseInfo is what the runner saw of one child process from outside.

@@ -9,6 +9,7 @@
 // Data from a client or from disk is never unwrapped: it gets an error reply.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod clients;
 mod cluster;
 mod commands;
 mod error;
@@ -167,6 +168,8 @@ fn run(args: Args) -> Result<()> {
             cursors: Mutex::new(Default::default()),
             started: Instant::now(),
             shutdown: tx,
+            clients: Default::default(),
+            run_id: replication::new_replid(),
         });
         if let Some(master) = given_master.or(saved_master) {
             if shared.cluster.is_some() {

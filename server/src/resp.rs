@@ -172,6 +172,11 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// A map: RESP3 `%n`, a flat array of key, value, ... in RESP2.
     Map(Vec<(Reply, Reply)>),
+    /// Out-of-band data (a pubsub message or confirmation): RESP3 `>n`, an
+    /// array in RESP2.
+    Push(Vec<Reply>),
+    /// Several replies to one command (SUBSCRIBE answers once per channel).
+    Seq(Vec<Reply>),
     /// Nothing is sent (SHUTDOWN closes the connection instead of replying).
     Silent,
 }
@@ -230,6 +235,18 @@ impl Reply {
                 for (k, v) in pairs {
                     k.encode(out, resp3);
                     v.encode(out, resp3);
+                }
+            }
+            Reply::Push(items) => {
+                let mark = if resp3 { '>' } else { '*' };
+                out.extend_from_slice(format!("{mark}{}\r\n", items.len()).as_bytes());
+                for r in items {
+                    r.encode(out, resp3);
+                }
+            }
+            Reply::Seq(replies) => {
+                for r in replies {
+                    r.encode(out, resp3);
                 }
             }
             Reply::Silent => {}

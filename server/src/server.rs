@@ -35,7 +35,10 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, grace: Duration) 
                 let (sh, alive, stop) = (shared.clone(), alive_tx.clone(), shared.shutdown.subscribe());
                 let id = next_id;
                 tokio::spawn(async move {
-                    if let Err(e) = connection(stream, sh, id, stop).await {
+                    let reg = sh.clients.register(id, peer.to_string());
+                    let result = connection(stream, sh.clone(), id, stop, reg).await;
+                    sh.clients.remove(id);
+                    if let Err(e) = result {
                         eprintln!("sett-server: client {id} ({peer}): {e}");
                     }
                     drop(alive);
@@ -59,6 +62,7 @@ async fn connection(
     sh: Arc<Shared>,
     id: u64,
     mut stop: watch::Receiver<bool>,
+    mut reg: crate::clients::Registration,
 ) -> Result<()> {
     sh.counters.connections.fetch_add(1, Ordering::Relaxed);
     let clients = sh.counters.clients.fetch_add(1, Ordering::Relaxed) + 1;
@@ -175,6 +179,10 @@ async fn connection(
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(64 * 1024);
         }
+        // A subscriber waits for messages, not requests: no idle limit.
+        let idle = if conn.subscriptions > 0 { None } else { idle };
+        // read_buf is cancel-safe: when a message or a kill wins the race,
+        // no request bytes are lost.
         let read = async {
             match idle {
                 Some(t) => tokio::time::timeout(t, stream.read_buf(&mut buf))
@@ -183,14 +191,28 @@ async fn connection(
                 None => Some(stream.read_buf(&mut buf).await),
             }
         };
-        tokio::select! {
+        let message = tokio::select! {
             r = read => match r {
                 None => return Ok(()), // idle too long
                 Some(Ok(0)) => return Ok(()),
-                Some(Ok(_)) => {}
+                Some(Ok(_)) => None,
                 Some(Err(e)) => return Err(io("reading a request")(e)),
             },
+            m = reg.inbox.recv() => m,
+            _ = reg.kill.notified() => return Ok(()),
             _ = stop.wait_for(|s| *s) => return Ok(()),
+        };
+        if let Some(first) = message {
+            // Everything already waiting goes out in one write.
+            out.clear();
+            first.encode(&mut out, conn.resp3);
+            while let Ok(m) = reg.inbox.try_recv() {
+                m.encode(&mut out, conn.resp3);
+            }
+            stream
+                .write_all(&out)
+                .await
+                .map_err(io("writing pubsub messages"))?;
         }
     }
 }

@@ -614,3 +614,131 @@ fn unknown_commands_of_other_types_get_redis_servers_error() {
     }
     p.same("PING");
 }
+
+#[test]
+fn replication_commands_refuse_bad_arguments_as_redis_server_does() {
+    let Some((_dir, _redis, sock, sett)) =
+        servers("replication_commands_refuse_bad_arguments_as_redis_server_does")
+    else {
+        return;
+    };
+    let mut p = connect(&sock, &sett);
+    p.same("SET kept v");
+    // No valid master is ever named: both stay masters and keep their data.
+    for cmd in [
+        "REPLICAOF 127.0.0.1 notaport",
+        "REPLICAOF 127.0.0.1 -1",
+        "REPLICAOF 127.0.0.1 70000",
+        "REPLICAOF NO",
+        "SLAVEOF 127.0.0.1",
+        "REPLICAOF NO ONE",
+        "SLAVEOF NO ONE",
+        "WAIT x 10",
+        "WAIT 1 x",
+        "WAIT 1 -5",
+        "WAIT 1",
+        "WAIT -1 10",
+        "WAIT 0 0",
+        "WAIT 1 10",
+        "REPLCONF",
+        "REPLCONF listening-port",
+        "REPLCONF listening-port abc",
+        "REPLCONF listening-port 70000",
+        "REPLCONF listening-port 123 capa",
+        "REPLCONF foo bar",
+        "REPLCONF ip-address 127.0.0.1",
+        "PSYNC",
+        "PSYNC ? x",
+        "SYNC extra",
+        "GET kept",
+    ] {
+        p.same(cmd);
+    }
+}
+
+/// Sends `cmd` on both connections and reads `replies` replies from each.
+fn both_many(p: &mut Pair, cmd: &str, replies: usize) -> (Vec<u8>, Vec<u8>) {
+    let words = split_words(cmd);
+    let args: Vec<&[u8]> = words.iter().map(Vec::as_slice).collect();
+    let bytes = encode(&args);
+    p.redis.get_mut().write_all(&bytes).expect("writing");
+    p.sett.get_mut().write_all(&bytes).expect("writing");
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    for _ in 0..replies {
+        read_reply(&mut p.redis, &mut want);
+        read_reply(&mut p.sett, &mut got);
+    }
+    (want, got)
+}
+
+fn same_many(p: &mut Pair, cmd: &str, replies: usize) {
+    let (want, got) = both_many(p, cmd, replies);
+    assert_eq!(
+        String::from_utf8_lossy(&want),
+        String::from_utf8_lossy(&got),
+        "{cmd}: redis-server (left) and sett-server (right) differ"
+    );
+}
+
+#[test]
+fn subscribe_publish_and_client_kill_reply_as_redis_server_does() {
+    let Some((_dir, _redis, sock, sett)) =
+        servers("subscribe_publish_and_client_kill_reply_as_redis_server_does")
+    else {
+        return;
+    };
+    let mut publisher = connect(&sock, &sett);
+    let mut sub = connect(&sock, &sett);
+    publisher.same("PUBLISH news nobody");
+    same_many(&mut sub, "SUBSCRIBE news __sentinel__:hello news", 3);
+    // Subscribed (RESP2): only the pubsub commands, PING and QUIT.
+    same_many(&mut sub, "GET k", 1);
+    same_many(&mut sub, "PING", 1);
+    same_many(&mut sub, "PING hello", 1);
+    publisher.same("PUBLISH news first");
+    publisher.same("PUBLISH __sentinel__:hello 127.0.0.1,26379,abc,0");
+    publisher.same("PUBLISH other unheard");
+    let (want, got) = {
+        let (mut w, mut g) = (Vec::new(), Vec::new());
+        for _ in 0..2 {
+            read_reply(&mut sub.redis, &mut w);
+            read_reply(&mut sub.sett, &mut g);
+        }
+        (w, g)
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&want),
+        String::from_utf8_lossy(&got),
+        "the messages delivered differ"
+    );
+    assert!(String::from_utf8_lossy(&got).contains("first"), "{got:?}");
+    same_many(&mut sub, "UNSUBSCRIBE news", 1);
+    publisher.same("PUBLISH news after");
+    same_many(&mut sub, "UNSUBSCRIBE", 1);
+    same_many(&mut sub, "UNSUBSCRIBE", 1);
+    // Out of pubsub mode: plain commands again.
+    sub.same("PING");
+    // CLIENT KILL: bad arguments, then TYPE pubsub ends a subscriber's link.
+    for cmd in [
+        "CLIENT KILL TYPE nosuch",
+        "CLIENT KILL ID 0",
+        "CLIENT KILL ID x",
+        "CLIENT KILL TYPE normal SKIPME maybe",
+        "CLIENT KILL 10.0.0.1:1",
+        "CLIENT KILL TYPE master",
+        "CLIENT KILL TYPE pubsub",
+    ] {
+        publisher.same(cmd);
+    }
+    same_many(&mut sub, "SUBSCRIBE ch", 1);
+    publisher.same("CLIENT KILL TYPE pubsub");
+    let mut rest = Vec::new();
+    let n = sub
+        .sett
+        .read_to_end(&mut rest)
+        .expect("reading after the kill");
+    assert_eq!(n, 0, "the killed subscriber got {rest:?}");
+    publisher.same("PUBLISH ch gone");
+    publisher.same("CLIENT KILL TYPE normal");
+    publisher.same("PING");
+}

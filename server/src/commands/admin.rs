@@ -96,11 +96,12 @@ fn info_reply(sh: &Shared, db: &sett::Db, args: &[Vec<u8>]) -> Reply {
     let mut out = String::new();
     if want("server") {
         out.push_str(&format!(
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nsett_version:{}\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\n\r\n",
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nsett_version:{}\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\n\r\n",
             env!("CARGO_PKG_VERSION"),
             if sh.cluster.is_some() { "cluster" } else { "standalone" },
             std::env::consts::OS,
             std::process::id(),
+            sh.run_id,
             s.port,
             sh.started.elapsed().as_secs(),
         ));
@@ -244,6 +245,8 @@ fn config_reply(sh: &Shared, args: &[Vec<u8>]) -> Reply {
             Reply::Map(out)
         }
         "SET" if args.len() >= 4 && args.len().is_multiple_of(2) => config_set(sh, &args[2..]),
+        // Settings are the command line; redis-server started without a file says this.
+        "REWRITE" if args.len() == 2 => Reply::err("The server is running without a config file"),
         "RESETSTAT" if args.len() == 2 => {
             let c = &sh.counters;
             for x in [

@@ -11,7 +11,12 @@ pub(super) fn select(_cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     })
 }
 
-pub(super) fn ping(_cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
+pub(super) fn ping(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
+    // A subscribed RESP2 connection gets its pong as a push-shaped array.
+    if cx.conn.subscriptions > 0 && !cx.conn.resp3 && args.len() <= 2 {
+        let echo = args.get(1).cloned().unwrap_or_default();
+        return Ok(Reply::Array(vec![Reply::text("pong"), Reply::Bulk(echo)]));
+    }
     Ok(match args.len() {
         1 => Reply::Status("PONG"),
         2 => Reply::Bulk(args[1].clone()),
@@ -37,7 +42,85 @@ pub(super) fn hello(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
 }
 
 pub(super) fn client(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
+    if upper(&args[1]) == "KILL" {
+        return Ok(client_kill(cx, &args[2..]));
+    }
     Ok(client_reply(cx.conn, args))
+}
+
+/// CLIENT KILL addr, or CLIENT KILL [ID id] [TYPE normal|pubsub|master|replica|slave]
+/// [ADDR ip:port] [SKIPME yes|no]. A replica's link to this node and this
+/// node's link to its master are not clients here: TYPE master and
+/// replica match none.
+fn client_kill(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    use crate::clients::{KillFilter, Kind};
+    if let [addr] = args {
+        let f = KillFilter {
+            addr: Some(String::from_utf8_lossy(addr).into_owned()),
+            ..KillFilter::default()
+        };
+        return if cx.sh.clients.kill(&f) > 0 {
+            Reply::Status("OK")
+        } else {
+            Reply::err("No such client")
+        };
+    }
+    if args.is_empty() || !args.len().is_multiple_of(2) {
+        return syntax();
+    }
+    let mut f = KillFilter {
+        skip: Some(cx.conn.id),
+        ..KillFilter::default()
+    };
+    let mut none = false;
+    for pair in args.chunks(2) {
+        let v = &pair[1];
+        match upper(&pair[0]).as_str() {
+            "ID" => match parse_i64(v) {
+                Some(id) if id > 0 => f.id = Some(id as u64),
+                _ => return Reply::err("client-id should be greater than 0"),
+            },
+            "TYPE" => match upper(v).as_str() {
+                "NORMAL" => f.kind = Some(Kind::Normal),
+                "PUBSUB" => f.kind = Some(Kind::PubSub),
+                "MASTER" | "REPLICA" | "SLAVE" => none = true,
+                _ => {
+                    return Reply::err(format!(
+                        "Unknown client type '{}'",
+                        String::from_utf8_lossy(v)
+                    ))
+                }
+            },
+            "ADDR" => f.addr = Some(String::from_utf8_lossy(v).into_owned()),
+            "SKIPME" => match upper(v).as_str() {
+                "YES" => f.skip = Some(cx.conn.id),
+                "NO" => f.skip = None,
+                _ => return syntax(),
+            },
+            _ => return syntax(),
+        }
+    }
+    if none {
+        return Reply::Int(0);
+    }
+    // The caller's own connection ends after this reply is written.
+    let my_kind = if cx.conn.subscriptions > 0 {
+        Kind::PubSub
+    } else {
+        Kind::Normal
+    };
+    let mine = f.skip.is_none()
+        && f.addr.is_none()
+        && f.id.is_none_or(|id| id == cx.conn.id)
+        && f.kind.is_none_or(|k| k == my_kind);
+    let killed = cx.sh.clients.kill(&KillFilter {
+        skip: Some(cx.conn.id),
+        ..f
+    });
+    if mine {
+        cx.conn.close = true;
+    }
+    Reply::Int((killed + usize::from(mine)) as i64)
 }
 
 fn check_pass(sh: &Shared, given: &[u8]) -> bool {

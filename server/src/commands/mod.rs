@@ -27,6 +27,7 @@ mod glob;
 mod keys;
 mod kv;
 mod multi;
+mod pubsub;
 mod replication_cmds;
 mod strings;
 
@@ -152,6 +153,10 @@ pub struct Shared {
     pub started: Instant,
     /// Set by SHUTDOWN; the server loop watches it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// The connections, for CLIENT KILL and PUBLISH.
+    pub clients: crate::clients::Clients,
+    /// 40 hex digits naming this process (INFO's run_id; Sentinel tells nodes apart by it).
+    pub run_id: String,
 }
 
 impl Shared {
@@ -198,6 +203,8 @@ pub struct Conn {
     repl_capa: bool,
     /// Set by PSYNC: the connection loop hands the socket to replication.
     pub takeover: Option<Psync>,
+    /// Channels subscribed to (a RESP2 connection with any is in pubsub mode).
+    pub subscriptions: usize,
 }
 
 impl Conn {
@@ -293,6 +300,7 @@ const A: &[&str] = &["fast", "stale", "loading"];
 const NOAUTH: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 const TXF: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const ADMIN: &[&str] = &["admin", "noscript", "stale"];
+const PUBSUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 
 use Tx::{Now, Queue, Refuse};
 
@@ -393,7 +401,22 @@ static COMMANDS: &[Spec] = &[
     spec("cluster", -2, A, 0, 0, 0, Queue, cluster_cmds::cluster),
     spec("readonly", 1, A, 0, 0, 0, Queue, cluster_cmds::readonly),
     spec("readwrite", 1, A, 0, 0, 0, Queue, cluster_cmds::readonly),
-    // Replication.
+    // Pub/sub.
+    spec("subscribe", -2, PUBSUB, 0, 0, 0, Refuse, pubsub::subscribe),
+    spec(
+        "unsubscribe",
+        -1,
+        PUBSUB,
+        0,
+        0,
+        0,
+        Refuse,
+        pubsub::unsubscribe,
+    ),
+    spec("publish", 3, PUBSUB, 0, 0, 0, Queue, pubsub::publish),
+    // Replication. REPLICAOF queues in MULTI, as Sentinel sends it (with
+    // CONFIG REWRITE and CLIENT KILL); it has no data to roll back, and a
+    // conflict's re-run of EXEC repeats it harmlessly (same target: no change).
     spec(
         "replicaof",
         3,
@@ -401,7 +424,7 @@ static COMMANDS: &[Spec] = &[
         0,
         0,
         0,
-        Refuse,
+        Queue,
         replication_cmds::replicaof,
     ),
     spec(
@@ -411,7 +434,7 @@ static COMMANDS: &[Spec] = &[
         0,
         0,
         0,
-        Refuse,
+        Queue,
         replication_cmds::replicaof,
     ),
     spec(
@@ -437,6 +460,9 @@ static COMMANDS: &[Spec] = &[
         replication_cmds::wait,
     ),
 ];
+
+/// What a RESP2 connection with subscriptions may send.
+const SUBSCRIBED_MODE: &[&str] = &["subscribe", "unsubscribe", "ping", "quit"];
 
 fn find(name: &str) -> Option<&'static Spec> {
     COMMANDS.iter().find(|s| s.name == name)
@@ -579,6 +605,12 @@ pub fn execute(sh: &Shared, conn: &mut Conn, args: Vec<Vec<u8>>) -> Reply {
     if sh.repl.is_replica() && spec.flags.contains(&"write") {
         multi::flag_error(conn);
         return Reply::Error("READONLY You can't write against a read only replica.".into());
+    }
+    if conn.subscriptions > 0 && !conn.resp3 && !SUBSCRIBED_MODE.contains(&spec.name) {
+        multi::flag_error(conn);
+        return Reply::err(format!(
+            "Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+        ));
     }
     if conn.multi.is_some() && spec.tx != Tx::Now {
         return multi::queue(conn, spec, args);

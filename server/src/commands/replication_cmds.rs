@@ -18,10 +18,10 @@ pub(super) fn replicaof(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
         sh.repl.set_master(&sh, None, cx.db.last_version());
         return Ok(Reply::Status("OK"));
     }
+    // redis-server gives one answer for a port that is not a number and one out of range.
     let port = match parse_i64(&args[2]) {
         Some(p) if (0..=65535).contains(&p) => p as u16,
-        Some(_) => return Ok(Reply::err("Invalid master port")),
-        None => return Ok(super::not_int()),
+        _ => return Ok(Reply::err("Invalid master port")),
     };
     let host = String::from_utf8_lossy(&args[1]).into_owned();
     if sh.settings.port == port && (host == sh.settings.bind || host == "localhost") {
@@ -61,9 +61,11 @@ pub(super) fn replconf(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     }
     for pair in args[1..].chunks(2) {
         match upper(&pair[0]).as_str() {
+            // Any integer is accepted, as redis-server does; one that is no
+            // port leaves the replica's port unknown (0 in INFO).
             "LISTENING-PORT" => match parse_i64(&pair[1]) {
-                Some(p) if (0..=65535).contains(&p) => cx.conn.repl_port = Some(p as u16),
-                _ => return Ok(super::not_int()),
+                Some(p) => cx.conn.repl_port = u16::try_from(p).ok(),
+                None => return Ok(super::not_int()),
             },
             "CAPA" => {
                 if pair[1] == CAPA.as_bytes() {

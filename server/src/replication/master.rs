@@ -267,16 +267,17 @@ fn send_file(
 /// Checks a PSYNC request's arguments; `port` and `capa` come from the
 /// connection's REPLCONF calls.
 pub fn parse_psync(args: &[Vec<u8>], port: Option<u16>, capa: bool) -> Result<Psync, String> {
+    // The offset first, as redis-server checks it.
+    let version = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| "value is not an integer or out of range".to_string())?;
     if !capa {
         return Err(format!(
             "sett-server streams its own replication format; only a sett-server replica (REPLCONF capa {CAPA}) can follow it"
         ));
     }
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
-    let version = std::str::from_utf8(&args[2])
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| "value is not an integer or out of range".to_string())?;
     Ok(Psync {
         replid,
         version: version.max(0) as u64,

@@ -136,7 +136,7 @@ pub struct Replication {
 }
 
 /// 40 hex digits, as Redis's replication IDs.
-fn new_replid() -> String {
+pub(crate) fn new_replid() -> String {
     let mut out = String::with_capacity(40);
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -135,7 +135,14 @@ impl<R: Read> FrameReader<R> {
     pub fn next(&mut self) -> Result<Frame, WireError> {
         let at = self.offset;
         let mut head = [0u8; 8];
-        self.inner.read_exact(&mut head).map_err(WireError::Io)?;
+        self.inner.read_exact(&mut head).map_err(|e| {
+            WireError::Io(match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => {
+                    std::io::Error::new(e.kind(), format!("the link closed at byte {at}"))
+                }
+                _ => e,
+            })
+        })?;
         let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
         let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
         let damaged = |what: String| WireError::Damaged { at, what };

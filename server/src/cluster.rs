@@ -1,14 +1,20 @@
 //! Redis Cluster key slots and a topology read from a file.
 //!
-//! The topology file has one node per line: `<40-hex id> <ip>:<port> <ranges>`,
-//! ranges like `0-5460` or `5461`, separated by spaces; `#` starts a comment.
-//! Every node of the cluster reads the same file and is told its own id; no
-//! gossip, no replicas, no failover: a slot's owner is whatever the file says.
+//! The topology file has one node per line: a master is `<40-hex id>
+//! <ip>:<port> <ranges>`, ranges like `0-5460` or `5461` separated by spaces,
+//! and a replica is `<40-hex id> <ip>:<port> replica <its master's id>`; `#`
+//! starts a comment. Every node of the cluster reads the same file and is
+//! told its own id; there is no gossip: a slot's owner, and who replicates
+//! whom, is whatever the file says. A replica follows its master as
+//! `REPLICAOF` would, and serves reads of its master's slots to connections
+//! that sent `READONLY`.
 //!
 //! A node reads the file at start and again on `CLUSTER RELOAD`. If the file does
 //! not exist at start, the node serves no slot (every keyed command gets
 //! `-CLUSTERDOWN`) until a `CLUSTER RELOAD` finds it: nodes started on `--port 0`
-//! learn each other's ports that way, once all of them listen.
+//! learn each other's ports that way, once all of them listen. `CLUSTER
+//! FAILOVER` on a replica rewrites the file with the roles swapped
+//! ([`Topology::failed_over`]) and has every other node reload it.
 
 use crate::error::{io, Error, Result};
 use std::path::PathBuf;
@@ -61,8 +67,10 @@ pub struct Node {
     pub ip: String,
     /// Its client port.
     pub port: u16,
-    /// Inclusive slot ranges, sorted.
+    /// Inclusive slot ranges, sorted; empty for a replica.
     pub ranges: Vec<(u16, u16)>,
+    /// For a replica: the index of its master in [`Topology::nodes`].
+    pub replica_of: Option<usize>,
 }
 
 /// The cluster as the topology file describes it, and which node this is.
@@ -82,6 +90,8 @@ impl Topology {
         let bad = |n: usize, why: String| Error::Config(format!("{path}:{n}: {why}"));
         let mut nodes: Vec<Node> = Vec::new();
         let mut owner: Vec<Option<usize>> = vec![None; SLOTS];
+        // (line, replica's index, its master's id), resolved once every id is read.
+        let mut masters_of: Vec<(usize, usize, String)> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.split('#').next().unwrap_or("").trim();
@@ -112,7 +122,25 @@ impl Topology {
                 .ok_or_else(|| bad(n, format!("'{addr}' is not ip:port")))?;
             let index = nodes.len();
             let mut ranges = Vec::new();
+            let words: Vec<&str> = words.collect();
+            if let ["replica", master] = words.as_slice() {
+                masters_of.push((n, index, master.to_string()));
+                nodes.push(Node {
+                    id: id.to_string(),
+                    ip: ip.to_string(),
+                    port,
+                    ranges,
+                    replica_of: None,
+                });
+                continue;
+            }
             for r in words {
+                if r == "replica" {
+                    return Err(bad(
+                        n,
+                        "expected 'replica <master id>' and nothing else".into(),
+                    ));
+                }
                 let parse = |s: &str| s.parse::<u16>().ok().filter(|&v| usize::from(v) < SLOTS);
                 let (lo, hi) = match r.split_once('-') {
                     Some((a, b)) => (parse(a), parse(b)),
@@ -145,7 +173,23 @@ impl Topology {
                 ip: ip.to_string(),
                 port,
                 ranges,
+                replica_of: None,
             });
+        }
+        // A replica names a master of the file: one that is no replica itself.
+        let replicas: Vec<usize> = masters_of.iter().map(|r| r.1).collect();
+        for (n, index, master) in masters_of {
+            match nodes.iter().position(|x| x.id == master) {
+                Some(m) if !replicas.contains(&m) => {
+                    nodes[index].replica_of = Some(m);
+                }
+                _ => {
+                    return Err(bad(
+                        n,
+                        format!("replica of '{master}', which is no master of this file"),
+                    ))
+                }
+            }
         }
         let me = nodes.iter().position(|x| x.id == myid).ok_or_else(|| {
             Error::Config(format!(
@@ -174,6 +218,64 @@ impl Topology {
         &self.nodes[self.me]
     }
 
+    /// True if this node is a replica of the node serving `slot`: it may
+    /// answer reads of it on a READONLY connection.
+    pub fn replicates(&self, slot: u16) -> bool {
+        let owner = self.owner.get(usize::from(slot)).copied().flatten();
+        owner.is_some() && self.myself().replica_of == owner
+    }
+
+    /// The master this node replicates, if the file makes it a replica.
+    pub fn my_master(&self) -> Option<&Node> {
+        self.myself().replica_of.and_then(|m| self.nodes.get(m))
+    }
+
+    /// The replicas of the node at `index`, in file order.
+    pub fn replicas(&self, index: usize) -> impl Iterator<Item = &Node> {
+        self.nodes
+            .iter()
+            .filter(move |n| n.replica_of == Some(index))
+    }
+
+    /// The file's text for this topology (comments are not kept).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for n in &self.nodes {
+            out.push_str(&format!("{} {}:{}", n.id, n.ip, n.port));
+            match n.replica_of {
+                Some(m) => out.push_str(&format!(" replica {}", self.nodes[m].id)),
+                None => {
+                    for &(lo, hi) in &n.ranges {
+                        if lo == hi {
+                            out.push_str(&format!(" {lo}"));
+                        } else {
+                            out.push_str(&format!(" {lo}-{hi}"));
+                        }
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The file's text once this replica takes over its master's slots: it
+    /// gets the ranges, and its master and sibling replicas replicate it.
+    /// `None` if this node is a master.
+    pub fn failed_over(&self) -> Option<String> {
+        let old = self.myself().replica_of?;
+        let mut next = self.clone();
+        next.nodes[self.me].ranges = std::mem::take(&mut next.nodes[old].ranges);
+        for (i, n) in next.nodes.iter_mut().enumerate() {
+            if i == self.me {
+                n.replica_of = None;
+            } else if i == old || n.replica_of == Some(old) {
+                n.replica_of = Some(self.me);
+            }
+        }
+        Some(next.render())
+    }
+
     /// Slots that some node serves.
     pub fn assigned(&self) -> usize {
         self.owner.iter().filter(|o| o.is_some()).count()
@@ -187,6 +289,7 @@ impl Topology {
                 ip: ip.to_string(),
                 port,
                 ranges: Vec::new(),
+                replica_of: None,
             }],
             me: 0,
             owner: vec![None; SLOTS],
@@ -251,6 +354,23 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Writes `text` as the topology file (a new file renamed over the old
+    /// one) and puts it in force; text that does not parse changes nothing.
+    pub fn replace(&self, text: &str) -> Result<usize> {
+        let shown = self.path.display().to_string();
+        let t = Topology::parse(text, &shown, &self.myid)?;
+        let tmp = self.path.with_extension("tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, &self.path))
+            .map_err(io(format!("writing {shown}")))?;
+        let n = t.nodes.len();
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(t);
+        Ok(n)
+    }
+}
+
 fn read(path: &std::path::Path, myid: &str) -> Result<Topology> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(io(format!("reading {shown}")))?;
@@ -301,6 +421,46 @@ mod tests {
         let text = format!("{A} 127.0.0.1:7001 0-100\n");
         assert!(Topology::parse(&text, "topo", B).is_err());
         assert!(Topology::parse("xyz 127.0.0.1:1 0", "topo", "xyz").is_err());
+    }
+
+    const C: &str = "cccccccccccccccccccccccccccccccccccccccc";
+
+    #[test]
+    fn replicas_follow_a_master_of_the_file_and_a_failover_swaps_the_roles() {
+        let text = format!(
+            "{A} 127.0.0.1:7001 0-8191\n{B} 127.0.0.1:7002 8192-16383\n{C} 127.0.0.1:7003 replica {A}\n"
+        );
+        let Ok(t) = Topology::parse(&text, "t", C) else {
+            panic!("a replica line was refused");
+        };
+        assert_eq!(t.my_master().map(|m| m.port), Some(7001));
+        assert!(t.replicates(100) && !t.is_mine(100) && !t.replicates(9000));
+        assert_eq!(t.replicas(0).map(|n| n.port).collect::<Vec<_>>(), [7003]);
+        assert_eq!(t.render(), text, "the file reads back as written");
+        let Some(next) = t.failed_over() else {
+            panic!("a replica could not fail over");
+        };
+        assert_eq!(
+            next,
+            format!(
+                "{A} 127.0.0.1:7001 replica {C}\n{B} 127.0.0.1:7002 8192-16383\n{C} 127.0.0.1:7003 0-8191\n"
+            )
+        );
+        let Ok(after) = Topology::parse(&next, "t", A) else {
+            panic!("the failed-over text does not parse");
+        };
+        assert_eq!(after.my_master().map(|m| m.port), Some(7003));
+        assert_eq!(after.owner(100).map(|n| n.port), Some(7003));
+        assert!(Topology::parse(&text, "t", A).is_ok_and(|t| t.failed_over().is_none()));
+        // A replica of a replica, of an unknown id, or with slots is refused.
+        for bad in [
+            format!("{A} 127.0.0.1:7001 0-16383\n{B} 127.0.0.1:7002 replica {C}\n{C} 127.0.0.1:7003 replica {A}\n"),
+            format!("{A} 127.0.0.1:7001 0-16383\n{B} 127.0.0.1:7002 replica {C}\n"),
+            format!("{A} 127.0.0.1:7001 0-100\n{B} 127.0.0.1:7002 101-200 replica {A}\n"),
+        ] {
+            let err = Topology::parse(&bad, "topo", A).err().map(|e| e.to_string());
+            assert!(err.is_some_and(|e| e.contains("topo:2")), "{bad}");
+        }
     }
 
     #[test]

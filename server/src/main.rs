@@ -171,13 +171,18 @@ fn run(args: Args) -> Result<()> {
             clients: Default::default(),
             run_id: replication::new_replid(),
         });
-        if let Some(master) = given_master.or(saved_master) {
-            if shared.cluster.is_some() {
+        let version = shared.db().last_version();
+        if shared.cluster.is_some() {
+            // The topology names who replicates whom; what a replica followed
+            // before a restart is not kept for it.
+            if given_master.is_some() {
                 return Err(Error::Config(
-                    "--replicaof is not allowed in cluster mode".into(),
+                    "--replicaof is not allowed in cluster mode: the topology file names replicas"
+                        .into(),
                 ));
             }
-            let version = shared.db().last_version();
+            commands::follow_topology(&shared, version);
+        } else if let Some(master) = given_master.or(saved_master) {
             shared.repl.set_master(&shared, Some(master), version);
         }
         spawn_signal_watch(&shared)?;

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ensure_tool, read_for, skip, Server};
+use common::{ensure_tool, read_for, redis_py, skip, Server};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -262,32 +262,6 @@ fn redis_cli_follows_moved_and_redis_benchmark_runs_in_cluster_mode() {
     }
 }
 
-/// A virtualenv with redis-py under target/tmp, made once.
-fn redis_py() -> Option<PathBuf> {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("server-venv");
-    let python = venv.join("bin/python");
-    let have = |p: &Path| {
-        Command::new(p)
-            .args(["-c", "import redis.cluster"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if have(&python) {
-        return Some(python);
-    }
-    let made = Command::new("python3")
-        .arg("-m")
-        .arg("venv")
-        .arg(&venv)
-        .status()
-        .is_ok_and(|s| s.success())
-        && Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "redis==8.1.0"])
-            .status()
-            .is_ok_and(|s| s.success());
-    (made && have(&python)).then_some(python)
-}
-
 #[test]
 fn redis_py_cluster_client_reads_and_writes_across_the_nodes() {
     let Some(python) = redis_py() else {
@@ -340,4 +314,163 @@ fn go_redis_cluster_client_routes_pipelines_across_the_nodes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("go-redis ClusterClient: ok"));
+}
+
+/// Polls `raw(node, commands)` until it returns `want` (at most 30 s).
+fn eventually(node: &Server, commands: &str, want: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = raw(node, commands);
+        if got == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node on {}: {commands:?} gave {got:?}, want {want:?}",
+            node.port
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn cluster_replicas_serve_readonly_reads_and_cluster_failover_moves_their_masters_slots() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ids: Vec<String> = (1..=5).map(|i: u8| format!("{i}").repeat(40)).collect();
+    let topology = tmp.path().join("topology");
+    let mut nodes: Vec<Server> = (0..5)
+        .map(|i| start_node(&tmp.path().join(format!("node{i}")), &topology, &ids[i]))
+        .collect();
+    // Nodes 0-2 are masters as in start_cluster; 3 replicates 0, and 4 replicates 2.
+    let publish = |nodes: &[Server], roles: [&str; 5]| {
+        let mut text = String::new();
+        for (i, node) in nodes.iter().enumerate() {
+            text.push_str(&format!(
+                "{} 127.0.0.1:{} {}\n",
+                ids[i], node.port, roles[i]
+            ));
+        }
+        std::fs::write(&topology, text).expect("writing the topology");
+        for node in nodes {
+            assert_eq!(
+                raw(node, "CLUSTER RELOAD\r\n"),
+                "+OK\r\n",
+                "node on {}",
+                node.port
+            );
+        }
+    };
+    let (of0, of2) = (format!("replica {}", ids[0]), format!("replica {}", ids[2]));
+    publish(&nodes, [RANGES[0], RANGES[1], RANGES[2], &of0, &of2]);
+    let port: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let moved = |slot: u16, to: u16| format!("-MOVED {slot} 127.0.0.1:{to}\r\n");
+
+    // bar (slot 5061) lives on node 0, foo (12182) on node 2; their replicas follow.
+    assert_eq!(raw(&nodes[0], "SET bar 1\r\n"), "+OK\r\n");
+    assert_eq!(raw(&nodes[2], "SET foo 2\r\n"), "+OK\r\n");
+    eventually(&nodes[3], "READONLY\r\nGET bar\r\n", "+OK\r\n$1\r\n1\r\n");
+    eventually(&nodes[4], "READONLY\r\nGET foo\r\n", "+OK\r\n$1\r\n2\r\n");
+    // Without READONLY a replica redirects; a write always goes to the master;
+    // another master's slot is redirected there.
+    assert_eq!(raw(&nodes[3], "GET bar\r\n"), moved(5061, port[0]));
+    assert_eq!(
+        raw(
+            &nodes[3],
+            "READONLY\r\nSET bar 9\r\nGET foo\r\nREADWRITE\r\nGET bar\r\n"
+        ),
+        format!(
+            "+OK\r\n{}{}+OK\r\n{}",
+            moved(5061, port[0]),
+            moved(12182, port[2]),
+            moved(5061, port[0])
+        )
+    );
+
+    // The replicas in CLUSTER SLOTS, NODES, REPLICAS and SHARDS.
+    let slots = raw(&nodes[1], "CLUSTER SLOTS\r\n");
+    assert!(
+        slots.starts_with(&format!(
+            "*3\r\n*4\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:{}\r\n$40\r\n{}\r\n*3\r\n$9\r\n127.0.0.1\r\n:{}\r\n$40\r\n{}\r\n*3\r\n",
+            port[0], ids[0], port[3], ids[3]
+        )),
+        "{slots}"
+    );
+    let line3 = |flags: &str, master: &str| {
+        format!(
+            "{} 127.0.0.1:{}@{} {flags} {master} 0 0 1 connected\n",
+            ids[3],
+            port[3],
+            u32::from(port[3]) + 10000
+        )
+    };
+    let nodes_text = raw(&nodes[1], "CLUSTER NODES\r\n");
+    assert!(
+        nodes_text.contains(&line3("slave", &ids[0])),
+        "{nodes_text}"
+    );
+    let mine = raw(&nodes[3], "CLUSTER NODES\r\n");
+    assert!(mine.contains(&line3("myself,slave", &ids[0])), "{mine}");
+    let replicas = raw(&nodes[1], &format!("CLUSTER REPLICAS {}\r\n", ids[0]));
+    let line = line3("slave", &ids[0]);
+    let line = line.trim_end();
+    assert_eq!(replicas, format!("*1\r\n${}\r\n{line}\r\n", line.len()));
+    assert!(raw(&nodes[1], &format!("CLUSTER REPLICAS {}\r\n", ids[3]))
+        .starts_with("-ERR The specified node is not a master"));
+    let shards = raw(&nodes[1], "HELLO 3\r\nCLUSTER SHARDS\r\n");
+    assert!(
+        shards.contains(
+            "*3\r\n%2\r\n$5\r\nslots\r\n*2\r\n:0\r\n:5460\r\n$5\r\nnodes\r\n*2\r\n%7\r\n"
+        ) && shards.contains("$4\r\nrole\r\n$7\r\nreplica\r\n"),
+        "{shards}"
+    );
+    assert!(raw(&nodes[0], "CLUSTER FAILOVER\r\n")
+        .starts_with("-ERR You should send CLUSTER FAILOVER to a replica"));
+
+    // CLUSTER FAILOVER on node 3, its master up: node 3 takes slots 0-5460,
+    // node 0 becomes its replica (continuing its history), and every node
+    // learns it from the rewritten file.
+    assert_eq!(raw(&nodes[3], "CLUSTER FAILOVER\r\n"), "+OK\r\n");
+    assert_eq!(
+        raw(&nodes[3], "SET bar 3\r\nGET bar\r\n"),
+        "+OK\r\n$1\r\n3\r\n"
+    );
+    for other in [0, 1, 2, 4] {
+        eventually(&nodes[other], "GET bar\r\n", &moved(5061, port[3]));
+    }
+    eventually(&nodes[0], "READONLY\r\nGET bar\r\n", "+OK\r\n$1\r\n3\r\n");
+    let info = raw(&nodes[0], "INFO replication\r\n");
+    assert!(
+        info.contains(&format!("master_port:{}\r\n", port[3]))
+            && info.contains("sett_full_syncs:0\r\n")
+            && info.contains("sett_partial_syncs:1\r\n"),
+        "{info}"
+    );
+    let file = std::fs::read_to_string(&topology).expect("reading the topology");
+    assert!(
+        file.contains(&format!(
+            "{} 127.0.0.1:{} replica {}\n",
+            ids[0], port[0], ids[3]
+        )) && file.contains(&format!("{} 127.0.0.1:{} 0-5460\n", ids[3], port[3])),
+        "{file}"
+    );
+
+    // Node 2 dies: its replica refuses a plain failover, FORCE takes over.
+    nodes[2].kill9();
+    eventually(
+        &nodes[4],
+        "CLUSTER FAILOVER\r\n",
+        "-ERR Master is down or failed, please use CLUSTER FAILOVER FORCE\r\n",
+    );
+    assert_eq!(raw(&nodes[4], "CLUSTER FAILOVER FORCE\r\n"), "+OK\r\n");
+    assert_eq!(
+        raw(&nodes[4], "GET foo\r\nSET foo 4\r\n"),
+        "$1\r\n2\r\n+OK\r\n"
+    );
+    eventually(&nodes[1], "GET foo\r\n", &moved(12182, port[4]));
+    // Back (on a new port), node 2 reads the file: it is node 4's replica now.
+    nodes[2] = start_node(&tmp.path().join("node2"), &topology, &ids[2]);
+    let (to3, to4) = (format!("replica {}", ids[3]), format!("replica {}", ids[4]));
+    publish(&nodes, [&to3, RANGES[1], &to4, RANGES[0], RANGES[2]]);
+    eventually(&nodes[2], "READONLY\r\nGET foo\r\n", "+OK\r\n$1\r\n4\r\n");
+    assert_eq!(raw(&nodes[2], "GET foo\r\n"), moved(12182, port[4]));
 }

@@ -31,6 +31,7 @@ mod pubsub;
 mod replication_cmds;
 mod strings;
 
+pub(crate) use cluster_cmds::follow_topology;
 use glob::glob;
 pub(crate) use kv::Kv;
 
@@ -205,6 +206,9 @@ pub struct Conn {
     pub takeover: Option<Psync>,
     /// Channels subscribed to (a RESP2 connection with any is in pubsub mode).
     pub subscriptions: usize,
+    /// Cluster mode, after READONLY: reads of the slots of this replica's
+    /// master are served here instead of redirected.
+    readonly: bool,
 }
 
 impl Conn {
@@ -597,7 +601,7 @@ pub fn execute(sh: &Shared, conn: &mut Conn, args: Vec<Vec<u8>>) -> Reply {
         return Reply::Error("NOAUTH Authentication required.".into());
     }
     if let Some(cl) = &sh.cluster {
-        if let Some(r) = route(&cl.topology(), spec, &args) {
+        if let Some(r) = route(&cl.topology(), spec, &args, conn.readonly) {
             multi::flag_error(conn);
             return r;
         }
@@ -630,7 +634,8 @@ fn run(sh: &Shared, db: &Db, conn: &mut Conn, kv: Kv<'_>, spec: &Spec, args: &[V
 
 /// In cluster mode: `-CROSSSLOT` if the keys span slots, `-MOVED` if another
 /// node serves their slot, `-CLUSTERDOWN` if none does; `None` to run here.
-fn route(topo: &Topology, spec: &Spec, args: &[Vec<u8>]) -> Option<Reply> {
+/// A replica runs reads of its master's slots on a `readonly` connection.
+fn route(topo: &Topology, spec: &Spec, args: &[Vec<u8>], readonly: bool) -> Option<Reply> {
     let mut slot = None;
     for i in key_positions(spec, args.len()) {
         let s = key_slot(&args[i]);
@@ -645,7 +650,7 @@ fn route(topo: &Topology, spec: &Spec, args: &[Vec<u8>]) -> Option<Reply> {
         }
     }
     let slot = slot?;
-    if topo.is_mine(slot) {
+    if topo.is_mine(slot) || (readonly && !spec.flags.contains(&"write") && topo.replicates(slot)) {
         return None;
     }
     Some(match topo.owner(slot) {
@@ -701,32 +706,72 @@ mod tests {
             panic!("topology refused");
         };
         let args = |v: &[&str]| v.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
-        let get = find("get").map(|s| route(&topo, s, &args(&["GET", "bar"])));
+        let get = find("get").map(|s| route(&topo, s, &args(&["GET", "bar"]), false));
         assert_eq!(get, Some(None));
-        let moved = find("get").map(|s| route(&topo, s, &args(&["GET", "foo"])));
+        let moved = find("get").map(|s| route(&topo, s, &args(&["GET", "foo"]), false));
         assert_eq!(
             moved,
             Some(Some(Reply::Error("MOVED 12182 10.0.0.2:7002".into())))
         );
-        let cross =
-            find("mset").and_then(|s| route(&topo, s, &args(&["MSET", "bar", "1", "foo", "2"])));
+        let cross = find("mset")
+            .and_then(|s| route(&topo, s, &args(&["MSET", "bar", "1", "foo", "2"]), false));
         assert!(matches!(cross, Some(Reply::Error(e)) if e.starts_with("CROSSSLOT")));
-        let tagged =
-            find("mset").map(|s| route(&topo, s, &args(&["MSET", "{bar}1", "1", "{bar}2", "2"])));
+        let tagged = find("mset").map(|s| {
+            route(
+                &topo,
+                s,
+                &args(&["MSET", "{bar}1", "1", "{bar}2", "2"]),
+                false,
+            )
+        });
         assert_eq!(tagged, Some(None));
         let renamed =
-            find("rename").and_then(|s| route(&topo, s, &args(&["RENAME", "bar", "foo"])));
+            find("rename").and_then(|s| route(&topo, s, &args(&["RENAME", "bar", "foo"]), false));
         assert!(matches!(renamed, Some(Reply::Error(e)) if e.starts_with("CROSSSLOT")));
-        let object = find("object").map(|s| route(&topo, s, &args(&["OBJECT", "ENCODING", "foo"])));
+        let object =
+            find("object").map(|s| route(&topo, s, &args(&["OBJECT", "ENCODING", "foo"]), false));
         assert!(matches!(object, Some(Some(Reply::Error(e))) if e.starts_with("MOVED")));
         let unserved = (0..u32::MAX)
             .map(|i| format!("k{i}"))
             .find(|k| key_slot(k.as_bytes()) >= 16000)
             .unwrap_or_default();
-        let down = find("get").and_then(|s| route(&topo, s, &args(&["GET", &unserved])));
+        let down = find("get").and_then(|s| route(&topo, s, &args(&["GET", &unserved]), false));
         assert!(matches!(down, Some(Reply::Error(e)) if e.starts_with("CLUSTERDOWN")));
-        let ping = find("ping").map(|s| route(&topo, s, &args(&["PING"])));
+        let ping = find("ping").map(|s| route(&topo, s, &args(&["PING"]), false));
         assert_eq!(ping, Some(None));
+    }
+
+    #[test]
+    fn a_replica_serves_reads_of_its_masters_slots_only_after_readonly() {
+        let (a, b, c) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        // bar is slot 5061 (a's, which c replicates), foo 12182 (b's).
+        let text = format!(
+            "{a} 127.0.0.1:7001 0-8191\n{b} 127.0.0.1:7002 8192-16383\n{c} 127.0.0.1:7003 replica {a}\n"
+        );
+        let Ok(topo) = Topology::parse(&text, "t", &c) else {
+            panic!("topology refused");
+        };
+        let args = |v: &[&str]| v.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        let on = |name: &str, v: &[&str], readonly: bool| {
+            find(name).and_then(|s| route(&topo, s, &args(v), readonly))
+        };
+        assert_eq!(
+            on("get", &["GET", "bar"], true),
+            None,
+            "a READONLY read runs here"
+        );
+        let moved = Some(Reply::Error("MOVED 5061 127.0.0.1:7001".into()));
+        assert_eq!(on("get", &["GET", "bar"], false), moved, "without READONLY");
+        assert_eq!(
+            on("set", &["SET", "bar", "1"], true),
+            moved,
+            "a write goes to the master"
+        );
+        assert_eq!(
+            on("get", &["GET", "foo"], true),
+            Some(Reply::Error("MOVED 12182 127.0.0.1:7002".into())),
+            "another master's slot"
+        );
     }
 
     #[test]

@@ -96,6 +96,15 @@ struct Link {
     partial_syncs: u64,
 }
 
+/// What a replica knows of its master (see [`Replication::following`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Following {
+    /// The link is up: synced and streaming.
+    pub up: bool,
+    /// The newest version the master announced.
+    pub master_version: u64,
+}
+
 /// A replica as its master sees it.
 #[derive(Debug, Clone)]
 struct Follower {
@@ -227,6 +236,14 @@ impl Replication {
     /// True while this node follows a master.
     pub fn is_replica(&self) -> bool {
         self.replica.load(Ordering::Acquire)
+    }
+
+    /// The master this node follows, as its link last saw it.
+    pub fn following(&self) -> Option<Following> {
+        lock(&self.state).master.as_ref().map(|m| Following {
+            up: m.state == LinkState::Connected,
+            master_version: m.master_version,
+        })
     }
 
     /// Bytes of feed history kept for partial resyncs.

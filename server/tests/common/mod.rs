@@ -22,10 +22,16 @@ impl Server {
     /// Starts a server on `dir` with `extra` arguments and waits until it listens:
     /// it binds a port the kernel picks, and prints it on its first line.
     pub fn start(dir: &Path, extra: &[&str]) -> Server {
+        Server::start_on(dir, 0, extra)
+    }
+
+    /// As [`Server::start`], on `port`: a node restarted where its peers
+    /// (Sentinel, other nodes) know it, on the port it bound the first time.
+    pub fn start_on(dir: &Path, port: u16, extra: &[&str]) -> Server {
         let mut child = Command::new(BIN)
             .arg("--dir")
             .arg(dir)
-            .args(["--bind", "127.0.0.1", "--port", "0"])
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--parent-pid", &std::process::id().to_string()])
             .args(extra)
             .stdout(Stdio::piped())
@@ -65,6 +71,16 @@ impl Server {
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("read timeout");
         s
+    }
+
+    /// SIGKILL by pid, then reaps it: a crash, nothing flushed or closed.
+    pub fn kill9(&mut self) {
+        let ok = Command::new("kill")
+            .args(["-KILL", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -KILL {} failed", self.child.id());
+        let _ = self.child.wait();
     }
 
     /// SIGTERM by pid; returns whether it exited successfully within 20 s.
@@ -200,4 +216,30 @@ pub fn wait_listening(path: &Path) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     false
+}
+
+/// A virtualenv with redis-py under target/tmp, made once.
+pub fn redis_py() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("server-venv");
+    let python = venv.join("bin/python");
+    let have = |p: &Path| {
+        Command::new(p)
+            .args(["-c", "import redis.cluster, redis.sentinel"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if have(&python) {
+        return Some(python);
+    }
+    let made = Command::new("python3")
+        .arg("-m")
+        .arg("venv")
+        .arg(&venv)
+        .status()
+        .is_ok_and(|s| s.success())
+        && Command::new(venv.join("bin/pip"))
+            .args(["install", "-q", "redis==8.1.0"])
+            .status()
+            .is_ok_and(|s| s.success());
+    (made && have(&python)).then_some(python)
 }

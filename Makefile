@@ -17,7 +17,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server bench-replication install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -193,8 +193,10 @@ unit: deps
 # crate and raw RESP (errors, limits, auth, SIGTERM and restart); the twemproxy recipe of
 # server/examples (installs Debian's nutcracker if missing); cluster mode through raw RESP,
 # redis-cli -c, redis-benchmark --cluster (redis-tools, installed if missing) and redis-py's
-# RedisCluster (a virtualenv under target/tmp). A tool that cannot be installed makes its test
-# leave a mark in target/tmp/skipped, which make test's closing line counts.
+# RedisCluster (a virtualenv under target/tmp); replication between nodes, and failover by
+# Debian's redis-sentinel (installed if missing) with writers, redis-py's Sentinel and
+# go-redis's FailoverClient. A tool that cannot be installed makes its test leave a mark in
+# target/tmp/skipped, which make test's closing line counts.
 server-test: deps
 	rm -f target/tmp/skipped/server-*
 	$(CARGO) build -p sett-server
@@ -206,6 +208,17 @@ bench-server: deps
 	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
 	$(CARGO) build --release -p sett-server
 	server/bench/bench.sh results/server.md
+
+# Replication lag, master throughput with 0-2 replicas at everysec and always, and failover
+# time by Sentinel: sett-server against Debian's redis-server (both installed if missing);
+# writes results/replication.md.
+bench-replication: deps
+	@command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-benchmark >/dev/null || \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server redis-sentinel redis-tools; }
+	$(CARGO) build --release -p sett-server
+	@target/tmp/server-venv/bin/python -c 'import redis' 2>/dev/null || \
+		{ python3 -m venv target/tmp/server-venv && target/tmp/server-venv/bin/pip install -q redis==8.1.0; }
+	target/tmp/server-venv/bin/python server/bench/replication.py target/release/sett-server results/replication.md
 
 # Tiny runs of the main job and of every CLI command, and the bank test with 4 threads.
 smoke: deps
@@ -295,11 +308,13 @@ ctest: deps
 
 # The Go package (race detector, and cgocheck2 for every pointer it hands C), the benchmark
 # module's tests, go vet, gofmt, the example built against an installed prefix, and a tiny
-# run of the whole badger-bench suite.
-GO_DIRS := bindings-go bench-go examples/go-installed
+# run of the whole badger-bench suite. (server/tests/goredis, the go-redis program that
+# server-test runs, is only formatted and vetted here.)
+GO_DIRS := bindings-go bench-go examples/go-installed server/tests/goredis
 gotest: go-build go-install-check
 	@test -z "$$(gofmt -l $(GO_DIRS))" || { echo "gofmt would change:"; gofmt -l $(GO_DIRS); exit 1; }
 	rm -f target/tmp/skipped/go-*
+	cd server/tests/goredis && go vet .
 	cd bindings-go && export $(GO_ENV) && go vet ./... && go test -json -race -count=1 ./... | ../scripts/go-test-marks.py race && \
 		GOEXPERIMENT=cgocheck2 go test -json -count=1 ./... | ../scripts/go-test-marks.py cgocheck2
 	# TestDigest is a tool of runbench (the smoke run below runs it with --digest): not run here.
@@ -385,8 +400,8 @@ wheel-check: wheel
 
 # pytest, ruff, mypy --strict on a typed example, and every notebook run headless on tiny sizes.
 pytest: py
-	$(PYVENV)/bin/ruff check bindings-python
-	$(PYVENV)/bin/ruff format --check bindings-python
+	$(PYVENV)/bin/ruff check bindings-python server/tests server/bench
+	$(PYVENV)/bin/ruff format --check bindings-python server/tests server/bench
 	rm -f target/tmp/skipped/py-*
 	$(PYVENV)/bin/python -m pytest -q bindings-python/tests
 	$(PYVENV)/bin/mypy --strict bindings-python/tests/typed_example.py

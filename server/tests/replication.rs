@@ -326,3 +326,84 @@ fn a_restarted_replica_resumes_by_partial_resync_and_a_promoted_one_keeps_its_si
     );
     assert_eq!(bi["master_replid"], field(&mut ac, "master_replid"));
 }
+
+/// The entries in `dir`, 0 if it does not exist.
+fn entries(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+#[test]
+fn a_replica_killed_during_its_full_sync_or_while_streaming_converges_after_a_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let master = Server::start(&root.path().join("m"), &[]);
+    let mut m = master.client();
+    // 48 MiB of values, so that the copy takes long enough to be cut.
+    let big = "b".repeat(256 << 10);
+    for i in 0..192 {
+        ok(&mut m, &["SET", &format!("big:{i}"), &big]);
+    }
+    write_mix(&mut m, "mix", 200);
+    let of_master = format!("127.0.0.1 {}", master.port);
+    let rdir = root.path().join("r");
+    let partial = root.path().join("r.sync");
+
+    // kill -9 once the copy has begun to arrive in <dir>.sync.
+    let mut r = Server::start(&rdir, &["--replicaof", &of_master]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while entries(&partial) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the full sync never began to write {}",
+            partial.display()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    r.kill9();
+    // A finished sync renames the copy into place; a cut one stays until the restart.
+    assert!(
+        entries(&partial) > 0,
+        "the kill came after the sync had finished"
+    );
+    // Back without --replicaof: it follows the master it saved, and syncs again.
+    let r = Server::start(&rdir, &[]);
+    let mut rc = r.client();
+    caught_up(&mut m, &mut rc);
+    assert_eq!(
+        digest(&mut rc),
+        digest(&mut m),
+        "after a full sync that was cut"
+    );
+    assert_eq!(field(&mut rc, "sett_full_syncs"), "1");
+    assert!(!partial.exists(), "the cut copy was left behind");
+
+    // kill -9 while the master writes and streams: it resumes where it was.
+    let mut r = r;
+    let port = master.port;
+    let writer = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .expect("a second connection to the master");
+        write_mix(&mut c, "during", 400);
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    drop(rc);
+    r.kill9();
+    writer.join().expect("the writer thread");
+    let r = Server::start(&rdir, &[]);
+    let mut rc = r.client();
+    caught_up(&mut m, &mut rc);
+    assert_eq!(
+        digest(&mut rc),
+        digest(&mut m),
+        "after a kill while streaming"
+    );
+    let ri = info(&mut rc);
+    assert_eq!(
+        (
+            ri["sett_full_syncs"].as_str(),
+            ri["sett_partial_syncs"].as_str()
+        ),
+        ("0", "1"),
+        "{ri:?}"
+    );
+}

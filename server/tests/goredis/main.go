@@ -1,6 +1,9 @@
-// Command goredis drives three sett-server cluster nodes through go-redis's
-// ClusterClient: it discovers the slots, routes keys, follows MOVED, and runs
-// a pipeline across nodes. Usage: go run . HOST:PORT
+// Command goredis drives sett-server through go-redis. With one argument it
+// drives three cluster nodes through ClusterClient: it discovers the slots,
+// routes keys, follows MOVED, and runs a pipeline across nodes. With
+// "failover" it writes through a Sentinel failover (failover.go).
+//
+// Usage: go run . HOST:PORT | go run . failover SENTINEL_PORTS MASTER_PID
 package main
 
 import (
@@ -15,6 +18,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "failover" {
+		if err := failover(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "go-redis FailoverClient:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1]); err != nil {
 		fmt.Fprintln(os.Stderr, "go-redis ClusterClient:", err)
 		os.Exit(1)

@@ -11,6 +11,7 @@ replica that answers ROLE as master.
 Usage: python replication.py SETT_SERVER_BINARY OUT.md  (RUNS, N, N_ALWAYS in the environment)
 """
 
+import atexit
 import csv
 import io
 import os
@@ -29,6 +30,19 @@ RUNS = int(os.environ.get("RUNS", "3"))
 N = {"everysec": int(os.environ.get("N", "100000")), "always": int(os.environ.get("N_ALWAYS", "30000"))}
 VALUE = 100
 CLIENTS = 50
+
+
+# Every process started here, stopped by pid on exit (a failed run included):
+# redis-server has no --parent-pid of its own.
+PROCS: list[subprocess.Popen] = []
+
+
+@atexit.register
+def _stop_all() -> None:
+    for p in PROCS:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def free_port() -> int:
@@ -60,6 +74,7 @@ class Node:
             if master is not None:
                 cmd += ["--replicaof", "127.0.0.1", str(master)]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        PROCS.append(self.proc)
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -154,7 +169,9 @@ def load(store: str, binary: str, fsync: str, replicas: int) -> dict:
     def pick(q: float) -> float:
         return lags[min(len(lags) - 1, int(q * len(lags)))] if lags else float("nan")
 
-    return {"rps": float(row["rps"]), "p99_ms": float(row["p99_ms"]), "lag50": pick(0.5), "lag99": pick(0.99)}
+    # redis-benchmark 7 names its columns p99_latency_ms and so on.
+    p99 = next(float(v) for k, v in row.items() if k.startswith("p99"))
+    return {"rps": float(row["rps"]), "p99_ms": p99, "lag50": pick(0.5), "lag99": pick(0.99)}
 
 
 def failover(store: str, binary: str) -> float:
@@ -170,6 +187,7 @@ def failover(store: str, binary: str) -> float:
                 f.write(f"sentinel monitor m 127.0.0.1 {nodes[0].port} 2\n")
                 f.write("sentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 4000\n")
             procs.append(subprocess.Popen(["redis-sentinel", conf], stdout=subprocess.DEVNULL))
+            PROCS.append(procs[-1])
             sentinels.append(redis.Redis(port=port, socket_timeout=2))
 
         def ready() -> bool:

@@ -73,6 +73,23 @@ pub struct Node {
     pub replica_of: Option<usize>,
 }
 
+impl Node {
+    /// Its slot ranges as the topology file and CLUSTER NODES write them:
+    /// " 0-5460 5461", each with a leading space; empty for a replica.
+    pub fn ranges_text(&self) -> String {
+        self.ranges
+            .iter()
+            .map(|&(lo, hi)| {
+                if lo == hi {
+                    format!(" {lo}")
+                } else {
+                    format!(" {lo}-{hi}")
+                }
+            })
+            .collect()
+    }
+}
+
 /// The cluster as the topology file describes it, and which node this is.
 #[derive(Debug, Clone)]
 pub struct Topology {
@@ -244,15 +261,7 @@ impl Topology {
             out.push_str(&format!("{} {}:{}", n.id, n.ip, n.port));
             match n.replica_of {
                 Some(m) => out.push_str(&format!(" replica {}", self.nodes[m].id)),
-                None => {
-                    for &(lo, hi) in &n.ranges {
-                        if lo == hi {
-                            out.push_str(&format!(" {lo}"));
-                        } else {
-                            out.push_str(&format!(" {lo}-{hi}"));
-                        }
-                    }
-                }
+                None => out.push_str(&n.ranges_text()),
             }
             out.push('\n');
         }

@@ -425,6 +425,15 @@ fn cluster_replicas_serve_readonly_reads_and_cluster_failover_moves_their_master
     );
     assert!(raw(&nodes[0], "CLUSTER FAILOVER\r\n")
         .starts_with("-ERR You should send CLUSTER FAILOVER to a replica"));
+    // A bad option changes nothing: node 3 still replicates and serves bar.
+    assert_eq!(
+        raw(
+            &nodes[3],
+            "CLUSTER FAILOVER SOON\r\nREADONLY\r\nGET bar\r\n"
+        ),
+        "-ERR syntax error\r\n+OK\r\n$1\r\n1\r\n"
+    );
+    assert_eq!(raw(&nodes[3], "GET bar\r\n"), moved(5061, port[0]));
 
     // CLUSTER FAILOVER on node 3, its master up: node 3 takes slots 0-5460,
     // node 0 becomes its replica (continuing its history), and every node

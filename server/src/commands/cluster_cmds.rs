@@ -196,13 +196,7 @@ fn nodes_lines(topo: &crate::cluster::Topology, which: &[usize]) -> String {
             n.port,
             u32::from(n.port) + 10000
         ));
-        for &(lo, hi) in &n.ranges {
-            if lo == hi {
-                out.push_str(&format!(" {lo}"));
-            } else {
-                out.push_str(&format!(" {lo}-{hi}"));
-            }
-        }
+        out.push_str(&n.ranges_text());
         out.push('\n');
     }
     out

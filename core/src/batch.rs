@@ -61,6 +61,9 @@ pub struct WriteBatch {
     pub(crate) drops: Vec<Arc<Shared>>,
     /// The version to commit at, instead of the next one ([`WriteBatch::set_version`]).
     pub(crate) version: Option<u64>,
+    /// Whether its commit fsyncs the logs, instead of the Db's
+    /// [`crate::Options::sync_writes`] ([`WriteBatch::set_sync`]).
+    pub(crate) sync: Option<bool>,
 }
 
 impl WriteBatch {
@@ -353,6 +356,18 @@ impl WriteBatch {
     /// over are never used. An empty batch commits nothing, at any version.
     pub fn set_version(&mut self, version: u64) -> &mut Self {
         self.version = Some(version);
+        self
+    }
+
+    /// Chooses for this batch alone whether [`crate::Db::write`] fsyncs the
+    /// value log and the WAL before it returns, whatever
+    /// [`crate::Options::sync_writes`] says (RocksDB's `WriteOptions::sync`).
+    /// A batch written without a sync is durable once a later synced write
+    /// or [`crate::Db::sync`] returns: both cover every write before them.
+    /// A replica applies its master's changes unsynced and syncs once per
+    /// read off the socket, before it acknowledges them.
+    pub fn set_sync(&mut self, sync: bool) -> &mut Self {
+        self.sync = Some(sync);
         self
     }
 }

@@ -33,7 +33,7 @@ mod common;
 use common::{tiny_options, value_for, Rng};
 use sett::fs::{CutMode, CutReport, Fault, Fs, OpKind, SimFs};
 use sett::Options;
-use sett::{Db, IterOptions};
+use sett::{Db, IterOptions, WriteBatch};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -740,6 +740,79 @@ fn value_log_pages_written_back_out_of_order_lose_no_acknowledged_write() {
         t.report.files_reordered > 0,
         "no cut wrote pages back out of order"
     );
+}
+
+/// A batch's own choice (`WriteBatch::set_sync`) overrides the Db's
+/// `sync_writes`, and a cut shows it: an unsynced batch is lost whatever the
+/// Db's setting, and a synced batch after it keeps both, on either WAL path.
+#[test]
+fn a_batch_that_chooses_its_own_sync_is_kept_or_lost_by_a_power_cut_as_it_chose() {
+    // Separated, so that the value log's sync is part of what is checked.
+    let big = vec![7u8; 64 << 10];
+    for mapped in [false, true] {
+        for db_sync in [false, true] {
+            for then_sync in [false, true] {
+                let what = format!(
+                    "mapped WAL {mapped}, sync_writes {db_sync}, a synced batch after {then_sync}"
+                );
+                let tmp = tempfile::tempdir().expect("tempdir");
+                let dir = tmp.path().join("db");
+                let sim = Arc::new(
+                    SimFs::new(tmp.path().join("simfs-trash"), 7).with_mapped_appends(mapped),
+                );
+                let mut opts = Options::new(&dir);
+                opts.sync_writes = db_sync;
+                opts.fs = Fs::new(sim.clone());
+                let db = Db::open(opts).expect("open");
+                let before = db.stats().wal_syncs;
+                let mut first = WriteBatch::new();
+                first
+                    .put(b"a".to_vec(), b"small".to_vec())
+                    .put(b"b".to_vec(), big.clone());
+                first.set_sync(false);
+                db.write(first).expect("the unsynced batch");
+                assert_eq!(
+                    db.stats().wal_syncs,
+                    before,
+                    "{what}: the unsynced batch fsynced the WAL"
+                );
+                if then_sync {
+                    let mut second = WriteBatch::new();
+                    second.put(b"c".to_vec(), b"last".to_vec()).set_sync(true);
+                    db.write(second).expect("the synced batch");
+                    assert_eq!(
+                        db.stats().wal_syncs,
+                        before + 1,
+                        "{what}: the synced batch did not fsync"
+                    );
+                }
+                // Before the Db closes (a close syncs).
+                sim.power_off();
+                drop(db);
+                sim.power_cut(CutMode::DropUnsynced)
+                    .unwrap_or_else(|e| panic!("{what}: applying the cut: {e}"));
+                let db =
+                    Db::open(Options::new(&dir)).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+                let got = |k: &[u8]| db.get(k).unwrap_or_else(|e| panic!("{what}: get: {e}"));
+                if then_sync {
+                    assert_eq!(got(b"a").as_deref(), Some(&b"small"[..]), "{what}");
+                    assert_eq!(got(b"b").as_deref(), Some(&big[..]), "{what}");
+                    assert_eq!(got(b"c").as_deref(), Some(&b"last"[..]), "{what}");
+                } else {
+                    assert_eq!(
+                        got(b"a"),
+                        None,
+                        "{what}: an unsynced write outlived the cut"
+                    );
+                    assert_eq!(
+                        got(b"b"),
+                        None,
+                        "{what}: an unsynced write outlived the cut"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]

@@ -142,47 +142,40 @@ impl Topology {
             let words: Vec<&str> = words.collect();
             if let ["replica", master] = words.as_slice() {
                 masters_of.push((n, index, master.to_string()));
-                nodes.push(Node {
-                    id: id.to_string(),
-                    ip: ip.to_string(),
-                    port,
-                    ranges,
-                    replica_of: None,
-                });
-                continue;
-            }
-            for r in words {
-                if r == "replica" {
-                    return Err(bad(
-                        n,
-                        "expected 'replica <master id>' and nothing else".into(),
-                    ));
-                }
-                let parse = |s: &str| s.parse::<u16>().ok().filter(|&v| usize::from(v) < SLOTS);
-                let (lo, hi) = match r.split_once('-') {
-                    Some((a, b)) => (parse(a), parse(b)),
-                    None => (parse(r), parse(r)),
-                };
-                let (Some(lo), Some(hi)) = (lo, hi) else {
-                    return Err(bad(
-                        n,
-                        format!("'{r}' is not a slot or range within 0-16383"),
-                    ));
-                };
-                if lo > hi {
-                    return Err(bad(n, format!("range '{r}' ends before it starts")));
-                }
-                for s in lo..=hi {
-                    let slot = &mut owner[usize::from(s)];
-                    if let Some(other) = *slot {
+            } else {
+                for &r in &words {
+                    if r == "replica" {
                         return Err(bad(
                             n,
-                            format!("slot {s} is already served by {}", nodes[other].id),
+                            "expected 'replica <master id>' and nothing else".into(),
                         ));
                     }
-                    *slot = Some(index);
+                    let parse = |s: &str| s.parse::<u16>().ok().filter(|&v| usize::from(v) < SLOTS);
+                    let (lo, hi) = match r.split_once('-') {
+                        Some((a, b)) => (parse(a), parse(b)),
+                        None => (parse(r), parse(r)),
+                    };
+                    let (Some(lo), Some(hi)) = (lo, hi) else {
+                        return Err(bad(
+                            n,
+                            format!("'{r}' is not a slot or range within 0-16383"),
+                        ));
+                    };
+                    if lo > hi {
+                        return Err(bad(n, format!("range '{r}' ends before it starts")));
+                    }
+                    for s in lo..=hi {
+                        let slot = &mut owner[usize::from(s)];
+                        if let Some(other) = *slot {
+                            return Err(bad(
+                                n,
+                                format!("slot {s} is already served by {}", nodes[other].id),
+                            ));
+                        }
+                        *slot = Some(index);
+                    }
+                    ranges.push((lo, hi));
                 }
-                ranges.push((lo, hi));
             }
             ranges.sort_unstable();
             nodes.push(Node {

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ensure_tool, read_for, redis_py, skip, Server};
+use common::{ensure_tool, go_or_skip, python_or_skip, read_for, skip, Server};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,10 +24,19 @@ struct Cluster {
 }
 
 fn start_cluster() -> Cluster {
+    start_nodes(3)
+}
+
+/// Three masters, each with a replica: node `3 + i` replicates node `i`.
+fn start_cluster_with_replicas() -> Cluster {
+    start_nodes(6)
+}
+
+fn start_nodes(n: usize) -> Cluster {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let ids: Vec<String> = (1..=3).map(|i: u8| format!("{i}").repeat(40)).collect();
+    let ids: Vec<String> = (1..=n as u8).map(|i| format!("{i}").repeat(40)).collect();
     let topology = tmp.path().join("topology");
-    let nodes = (0..3)
+    let nodes = (0..n)
         .map(|i| start_node(&tmp.path().join(format!("node{i}")), &topology, &ids[i]))
         .collect();
     let cl = Cluster {
@@ -48,24 +57,38 @@ fn start_cluster() -> Cluster {
 }
 
 impl Cluster {
-    /// Writes the topology with the nodes' current ports and has every node reload it.
+    /// Writes the topology with the nodes' current ports and has every node
+    /// reload it: nodes 0-2 serve RANGES, and node `3 + i` replicates node `i`.
     fn publish(&self) {
-        let mut text = String::from("# id address slots\n");
-        for (i, node) in self.nodes.iter().enumerate() {
-            text.push_str(&format!(
-                "{} 127.0.0.1:{} {}\n",
-                self.ids[i], node.port, RANGES[i]
-            ));
-        }
-        std::fs::write(&self.topology, text).expect("writing the topology");
-        for node in &self.nodes {
-            assert_eq!(
-                raw(node, "CLUSTER RELOAD\r\n"),
-                "+OK\r\n",
-                "node on {}",
-                node.port
-            );
-        }
+        let roles: Vec<String> = (0..self.nodes.len())
+            .map(|i| match RANGES.get(i) {
+                Some(r) => r.to_string(),
+                None => format!("replica {}", self.ids[i - RANGES.len()]),
+            })
+            .collect();
+        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+        publish_topology(&self.topology, &self.ids, &self.nodes, &roles);
+    }
+}
+
+/// Writes a topology file, one line per node (its id, its port and
+/// `roles[i]`: slot ranges or `replica <id>`), and has every node reload it.
+fn publish_topology(topology: &Path, ids: &[String], nodes: &[Server], roles: &[&str]) {
+    let mut text = String::from("# id address slots\n");
+    for (i, node) in nodes.iter().enumerate() {
+        text.push_str(&format!(
+            "{} 127.0.0.1:{} {}\n",
+            ids[i], node.port, roles[i]
+        ));
+    }
+    std::fs::write(topology, text).expect("writing the topology");
+    for node in nodes {
+        assert_eq!(
+            raw(node, "CLUSTER RELOAD\r\n"),
+            "+OK\r\n",
+            "node on {}",
+            node.port
+        );
     }
 }
 
@@ -262,58 +285,75 @@ fn redis_cli_follows_moved_and_redis_benchmark_runs_in_cluster_mode() {
     }
 }
 
+/// Runs a client program and checks that it exited well and printed `ok`.
+fn run_client(cmd: &mut Command, what: &str, ok: &str) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {what}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(ok),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+const CLUSTER_PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster_client.py");
+
 #[test]
 fn redis_py_cluster_client_reads_and_writes_across_the_nodes() {
-    let Some(python) = redis_py() else {
-        skip(
-            "cluster-redis_py-no_venv",
-            "could not make a virtualenv with redis-py (python3 -m venv, pip)",
-        );
+    let Some(python) = python_or_skip("cluster-redis_py") else {
         return;
     };
     let cl = start_cluster();
-    let out = Command::new(python)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/cluster_client.py"
-        ))
-        .arg(cl.nodes[1].port.to_string())
-        .output()
-        .expect("running the redis-py script");
-    assert!(
-        out.status.success(),
-        "redis-py cluster script failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    run_client(
+        Command::new(python)
+            .arg(CLUSTER_PY)
+            .arg(cl.nodes[1].port.to_string()),
+        "the redis-py cluster script",
+        "redis-py RedisCluster: ok",
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("redis-py RedisCluster: ok"));
 }
 
 #[test]
 fn go_redis_cluster_client_routes_pipelines_across_the_nodes() {
-    let has_go = Command::new("go")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_go {
-        skip("cluster-go_redis-no_go", "go is not installed");
+    let Some(mut go) = go_or_skip("cluster-go_redis") else {
         return;
-    }
+    };
     let cl = start_cluster();
-    // -race: the program's own goroutines (ForEachMaster's) are checked too.
-    let out = Command::new("go")
-        .args(["run", "-race", "."])
-        .arg(format!("127.0.0.1:{}", cl.nodes[2].port))
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goredis"))
-        .output()
-        .expect("running go run");
-    assert!(
-        out.status.success(),
-        "go-redis cluster program failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    run_client(
+        go.arg(format!("127.0.0.1:{}", cl.nodes[2].port)),
+        "the go-redis cluster program",
+        "go-redis ClusterClient: ok",
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("go-redis ClusterClient: ok"));
+}
+
+#[test]
+fn redis_py_cluster_client_reads_from_the_replicas_it_sends_readonly() {
+    let Some(python) = python_or_skip("cluster-redis_py_replicas") else {
+        return;
+    };
+    let cl = start_cluster_with_replicas();
+    run_client(
+        Command::new(python)
+            .arg(CLUSTER_PY)
+            .args(["replicas", &cl.nodes[1].port.to_string()]),
+        "the redis-py replica-read script",
+        "redis-py RedisCluster replicas: ok",
+    );
+}
+
+#[test]
+fn go_redis_cluster_client_with_readonly_reads_from_the_replicas() {
+    let Some(mut go) = go_or_skip("cluster-go_redis_replicas") else {
+        return;
+    };
+    let cl = start_cluster_with_replicas();
+    run_client(
+        go.args(["replicas", &format!("127.0.0.1:{}", cl.nodes[4].port)]),
+        "the go-redis replica-read program",
+        "go-redis ClusterClient ReadOnly: ok",
+    );
 }
 
 /// Polls `raw(node, commands)` until it returns `want` (at most 30 s).
@@ -342,24 +382,8 @@ fn cluster_replicas_serve_readonly_reads_and_cluster_failover_moves_their_master
         .map(|i| start_node(&tmp.path().join(format!("node{i}")), &topology, &ids[i]))
         .collect();
     // Nodes 0-2 are masters as in start_cluster; 3 replicates 0, and 4 replicates 2.
-    let publish = |nodes: &[Server], roles: [&str; 5]| {
-        let mut text = String::new();
-        for (i, node) in nodes.iter().enumerate() {
-            text.push_str(&format!(
-                "{} 127.0.0.1:{} {}\n",
-                ids[i], node.port, roles[i]
-            ));
-        }
-        std::fs::write(&topology, text).expect("writing the topology");
-        for node in nodes {
-            assert_eq!(
-                raw(node, "CLUSTER RELOAD\r\n"),
-                "+OK\r\n",
-                "node on {}",
-                node.port
-            );
-        }
-    };
+    let publish =
+        |nodes: &[Server], roles: [&str; 5]| publish_topology(&topology, &ids, nodes, &roles);
     let (of0, of2) = (format!("replica {}", ids[0]), format!("replica {}", ids[2]));
     publish(&nodes, [RANGES[0], RANGES[1], RANGES[2], &of0, &of2]);
     let port: Vec<u16> = nodes.iter().map(|n| n.port).collect();
@@ -482,4 +506,53 @@ fn cluster_replicas_serve_readonly_reads_and_cluster_failover_moves_their_master
     publish(&nodes, [&to3, RANGES[1], &to4, RANGES[0], RANGES[2]]);
     eventually(&nodes[2], "READONLY\r\nGET foo\r\n", "+OK\r\n$1\r\n4\r\n");
     assert_eq!(raw(&nodes[2], "GET foo\r\n"), moved(12182, port[4]));
+}
+
+#[test]
+fn replicaof_on_the_command_line_is_refused_in_cluster_mode_and_the_node_does_not_start() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let topology = tmp.path().join("topology");
+    std::fs::write(
+        &topology,
+        format!("{} 127.0.0.1:1 0-16383\n", "1".repeat(40)),
+    )
+    .expect("writing the topology");
+    let dir = tmp.path().join("node");
+    let mut child = Command::new(common::BIN)
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--bind", "127.0.0.1", "--port", "0", "--cluster-config"])
+        .arg(&topology)
+        .args([
+            "--cluster-myid",
+            &"1".repeat(40),
+            "--replicaof",
+            "127.0.0.1 6379",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running sett-server");
+    // A node that started anyway is stopped by pid, not waited for.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("waiting for sett-server").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("sett-server with --replicaof in cluster mode kept running");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child
+        .wait_with_output()
+        .expect("reading sett-server's output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the node exited well: {stderr}");
+    assert!(
+        stderr.contains(
+            "--replicaof is not allowed in cluster mode: the topology file names replicas"
+        ),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
 }

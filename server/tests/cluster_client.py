@@ -1,9 +1,51 @@
-"""redis-py's RedisCluster against three sett-server nodes (argv[1]: a node's port)."""
+"""redis-py's RedisCluster against three sett-server nodes.
+
+argv: a node's port, or `replicas` and a node's port (three masters with one
+replica each: every read goes to a replica).
+"""
 
 import sys
 
-from redis.cluster import RedisCluster
+from redis.cluster import LoadBalancingStrategy, RedisCluster
 from redis.exceptions import ClusterCrossSlotError
+
+
+def keyspace_hits(node):
+    return int(node.redis_connection.info("stats")["keyspace_hits"])
+
+
+def read_from_replicas(port):
+    # ROUND_ROBIN_REPLICAS sends READONLY to each replica and every read to one.
+    rc = RedisCluster(host="127.0.0.1", port=port, load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN_REPLICAS)
+    primaries, replicas = rc.get_primaries(), rc.get_replicas()
+    assert len(primaries) == 3 and len(replicas) == 3, (primaries, replicas)
+    for i in range(300):
+        rc.set(f"ro:{i}", str(i))
+    for p in primaries:
+        acked = p.redis_connection.execute_command("WAIT", 1, 10000)
+        assert acked == 1, (p.name, acked)
+    for i in range(300):
+        assert rc.get(f"ro:{i}") == str(i).encode(), i
+    on_primaries = [keyspace_hits(p) for p in primaries]
+    on_replicas = [keyspace_hits(r) for r in replicas]
+    assert on_primaries == [0, 0, 0], (on_primaries, on_replicas)
+    assert sum(on_replicas) == 300 and all(h > 50 for h in on_replicas), on_replicas
+    # mget_nonatomic pipelines one MGET per slot (redis-py sends those to the
+    # masters); every key counts once, wherever it was read.
+    assert rc.mget_nonatomic([f"ro:{i}" for i in range(10)]) == [str(i).encode() for i in range(10)]
+    total = sum(keyspace_hits(n) for n in primaries + replicas)
+    assert total == 310, total
+    # A write still goes to the slot's master, and its replica gets it.
+    rc.set("ro:after", "w")
+    master = rc.get_node_from_key("ro:after")
+    assert master in primaries and master.redis_connection.execute_command("WAIT", 1, 10000) == 1
+    assert rc.get("ro:after") == b"w"
+    print("redis-py RedisCluster replicas: ok", on_replicas)
+
+
+if sys.argv[1] == "replicas":
+    read_from_replicas(int(sys.argv[2]))
+    sys.exit(0)
 
 rc = RedisCluster(host="127.0.0.1", port=int(sys.argv[1]))
 assert len(rc.get_primaries()) == 3, rc.get_primaries()

@@ -74,6 +74,33 @@ fn strings_round_trip_through_get_set_mget_mset_del_exists() {
     ok(&mut c, &["SET", &"k".repeat(64_998), "v"]);
 }
 
+/// keyspace_hits and keyspace_misses of INFO stats.
+fn hits_and_misses(c: &mut Connection) -> (u64, u64) {
+    let info = s(c, &["INFO", "stats"]).unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+    };
+    (field("keyspace_hits:"), field("keyspace_misses:"))
+}
+
+#[test]
+fn get_and_mget_count_each_key_as_a_keyspace_hit_or_miss() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let srv = Server::start(dir.path(), &[]);
+    let mut c = srv.client();
+    ok(&mut c, &["MSET", "a", "1", "b", "2"]);
+    assert_eq!(hits_and_misses(&mut c), (0, 0));
+    assert_eq!(s(&mut c, &["GET", "a"]).as_deref(), Some("1"));
+    assert_eq!(s(&mut c, &["GET", "nope"]), None);
+    assert_eq!(hits_and_misses(&mut c), (1, 1));
+    // As redis-server counts them: per key, not per command.
+    ok(&mut c, &["MGET", "a", "b", "nope", "a"]);
+    assert_eq!(hits_and_misses(&mut c), (4, 2));
+}
+
 #[test]
 fn set_options_nx_xx_get_keepttl_and_expiry() {
     let dir = tempfile::tempdir().expect("tempdir");

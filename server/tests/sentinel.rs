@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{ensure_tool, redis_py, skip, Helper, Server};
+use common::{ensure_tool, go_or_skip, python_or_skip, sentinel_or_skip, skip, Helper, Server};
 use redis::{cmd, Connection, Value};
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -319,11 +319,7 @@ fn writer(id: usize, sentinels: Vec<u16>, stop: Arc<AtomicBool>, acked: Arc<Atom
 
 #[test]
 fn sentinel_fails_over_three_kill_9s_and_every_write_wait_acknowledged_survives() {
-    if !ensure_tool("redis-sentinel", "redis-sentinel") {
-        skip(
-            "sentinel-kill_loop-no_redis_sentinel",
-            "redis-sentinel is not installed and apt-get could not install it",
-        );
+    if !sentinel_or_skip("sentinel-kill_loop") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -513,18 +509,10 @@ fn digest(c: &mut Connection) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 #[test]
 fn redis_py_sentinel_client_writes_through_a_failover() {
-    if !ensure_tool("redis-sentinel", "redis-sentinel") {
-        skip(
-            "sentinel-redis_py-no_redis_sentinel",
-            "redis-sentinel is not installed and apt-get could not install it",
-        );
+    if !sentinel_or_skip("sentinel-redis_py") {
         return;
     }
-    let Some(python) = redis_py() else {
-        skip(
-            "sentinel-redis_py-no_venv",
-            "could not make a virtualenv with redis-py (python3 -m venv, pip)",
-        );
+    let Some(python) = python_or_skip("sentinel-redis_py") else {
         return;
     };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -551,29 +539,19 @@ fn redis_py_sentinel_client_writes_through_a_failover() {
 
 #[test]
 fn go_redis_failover_client_writes_through_a_failover() {
-    if !ensure_tool("redis-sentinel", "redis-sentinel") {
-        skip(
-            "sentinel-go_redis-no_redis_sentinel",
-            "redis-sentinel is not installed and apt-get could not install it",
-        );
+    if !sentinel_or_skip("sentinel-go_redis") {
         return;
     }
-    let has_go = Command::new("go")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_go {
-        skip("sentinel-go_redis-no_go", "go is not installed");
+    let Some(mut go) = go_or_skip("sentinel-go_redis") else {
         return;
-    }
+    };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let mut group = Group::start();
     let master = group.nodes[0].port;
-    let out = Command::new("go")
-        .args(["run", "-race", ".", "failover"])
+    let out = go
+        .arg("failover")
         .arg(ports_arg(&group.sentinel_ports()))
         .arg(group.pid(master).to_string())
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goredis"))
         .output()
         .expect("running go run");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -592,4 +570,50 @@ fn ports_arg(ports: &[u16]) -> String {
         .map(u16::to_string)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+#[test]
+fn the_sentinel_recipe_script_fails_over_and_loses_no_wait_acknowledged_write() {
+    if !sentinel_or_skip("sentinel-recipe") {
+        return;
+    }
+    if !ensure_tool("redis-cli", "redis-tools") {
+        skip(
+            "sentinel-recipe-no_redis_cli",
+            "redis-cli is not installed and apt-get could not install it",
+        );
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/sentinel/failover.sh"
+        ))
+        .arg(common::BIN)
+        .output()
+        .expect("running server/examples/sentinel/failover.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.ends_with("PASS\n"),
+        "the recipe failed:\n{stdout}\n{stderr}"
+    );
+    // It printed what it checked: how many writes WAIT acknowledged, and none missing.
+    let acked: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("writes acknowledged by WAIT 1: "))
+        .and_then(|l| l.strip_suffix(" of 300"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of acknowledged writes in:\n{stdout}"));
+    assert!(
+        acked >= 290,
+        "only {acked} of 300 writes acknowledged:\n{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "acknowledged writes missing on the new master: 0 of {acked}\n"
+        )),
+        "{stdout}"
+    );
 }

@@ -226,7 +226,8 @@ pub struct Stats {
     pub batches_written: u64,
     /// Write groups committed since open (each one WAL append).
     pub write_groups: u64,
-    /// fsyncs of the WAL since open (at most one per group, only with `sync_writes`).
+    /// fsyncs of the WAL since open (at most one per group, only for groups that
+    /// sync: `sync_writes` or [`WriteBatch::set_sync`](crate::WriteBatch::set_sync)).
     pub wal_syncs: u64,
     /// Garbage bytes per value-log file, as counted by compactions: (file id, bytes).
     pub vlog_discard: Vec<(u32, u64)>,

@@ -56,6 +56,8 @@ pub(crate) enum WriterKind {
 pub(crate) struct Writer {
     kind: Mutex<Option<WriterKind>>,
     is_moves: bool,
+    /// Its group fsyncs the logs if any writer in it asks to.
+    sync: bool,
     bytes: usize,
     seq: u64,
     /// Set by the leader once the group is in the logs: this writer's own
@@ -192,19 +194,26 @@ impl DbInner {
     /// Queues a write and waits until a leader (maybe this caller) commits it.
     pub(crate) fn write(&self, kind: WriterKind, txn: Option<TxnCheck>) -> Result<()> {
         self.check_writable()?;
-        let (bytes, is_moves) = match &kind {
+        let (bytes, is_moves, sync) = match &kind {
             WriterKind::Batch(b) if b.is_empty() => return Ok(()),
-            WriterKind::Batch(b) => (self.validate(b)?, false),
+            WriterKind::Batch(b) => (
+                self.validate(b)?,
+                false,
+                b.sync.unwrap_or(self.opts.sync_writes),
+            ),
             WriterKind::Moves(m) if m.is_empty() => return Ok(()),
             WriterKind::Moves(m) => (
                 m.iter()
                     .map(|m| m.key.len() + m.value.len() + OP_OVERHEAD)
                     .sum(),
                 true,
+                self.opts.sync_writes,
             ),
         };
+        // The path follows the Db's setting, not the batch's: every batch of
+        // one Db takes the same path, so sequences reach the WAL in order.
         if !is_moves && !self.opts.sync_writes {
-            return self.write_direct(kind, txn, bytes);
+            return self.write_direct(kind, txn, bytes, sync);
         }
         let mut q = lock(&self.queue);
         let seq = match &kind {
@@ -214,6 +223,7 @@ impl DbInner {
         let me = Arc::new(Writer {
             kind: Mutex::new(Some(kind)),
             is_moves,
+            sync,
             bytes,
             seq,
             job: Mutex::new(None),
@@ -317,7 +327,14 @@ impl DbInner {
     /// with no hand-off to a leader and no wake-up of the writers behind it.
     /// Its sequence is reserved under the log lock, so sequences reach the
     /// WAL and become visible in order.
-    fn write_direct(&self, kind: WriterKind, txn: Option<TxnCheck>, bytes: usize) -> Result<()> {
+    /// A batch that asks for a sync ([`WriteBatch::set_sync`]) fsyncs under the log lock.
+    fn write_direct(
+        &self,
+        kind: WriterKind,
+        txn: Option<TxnCheck>,
+        bytes: usize,
+        sync: bool,
+    ) -> Result<()> {
         let mut guard = lock(&self.log);
         let WriterKind::Batch(b) = &kind else {
             return Err(Error::InvalidArgument(
@@ -328,6 +345,7 @@ impl DbInner {
         let me = Arc::new(Writer {
             kind: Mutex::new(Some(kind)),
             is_moves: false,
+            sync,
             bytes,
             seq,
             job: Mutex::new(None),
@@ -431,7 +449,8 @@ impl DbInner {
             applied.push((w.clone(), entries));
             last = w.seq;
         }
-        let appended = self.append_logs(log, &framed, self.opts.sync_writes);
+        let sync = group.iter().any(|w| w.sync);
+        let appended = self.append_logs(log, &framed, sync);
         // A huge group's buffer is not kept.
         if framed.capacity() <= KEEP_FRAMED_BYTES {
             log.framed = framed;

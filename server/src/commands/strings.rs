@@ -303,11 +303,17 @@ pub(super) fn setrange(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     })
 }
 
+/// MGET key...: each key counts as a hit or a miss in INFO, as redis-server counts them.
 pub(super) fn mget(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     let keys: Vec<Vec<u8>> = args[1..].iter().map(|k| stored(k)).collect();
+    let values = cx.kv.get_many(&keys)?;
+    let hits = values.iter().filter(|v| v.is_some()).count() as u64;
+    let c = &cx.sh.counters;
+    c.hits.fetch_add(hits, Ordering::Relaxed);
+    c.misses
+        .fetch_add(values.len() as u64 - hits, Ordering::Relaxed);
     Ok(Reply::Array(
-        cx.kv
-            .get_many(&keys)?
+        values
             .into_iter()
             .map(|v| v.map_or(Reply::Nil, Reply::Bulk))
             .collect(),

@@ -295,6 +295,8 @@ fn frame_name(f: &Frame) -> &'static str {
 
 /// Applies changes, one batch per version, each at its version; those at
 /// or below the Db's version are in it already (a full sync's checkpoint).
+/// The batches go unsynced whatever appendfsync says: the stream's reader
+/// syncs once for all it has read, before it acknowledges (`apply_stream`).
 fn apply(sh: &Shared, changes: &[Change]) -> Result<u64, String> {
     let db = sh.db();
     let mut done = db.last_version();
@@ -309,7 +311,7 @@ fn apply(sh: &Shared, changes: &[Change]) -> Result<u64, String> {
         if v <= done {
             continue;
         }
-        b.set_version(v);
+        b.set_version(v).set_sync(false);
         db.write(b)
             .map_err(|e| format!("applying the master's version {v}: {e}"))?;
         done = v;

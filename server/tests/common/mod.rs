@@ -243,3 +243,45 @@ pub fn redis_py() -> Option<PathBuf> {
             .is_ok_and(|s| s.success());
     (made && have(&python)).then_some(python)
 }
+
+/// redis-py's virtualenv, or None after reporting the skip `<test>-no_venv`.
+pub fn python_or_skip(test: &str) -> Option<PathBuf> {
+    let python = redis_py();
+    if python.is_none() {
+        skip(
+            &format!("{test}-no_venv"),
+            "could not make a virtualenv with redis-py (python3 -m venv, pip)",
+        );
+    }
+    python
+}
+
+/// `go run -race .` in tests/goredis, or None after reporting the skip `<test>-no_go`.
+pub fn go_or_skip(test: &str) -> Option<Command> {
+    let has_go = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_go {
+        skip(&format!("{test}-no_go"), "go is not installed");
+        return None;
+    }
+    // -race: the program's own goroutines are checked too.
+    let mut cmd = Command::new("go");
+    cmd.args(["run", "-race", "."])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goredis"));
+    Some(cmd)
+}
+
+/// Debian's redis-sentinel (installed if missing), or false after reporting
+/// the skip `<test>-no_redis_sentinel`.
+pub fn sentinel_or_skip(test: &str) -> bool {
+    let have = ensure_tool("redis-sentinel", "redis-sentinel");
+    if !have {
+        skip(
+            &format!("{test}-no_redis_sentinel"),
+            "redis-sentinel is not installed and apt-get could not install it",
+        );
+    }
+    have
+}

@@ -1,9 +1,11 @@
 // Command goredis drives sett-server through go-redis. With one argument it
 // drives three cluster nodes through ClusterClient: it discovers the slots,
 // routes keys, follows MOVED, and runs a pipeline across nodes. With
-// "failover" it writes through a Sentinel failover (failover.go).
+// "failover" it writes through a Sentinel failover (failover.go), and with
+// "replicas" it reads from cluster replicas (replicas.go).
 //
-// Usage: go run . HOST:PORT | go run . failover SENTINEL_PORTS MASTER_PID
+// Usage: go run . HOST:PORT | go run . failover SENTINEL_PORTS MASTER_PID |
+// go run . replicas HOST:PORT
 package main
 
 import (
@@ -21,6 +23,13 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == "failover" {
 		if err := failover(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "go-redis FailoverClient:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) == 3 && os.Args[1] == "replicas" {
+		if err := replicas(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "go-redis ClusterClient ReadOnly:", err)
 			os.Exit(1)
 		}
 		return

@@ -402,6 +402,11 @@ pub(crate) struct Manifest {
     dir: PathBuf,
     writer: LogWriter,
     state: ManifestState,
+    /// An append or sync failed: the file may end in part of a record, and
+    /// a record appended after it would make the log unreadable (a damaged
+    /// record followed by a valid one is corruption, not a torn tail). The
+    /// next `log` writes a fresh manifest instead.
+    damaged: bool,
 }
 
 impl Manifest {
@@ -428,6 +433,7 @@ impl Manifest {
             dir: dir.to_path_buf(),
             writer,
             state,
+            damaged: false,
         })
     }
 
@@ -442,10 +448,18 @@ impl Manifest {
             next.apply(e)
                 .map_err(|what| Error::InvalidArgument(format!("bad manifest edit: {what}")))?;
         }
+        if self.damaged {
+            // Written whole through a new file and a rename, the state with
+            // these edits replaces the damaged log in one step.
+            *self = Manifest::create(&self.fs, &self.dir, next)?;
+            return Ok(());
+        }
         let mut framed = Vec::new();
         wal::frame(&mut framed, &encode_edits(edits));
-        self.writer.append(&framed)?;
-        self.writer.sync()?;
+        if let Err(e) = self.writer.append(&framed).and_then(|_| self.writer.sync()) {
+            self.damaged = true;
+            return Err(e);
+        }
         self.state = next;
         if self.writer.len() > REWRITE_AT {
             *self = Manifest::create(&self.fs, &self.dir, self.state.clone())?;
@@ -536,6 +550,30 @@ mod tests {
         assert!(s.levels[0].is_empty());
         assert_eq!(s.levels[1].len(), 1);
         assert_eq!(s.next_file_id, 4);
+    }
+
+    #[test]
+    fn a_short_write_is_followed_by_a_fresh_manifest_not_by_a_record_after_the_torn_one() {
+        use crate::fs::{Fault, OpKind, SimFs};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        std::fs::create_dir(&dir).unwrap();
+        let sim = std::sync::Arc::new(SimFs::new(tmp.path().join("trash"), 5));
+        let fs = Fs::new(sim.clone());
+        let mut m = Manifest::create(&fs, &dir, ManifestState::new(3)).unwrap();
+        m.log(&[Edit::AddVlog(1)]).unwrap();
+        sim.fail(Some(OpKind::Append), 1, Fault::ShortWrite);
+        let err = m.log(&[Edit::AddVlog(2)]).unwrap_err();
+        assert!(err.to_string().contains("MANIFEST"), "{err}");
+        assert_eq!(
+            m.state().vlogs,
+            BTreeSet::from([1]),
+            "a failed edit is not applied"
+        );
+        m.log(&[Edit::AddVlog(3)]).unwrap();
+        let s = load(&dir, 3).unwrap().unwrap();
+        assert_eq!(&s, m.state());
+        assert_eq!(s.vlogs, BTreeSet::from([1, 3]));
     }
 
     #[test]

@@ -63,11 +63,26 @@ impl EntryRef {
 }
 
 /// An entry: internal key then value record, contiguous in the arena.
+///
+/// `prefix` holds the user key's first 8 bytes in the node itself, so that an
+/// insert's search decides most comparisons without touching the arena: one
+/// cache miss per step of the skiplist instead of two, and no `memcmp` call.
 #[derive(Clone, Copy)]
 struct Slot {
     ptr: NonNull<u8>,
     klen: u32,
     vlen: u32,
+    prefix: u64,
+}
+
+/// The first 8 bytes of `user_key`, zero-padded, as a big-endian number: if
+/// `prefix_of(a) < prefix_of(b)` then `a < b` (truncation and zero padding
+/// keep the byte order), and equal prefixes say nothing.
+fn prefix_of(user_key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = user_key.len().min(8);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(b)
 }
 
 // SAFETY: a Chunk's base pointer is into its own mapping, written only through
@@ -117,7 +132,9 @@ impl Eq for Slot {}
 
 impl Ord for Slot {
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        key::compare(self.key(), other.key())
+        self.prefix
+            .cmp(&other.prefix)
+            .then_with(|| key::compare(self.key(), other.key()))
     }
 }
 
@@ -244,7 +261,16 @@ impl Memtable {
         );
         self.max_seq.fetch_max(seq, Ordering::Relaxed);
         let ptr = self.arena.push([user_key, &suffix, value]);
-        self.map.insert(Slot { ptr, klen, vlen }, ());
+        let prefix = prefix_of(user_key);
+        self.map.insert(
+            Slot {
+                ptr,
+                klen,
+                vlen,
+                prefix,
+            },
+            (),
+        );
     }
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
@@ -366,6 +392,60 @@ mod tests {
         assert_eq!(m.get(b"k", 0), None);
         assert_eq!(m.get(b"j", 10), None);
         assert_eq!(m.max_seq(), 5);
+    }
+
+    #[test]
+    fn inserts_in_any_order_iterate_in_internal_key_order_whatever_the_shared_prefix() {
+        // Keys shorter than the 8-byte prefix, keys that differ only past it,
+        // and keys that differ only by trailing zero bytes: the prefix decides
+        // none of these alone.
+        let mut keys: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"a".to_vec(),
+            b"a\0".to_vec(),
+            b"a\0\0\0\0\0\0\0".to_vec(),
+            b"a\0\0\0\0\0\0\0\0".to_vec(),
+            b"abcdefgh".to_vec(),
+            b"abcdefgh\0".to_vec(),
+            b"abcdefghA".to_vec(),
+            b"abcdefghB".to_vec(),
+            b"abcdefgi".to_vec(),
+            vec![0xff; 9],
+            vec![0xff; 8],
+            vec![0x7f, 0xff],
+            vec![0x80],
+        ];
+        for i in 0..200u32 {
+            keys.push(format!("{:08}{i}", i % 7).into_bytes());
+        }
+        let m = Memtable::new(1);
+        let mut x = 0x2545F4914F6CDD1Du64;
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        for i in (1..order.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        let mut want = Vec::new();
+        for (n, &i) in order.iter().enumerate() {
+            // Two versions of each key: the newer sorts first.
+            for seq in [n as u64 + 1, n as u64 + 1000] {
+                m.insert(&keys[i], seq, b"v");
+                want.push(key::encode(&keys[i], seq));
+            }
+        }
+        want.sort_by(|a, b| key::compare(a, b));
+        let mut got = Vec::new();
+        m.for_each(|k, _| {
+            got.push(k.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, want);
+        for k in &keys {
+            assert!(m.get(k, key::MAX_SEQ).is_some(), "{k:?} not found");
+        }
     }
 
     #[test]

@@ -273,6 +273,20 @@ impl Memtable {
         );
     }
 
+    /// Inserts every `(user_key, value)` of one batch at `seq`, as `insert`
+    /// does, inside one epoch pin: the skiplist's own pins per insert are
+    /// then nested ones, without the memory fence an outermost pin issues.
+    pub(crate) fn insert_batch<'a>(
+        &self,
+        seq: u64,
+        entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) {
+        let _pin = crossbeam_epoch::pin();
+        for (k, v) in entries {
+            self.insert(k, seq, v);
+        }
+    }
+
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).
     pub fn get(&self, user_key: &[u8], read_seq: u64) -> Option<(u64, Vec<u8>)> {
         let seek = key::encode(user_key, read_seq);

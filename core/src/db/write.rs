@@ -77,9 +77,8 @@ struct InsertJob {
 
 impl InsertJob {
     fn run(self) {
-        for (k, v) in &self.entries {
-            self.mem.insert(k, self.seq, v);
-        }
+        let entries = self.entries.iter().map(|(k, v)| (&k[..], &v[..]));
+        self.mem.insert_batch(self.seq, entries);
         self.done.count_down();
     }
 }
@@ -494,9 +493,7 @@ impl DbInner {
         if !applied.iter().enumerate().any(|x| parallel(&x)) {
             // Nothing worth handing out (a lone writer's case): no countdown, no wake-up.
             for (w, entries) in &applied {
-                for (k, v) in entries {
-                    mem.insert(k, w.seq, v);
-                }
+                mem.insert_batch(w.seq, entries.iter().map(|(k, v)| (&k[..], &v[..])));
             }
             return;
         }
@@ -521,9 +518,7 @@ impl DbInner {
             self.notify_queue(&q);
         }
         for (_, (w, entries)) in own {
-            for (k, v) in &entries {
-                mem.insert(k, w.seq, v);
-            }
+            mem.insert_batch(w.seq, entries.iter().map(|(k, v)| (&k[..], &v[..])));
         }
         done.wait();
     }

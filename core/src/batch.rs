@@ -395,7 +395,7 @@ pub(crate) fn encode_wal_record_to<'a>(
     buf: &mut Vec<u8>,
     synced: u64,
     seq: u64,
-    entries: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])>,
+    entries: impl Iterator<Item = (&'a [u8], &'a [u8])>,
 ) {
     buf.extend_from_slice(&synced.to_le_bytes());
     encode_body(buf, seq, entries);
@@ -404,16 +404,21 @@ pub(crate) fn encode_wal_record_to<'a>(
 fn encode_body<'a>(
     buf: &mut Vec<u8>,
     seq: u64,
-    entries: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])>,
+    entries: impl Iterator<Item = (&'a [u8], &'a [u8])>,
 ) {
     buf.extend_from_slice(&seq.to_le_bytes());
-    buf.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    // The count is written once the entries are: the iterator need not know it.
+    let at = buf.len();
+    buf.extend_from_slice(&[0; 4]);
+    let mut n = 0u32;
     for (k, v) in entries {
         put_varint(buf, k.len() as u64);
         buf.extend_from_slice(k);
         put_varint(buf, v.len() as u64);
         buf.extend_from_slice(v);
+        n += 1;
     }
+    buf[at..at + 4].copy_from_slice(&n.to_le_bytes());
 }
 
 /// Splits a WAL payload of `version` (1: no synced offset; 2: `synced u64` first)

@@ -31,8 +31,45 @@ const KEEP_FRAMED_BYTES: usize = 1 << 20;
 /// Per-op bytes added to a batch's size when checking it fits one WAL record.
 const OP_OVERHEAD: usize = 64;
 
-/// A batch's (key, value record) pairs, ready for the memtable.
-type EncodedBatch = Vec<(Vec<u8>, Vec<u8>)>;
+/// A batch's entries ready for the memtable: the keys it owns, and every
+/// value record in one buffer (one allocation per batch, not one per entry).
+#[derive(Default)]
+struct EncodedBatch {
+    keys: Vec<Vec<u8>>,
+    recs: Vec<u8>,
+    /// Where each key's record ends in `recs`.
+    ends: Vec<usize>,
+}
+
+impl EncodedBatch {
+    fn with_capacity(entries: usize, rec_bytes: usize) -> EncodedBatch {
+        EncodedBatch {
+            keys: Vec::with_capacity(entries),
+            recs: Vec::with_capacity(rec_bytes),
+            ends: Vec::with_capacity(entries),
+        }
+    }
+
+    /// Adds `key` with the record that `encode` appends to the buffer.
+    fn push(&mut self, key: Vec<u8>, encode: impl FnOnce(&mut Vec<u8>)) {
+        encode(&mut self.recs);
+        self.keys.push(key);
+        self.ends.push(self.recs.len());
+    }
+
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// (key, value record) pairs, in the batch's order.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        self.keys
+            .iter()
+            .zip(starts.zip(self.ends.iter().copied()))
+            .map(|(k, (a, b))| (&k[..], &self.recs[a..b]))
+    }
+}
 
 /// A live value moved by value-log GC: rewritten at its own version with a new
 /// pointer, if it is still the newest version of its key when its turn comes.
@@ -77,8 +114,7 @@ struct InsertJob {
 
 impl InsertJob {
     fn run(self) {
-        let entries = self.entries.iter().map(|(k, v)| (&k[..], &v[..]));
-        self.mem.insert_batch(self.seq, entries);
+        self.mem.insert_batch(self.seq, self.entries.iter());
         self.done.count_down();
     }
 }
@@ -388,7 +424,10 @@ impl DbInner {
             let Some(WriterKind::Batch(batch)) = lock(&w.kind).take() else {
                 continue;
             };
-            let mut entries = Vec::with_capacity(batch.ops.len());
+            // Sized for each record's header (at most 12 bytes) and its
+            // inline values or pointers: no regrowth while encoding.
+            let mut entries =
+                EncodedBatch::with_capacity(batch.ops.len(), batch.size_bytes() + 32 * batch.len());
             // Range deletes go last in the WAL record and never into the memtable.
             let mut ranges = Vec::new();
             for op in batch.ops {
@@ -412,30 +451,29 @@ impl DbInner {
                 if let Some(f) = feed.as_mut() {
                     f.add(w.seq, &op, expires);
                 }
-                // Sized for the record's header (at most 12 bytes) and an
-                // inline value or pointer: no regrowth while encoding.
                 // A keyspace's own threshold, else the Db's.
                 let threshold = op.value_threshold.unwrap_or(threshold);
-                let inline = op.value.as_ref().map_or(0, |v| v.len()).min(threshold);
-                let mut rec = Vec::with_capacity(32 + inline);
                 match op.value {
-                    None => value::encode(&mut rec, &Stored::Delete, 0, 0),
+                    None => entries.push(op.key, |rec| {
+                        value::encode(rec, &Stored::Delete, 0, 0);
+                    }),
                     Some(v) if v.len() >= threshold => {
                         let p = log.vlog.append_owned(&op.key, v);
-                        value::encode(&mut rec, &Stored::Pointer(p), op.user_meta, expires);
+                        entries.push(op.key, |rec| {
+                            value::encode(rec, &Stored::Pointer(p), op.user_meta, expires);
+                        });
                     }
-                    Some(v) => value::encode(&mut rec, &Stored::Inline(&v), op.user_meta, expires),
+                    Some(v) => entries.push(op.key, |rec| {
+                        value::encode(rec, &Stored::Inline(&v), op.user_meta, expires);
+                    }),
                 }
-                entries.push((op.key, rec));
             }
-            let n_entries = entries.len();
-            entries.append(&mut ranges);
             let synced = log.wal.synced();
             wal::frame_with(&mut framed, |buf| {
-                let refs = entries.iter().map(|(k, v)| (&k[..], &v[..]));
-                batch::encode_wal_record_to(buf, synced, w.seq, refs);
+                let ranges = ranges.iter().map(|(k, v)| (&k[..], &v[..]));
+                batch::encode_wal_record_to(buf, synced, w.seq, entries.iter().chain(ranges));
             });
-            for (start, rec) in entries.drain(n_entries..) {
+            for (start, rec) in ranges {
                 let end = value::decode_range_delete(&rec)
                     .unwrap_or_default()
                     .to_vec();
@@ -493,7 +531,7 @@ impl DbInner {
         if !applied.iter().enumerate().any(|x| parallel(&x)) {
             // Nothing worth handing out (a lone writer's case): no countdown, no wake-up.
             for (w, entries) in &applied {
-                mem.insert_batch(w.seq, entries.iter().map(|(k, v)| (&k[..], &v[..])));
+                mem.insert_batch(w.seq, entries.iter());
             }
             return;
         }
@@ -518,7 +556,7 @@ impl DbInner {
             self.notify_queue(&q);
         }
         for (_, (w, entries)) in own {
-            mem.insert_batch(w.seq, entries.iter().map(|(k, v)| (&k[..], &v[..])));
+            mem.insert_batch(w.seq, entries.iter());
         }
         done.wait();
     }

@@ -17,7 +17,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server bench-replication install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: bench-batch batch-build rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server bench-replication install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -151,10 +151,23 @@ bindings-build: lib
 	cd bench-go && $(GO_ENV) go build -o ../target/go/opsbench ./cmd/opsbench
 
 # The same programs on a tiny data set, so that make test keeps them working
-# (after pytest has installed the wheel into the venv).
-bindings-smoke: bindings-build
+# (after pytest has installed the wheel into the venv), and batchfill on one.
+bindings-smoke: bindings-build batch-build
 	test -x $(PYVENV)/bin/python || $(MAKE) py
+	BATCH_OUT=target/batch-smoke.md scripts/bench-batch.sh 20000 1
 	BINDINGS_OUT=target/bindings-smoke.md scripts/bench-bindings.sh 3000 1
+
+# Single-thread batched writes against RocksDB's release build through both C APIs
+# (ffi/bench/batchfill.c, db_bench's fillrandom --batch_size=1000; scripts/bench-batch.sh);
+# writes results/batch-write.md. BATCH_N entries, BATCH_ROUNDS rounds. An idle machine.
+BATCH_N ?= 2000000
+BATCH_ROUNDS ?= 5
+bench-batch: batch-build
+	scripts/bench-batch.sh $(BATCH_N) $(BATCH_ROUNDS)
+
+batch-build: lib rocksdb-release
+	mkdir -p target/bench
+	cc -O2 -std=c11 -Wall -Wextra -Werror -o target/bench/batchfill ffi/bench/batchfill.c $$(PKG_CONFIG_PATH=target/pkgconfig pkg-config --cflags --libs sett rocksdb-release)
 
 # The fast gate before a commit: formatting, clippy, rustdoc with warnings denied and
 # the engine's unit tests. No apt-get, no root, no network beyond crates already fetched.

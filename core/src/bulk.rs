@@ -89,9 +89,7 @@ impl BulkLoader {
 
     fn add_entry(&mut self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
         let db = &self.db;
-        let expires_at = opts.ttl.map_or(0, |t| {
-            db.now() + t.as_secs() + u64::from(t.subsec_nanos() > 0)
-        });
+        let expires_at = opts.ttl.map_or(0, |t| db.opts.clock.expiry(t));
         db.check_user_key(key)?;
         if value.len() > db.opts.max_value_size {
             return Err(Error::TooBig {

@@ -46,10 +46,10 @@ rocks_version=$(awk '/^Version:/ {print $2}' target/pkgconfig/rocksdb-release.pc
 	echo
 	echo "Run $(date -u '+%Y-%m-%d %H:%M') UTC at commit $(git rev-parse --short HEAD) on $(nproc) cores, \`make bench-batch\`: $n entries of 16-byte random keys and 100-byte incompressible values in 1000-entry batches from one thread, WAL on, no sync, 64 MiB memtables, no compression, everything else at each engine's defaults; the clock runs until what is left in memory is flushed. $rounds rounds, the engines alternating, a fresh directory under $dir each run. RocksDB $rocks_version is the release build of \`scripts/rocksdb-release.sh\` (NDEBUG), through its C API as sett is through its own: the program is \`ffi/bench/batchfill.c\`, db_bench's fillrandom with --batch_size=1000 (the RocksDB source this project builds from does not ship db_bench)."
 	echo
-	echo "| engine | entries/s, median | range | runs |"
+	echo "| engine | entries/s, median | range | runs, sorted |"
 	echo "|---|---:|---:|---|"
-	echo "| sett | $(k "$s_med") | $(k "$s_lo")–$(k "$s_hi") | $(rates sett | while read -r x; do k "$x"; printf ' '; done) |"
-	echo "| RocksDB $rocks_version | $(k "$r_med") | $(k "$r_lo")–$(k "$r_hi") | $(rates rocksdb | while read -r x; do k "$x"; printf ' '; done) |"
+	echo "| sett | $(k "$s_med") | $(k "$s_lo")–$(k "$s_hi") | $(rates sett | while read -r x; do k "$x"; printf ' '; done | sed 's/ $//') |"
+	echo "| RocksDB $rocks_version | $(k "$r_med") | $(k "$r_lo")–$(k "$r_hi") | $(rates rocksdb | while read -r x; do k "$x"; printf ' '; done | sed 's/ $//') |"
 	echo
 	echo "sett ÷ RocksDB, medians: **${ratio}x, $verdict** (ahead or behind only where the ranges do not overlap)."
 } > "$out_md"

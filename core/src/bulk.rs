@@ -89,7 +89,9 @@ impl BulkLoader {
 
     fn add_entry(&mut self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
         let db = &self.db;
-        let expires_at = opts.ttl.map_or(0, |t| db.opts.clock.expiry(t));
+        let expires_at = opts.ttl.map_or(0, |t| {
+            db.now() + t.as_secs() + u64::from(t.subsec_nanos() > 0)
+        });
         db.check_user_key(key)?;
         if value.len() > db.opts.max_value_size {
             return Err(Error::TooBig {

@@ -6,12 +6,11 @@ use crate::table::{Codec, Compression};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// Where sett reads the time for TTLs: unix time. The system clock by
+/// Where sett reads the time for TTLs: unix seconds. The system clock by
 /// default; tests drive a manual one.
 #[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> Duration + Send + Sync>);
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
 
 impl Clock {
     /// The system clock.
@@ -19,43 +18,19 @@ impl Clock {
         Clock(Arc::new(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
+                .map_or(0, |d| d.as_secs())
         }))
     }
 
     /// A clock that reads `now` (unix seconds), for tests that move time by hand.
     pub fn manual(now: Arc<AtomicU64>) -> Clock {
-        Clock(Arc::new(move || {
-            Duration::from_secs(now.load(Ordering::SeqCst))
-        }))
+        Clock(Arc::new(move || now.load(Ordering::SeqCst)))
     }
 
     /// The current time in unix seconds.
     pub fn now(&self) -> u64 {
-        (self.0)().as_secs()
-    }
-
-    /// The current unix time at the clock's full precision.
-    pub(crate) fn precise(&self) -> Duration {
         (self.0)()
     }
-
-    /// The expiry (unix seconds) of an entry written now with `ttl`
-    /// ([`expiry_at`] of [`Clock::precise`]).
-    pub(crate) fn expiry(&self, ttl: Duration) -> u64 {
-        expiry_at(self.precise(), ttl)
-    }
-}
-
-/// The expiry (unix seconds) of an entry written at `now` with `ttl`: the
-/// first whole second at or after `now + ttl`. An entry reads as expired once
-/// the clock's whole seconds reach it, so it lives at least `ttl`; reckoned
-/// from the whole second alone, a write late in a second with a TTL of one
-/// second could expire a moment later.
-pub(crate) fn expiry_at(now: Duration, ttl: Duration) -> u64 {
-    let at = now.saturating_add(ttl);
-    at.as_secs()
-        .saturating_add(u64::from(at.subsec_nanos() > 0))
 }
 
 impl std::fmt::Debug for Clock {
@@ -411,26 +386,6 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_ttl_written_late_in_a_second_still_lives_its_whole_ttl() {
-        let late = Duration::new(10, 999_000_000);
-        // From the whole second alone (10 + 1) it would read as expired 1 ms later.
-        assert_eq!(expiry_at(late, Duration::from_secs(1)), 12);
-        assert_eq!(
-            expiry_at(Duration::from_secs(10), Duration::from_secs(1)),
-            11
-        );
-        assert_eq!(
-            expiry_at(Duration::from_secs(500), Duration::from_millis(300)),
-            501
-        );
-        assert_eq!(
-            expiry_at(Duration::new(500, 800_000_000), Duration::from_millis(300)),
-            502
-        );
-        assert_eq!(expiry_at(Duration::MAX, Duration::from_secs(1)), u64::MAX);
-    }
 
     #[test]
     fn defaults_are_valid() {

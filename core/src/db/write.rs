@@ -444,8 +444,8 @@ impl DbInner {
                     op.expires_at
                 } else {
                     op.ttl.map_or(0, |t| {
-                        let now = *now.get_or_insert_with(|| self.opts.clock.precise());
-                        crate::options::expiry_at(now, t)
+                        let now = *now.get_or_insert_with(|| self.now());
+                        now + t.as_secs() + u64::from(t.subsec_nanos() > 0)
                     })
                 };
                 if let Some(f) = feed.as_mut() {

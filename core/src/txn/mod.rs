@@ -172,7 +172,9 @@ impl Txn {
             // The expiry the commit will give it, rounded up to whole seconds as the
             // write path rounds it, so that a TTL read back in the transaction is the
             // one stored.
-            let expires_at = w.opts.ttl.map_or(0, |t| self.db.opts.clock.expiry(t));
+            let expires_at = w.opts.ttl.map_or(0, |t| {
+                self.db.now() + t.as_secs() + u64::from(t.subsec_nanos() > 0)
+            });
             return Ok(w.value.as_ref().map(|v| Item {
                 value: v.clone(),
                 user_meta: w.opts.user_meta,

@@ -331,11 +331,13 @@ def test_corruption_is_reported_not_returned(db_path):
 
 
 def test_ttl_and_meta(db):
-    db.put(b"short", b"v", ttl=1, meta=9)
+    # Expiry is in whole seconds (now's second + the TTL, as Badger's), so a
+    # 2 s TTL lives at least 1 s: long enough to read it back at once.
+    db.put(b"short", b"v", ttl=2, meta=9)
     value, meta, expires_at, version = db.get_entry(b"short")
     assert (value, meta) == (b"v", 9) and expires_at >= int(time.time()) and version > 0
     db.put(b"long", b"v", ttl=3600)
-    time.sleep(2.05)
+    time.sleep(3.05)
     assert db.get(b"short") is None
     assert db[b"long"] == b"v"
     with pytest.raises(ValueError):

@@ -239,6 +239,18 @@ fn failover(cx: &mut Ctx<'_>, option: Option<&Vec<u8>>) -> Res {
         return Ok(Reply::err("You should send CLUSTER FAILOVER to a replica"));
     };
     if !force {
+        // As in Redis, a manual failover needs its master's cooperation: a
+        // master that does not answer (any reply, -NOAUTH too, is an answer)
+        // is down, even if this replica's link has not noticed it yet.
+        let answers = topo
+            .my_master()
+            .map(|m| ask(&m.ip, m.port, b"*1\r\n$4\r\nPING\r\n", PROBE))
+            .is_some_and(|r| r.is_ok_and(|line| !line.is_empty()));
+        if !answers {
+            return Ok(Reply::err(
+                "Master is down or failed, please use CLUSTER FAILOVER FORCE",
+            ));
+        }
         let deadline = Instant::now() + CATCH_UP;
         loop {
             match sh.repl.following() {
@@ -275,25 +287,32 @@ fn failover(cx: &mut Ctx<'_>, option: Option<&Vec<u8>>) -> Res {
     Ok(Reply::Status("OK"))
 }
 
+/// How long a node waits for another to accept a connection and answer.
+const PROBE: Duration = Duration::from_secs(2);
+
+/// Sends one RESP `command` to `ip:port` and returns the first line of its
+/// answer, without the line end.
+fn ask(ip: &str, port: u16, command: &[u8], timeout: Duration) -> std::io::Result<String> {
+    let addr = (ip, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.write_all(command)?;
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line)?;
+    Ok(line.trim_end().to_string())
+}
+
 /// Sends CLUSTER RELOAD to a node, on a thread of its own; a node that does
 /// not answer is only logged (it reads the file when it starts).
 fn tell_reload(ip: String, port: u16) {
     let sent = std::thread::Builder::new()
         .name("sett-cluster-reload".into())
         .spawn(move || {
-            let result = (|| -> std::io::Result<String> {
-                let addr = (ip.as_str(), port)
-                    .to_socket_addrs()?
-                    .next()
-                    .ok_or_else(|| std::io::Error::other("no address"))?;
-                let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-                s.set_read_timeout(Some(Duration::from_secs(5)))?;
-                s.write_all(b"*2\r\n$7\r\nCLUSTER\r\n$6\r\nRELOAD\r\n")?;
-                let mut line = String::new();
-                BufReader::new(&s).read_line(&mut line)?;
-                Ok(line.trim_end().to_string())
-            })();
-            match result {
+            let reload = b"*2\r\n$7\r\nCLUSTER\r\n$6\r\nRELOAD\r\n";
+            match ask(&ip, port, reload, Duration::from_secs(5)) {
                 Ok(line) if line == "+OK" => {}
                 Ok(line) => eprintln!("sett-server: CLUSTER RELOAD on {ip}:{port}: {line}"),
                 Err(e) => eprintln!("sett-server: CLUSTER RELOAD on {ip}:{port}: {e}"),

@@ -134,7 +134,8 @@ func rocksSettings(o Options, blob bool) string {
 		RocksVersion(), RocksBuild, o.CacheBytes>>20, codecSetting(o))
 	if blob {
 		s += fmt.Sprintf("; rocksdb-blob rows: BlobDB (its integrated blob files) with min_blob_size %d B (the suite's threshold), "+
-			"blob garbage collection on (age cutoff 0.25, its default), blob cache = the block cache (one budget, as its documentation recommends)", ValueThreshold)
+			"blob garbage collection on (age cutoff 0.25, its default), blob cache = the block cache (one budget, as its documentation recommends); "+
+			"it has rows only at value sizes from that threshold up: below it BlobDB keeps every value in its tables and is the rocksdb row", ValueThreshold)
 	}
 	return s
 }

@@ -156,11 +156,22 @@ pub fn ensure_tool(tool: &str, package: &str) -> bool {
     if found() {
         return true;
     }
+    // The tests of one binary run in parallel: one install at a time here, and
+    // apt waits for dpkg's lock if another process holds it, so that a test
+    // never reads a lost race for the lock as "cannot be installed".
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if found() {
+        return true;
+    }
     eprintln!("{tool} not found: installing Debian's {package}");
     let _ = Command::new("sh")
         .args([
             "-c",
-            &format!("apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q {package}"),
+            &format!(
+                "apt-get -o DPkg::Lock::Timeout=300 update -q && DEBIAN_FRONTEND=noninteractive \
+                 apt-get -o DPkg::Lock::Timeout=300 install -y -q {package}"
+            ),
         ])
         .stdout(Stdio::null())
         .status();

@@ -309,3 +309,43 @@ fn without_the_idle_ratio_an_idle_db_keeps_files_below_the_gc_ratio() {
     assert_eq!(after.gc_files_deleted, 0, "{after:?}");
     assert_eq!(after.gc_walks, 0, "{after:?}");
 }
+
+/// A Db reopened with an L0 table below its trigger and no write is idle
+/// from the start, so the table is merged down; a write ends idleness at
+/// once, so the table its flush makes stays in L0 (under the trigger) rather
+/// than being merged while writes may still come.
+#[test]
+fn a_reopened_db_is_idle_at_once_and_a_write_ends_idleness_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = options(dir.path(), 64);
+    assert_eq!(o.l0_compaction_trigger, 2);
+    {
+        let db = Db::open(o.clone()).unwrap();
+        db.put(b"a", b"1").unwrap();
+        db.flush().unwrap();
+        assert_eq!(db.stats().levels[0].0, 1);
+        db.close().unwrap();
+    }
+    let db = Db::open(o).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.stats().levels[0].0 > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "L0 never merged down: {:?}",
+            db.stats().levels
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    db.put(b"b", b"2").unwrap();
+    db.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let s = db.stats();
+    assert_eq!(
+        s.levels[0].0, 1,
+        "the fresh L0 table was merged: {:?}",
+        s.levels
+    );
+    assert_eq!(s.compactions_pending, 0, "{s:?}");
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+}

@@ -173,17 +173,17 @@ impl DbInner {
                         return;
                     }
                     let version = self.read_state().version.clone();
+                    let idle = self.is_idle(&bg);
                     let BgState {
                         busy,
                         cursors,
                         manual,
-                        idle,
                         ..
                     } = &mut *bg;
                     let picked = if *manual {
                         None
                     } else {
-                        compaction::pick(&version, &self.opts, busy, cursors, *idle).or_else(|| {
+                        compaction::pick(&version, &self.opts, busy, cursors, idle).or_else(|| {
                             // Nothing due: drop what range tombstones hide.
                             let (_, range_seq) = self.drop_seqs();
                             let dels = self.read_state().range_dels.clone();

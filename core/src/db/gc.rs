@@ -620,9 +620,16 @@ impl DbInner {
 
     /// The background GC: see the module's documentation.
     pub(crate) fn gc_loop(self: Arc<Self>) {
-        let mut wait = Duration::from_secs(1);
-        let mut batches = self.counters.batches.load(Ordering::Relaxed);
-        let mut last_write = Instant::now();
+        // A Db that nobody has written to since it opened is idle at once:
+        // the first round runs now, and what waits for idleness (the L0
+        // merge, the idle tier) does not wait out a timer first.
+        let mut wait = Duration::ZERO;
+        // The count at open (zero), not at this thread's start: a write that
+        // comes before the thread looks is a write since open.
+        let mut batches = 0;
+        let mut last_write = Instant::now()
+            .checked_sub(IDLE_AFTER)
+            .unwrap_or_else(Instant::now);
         // (when, value-log bytes appended): the write rate over the window.
         let mut appends: VecDeque<(Instant, u64)> = VecDeque::new();
         self.defer_samples_of_files_from_before_open();
@@ -675,8 +682,9 @@ impl DbInner {
             }
             let idle = last_write.elapsed() >= IDLE_AFTER;
             let mut bg = lock(&self.bg);
-            if bg.idle != idle {
+            if bg.idle != idle || (idle && bg.idle_at_batches != batches) {
                 bg.idle = idle;
+                bg.idle_at_batches = batches;
                 if idle {
                     self.bg_cv.notify_all();
                 }
@@ -689,7 +697,7 @@ impl DbInner {
     /// `IDLE_AFTER`; the GC's own moves do not count as writes).
     fn background_ratio(&self) -> f64 {
         let (busy, idle) = (self.opts.vlog_gc_ratio, self.opts.vlog_gc_idle_ratio);
-        if idle > 0.0 && idle < busy && lock(&self.bg).idle {
+        if idle > 0.0 && idle < busy && self.is_idle(&lock(&self.bg)) {
             idle
         } else {
             busy

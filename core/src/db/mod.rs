@@ -141,7 +141,19 @@ pub(crate) struct BgState {
     pub(crate) manual: bool,
     /// Writes stopped a while ago (set by the GC loop): L0 is merged down even
     /// below its trigger, so that its garbage is counted (`compaction::due`).
+    /// Read it through [`DbInner::is_idle`], which also sees a write since.
     pub(crate) idle: bool,
+    /// `Counters::batches` when `idle` was last set.
+    pub(crate) idle_at_batches: u64,
+}
+
+impl DbInner {
+    /// Whether the Db is idle: marked so by the GC loop, and no batch written
+    /// since, so that a write ends idleness at once, not at the loop's next
+    /// look. Requires: `bg` is this Db's `bg`, locked by the caller.
+    pub(crate) fn is_idle(&self, bg: &BgState) -> bool {
+        bg.idle && self.counters.batches.load(Ordering::Relaxed) == bg.idle_at_batches
+    }
 }
 
 /// The group-commit queue and the sequence numbers it hands out.
@@ -981,7 +993,7 @@ impl DbInner {
             compactions_pending: crate::levels::compaction::due(
                 &st.version,
                 &self.opts,
-                lock(&self.bg).idle,
+                self.is_idle(&lock(&self.bg)),
             )
             .len() as u64,
             compactions_running: self.counters.compactions_running.load(Ordering::Relaxed),

@@ -162,6 +162,20 @@ impl<'a> Probe<'a> {
     }
 }
 
+/// Whether node `n` sorts before `probe`, or is equal to it and `equal`
+/// counts as before.
+///
+/// # Safety
+/// As for [`key_of`].
+unsafe fn sorts_before(n: *const Node, probe: &Probe<'_>, equal: bool) -> bool {
+    // SAFETY: the caller's contract.
+    match unsafe { probe.cmp_node(n) } {
+        CmpOrdering::Less => true,
+        CmpOrdering::Equal => equal,
+        CmpOrdering::Greater => false,
+    }
+}
+
 /// Where a key goes at each level: the last node before it (possibly the
 /// head) and the first node at or after it (possibly none).
 struct Splice {
@@ -559,39 +573,10 @@ impl Memtable {
         }
     }
 
-    /// The first node at or after `probe` (`or_equal`) or after it, or null.
-    fn seek(&self, probe: &Probe<'_>, or_equal: bool) -> *const Node {
-        let past = |n: *const Node| {
-            // SAFETY: `n` is a published node of this memtable.
-            let c = unsafe { probe.cmp_node(n) };
-            c == CmpOrdering::Less || (!or_equal && c == CmpOrdering::Equal)
-        };
-        let mut x = self.head();
-        let mut level = self.height.load(Ordering::Acquire) - 1;
-        loop {
-            // SAFETY: `x` is the head or a node reaching `level`.
-            let n = unsafe { link(x, level).load(Ordering::Acquire) } as *const Node;
-            if !n.is_null() && past(n) {
-                x = n;
-            } else if level == 0 {
-                return n;
-            } else {
-                level -= 1;
-            }
-        }
-    }
-
-    /// The last node before `probe` (or at it, `or_equal`), or null; with no
-    /// probe, the last node.
-    fn seek_back(&self, probe: Option<&Probe<'_>>, or_equal: bool) -> *const Node {
-        let before = |n: *const Node| match probe {
-            None => true,
-            Some(p) => {
-                // SAFETY: `n` is a published node of this memtable.
-                let c = unsafe { p.cmp_node(n) };
-                c == CmpOrdering::Less || (or_equal && c == CmpOrdering::Equal)
-            }
-        };
+    /// Walks down from the head along the nodes for which `before` holds
+    /// (a prefix of the list); returns the last of them (null for none) and
+    /// the node after it on level 0 (null at the end).
+    fn descend(&self, before: impl Fn(*const Node) -> bool) -> (*const Node, *const Node) {
         let mut x = self.head();
         let mut level = self.height.load(Ordering::Acquire) - 1;
         loop {
@@ -600,11 +585,26 @@ impl Memtable {
             if !n.is_null() && before(n) {
                 x = n;
             } else if level == 0 {
-                return if x == self.head() { ptr::null() } else { x };
+                return (if x == self.head() { ptr::null() } else { x }, n);
             } else {
                 level -= 1;
             }
         }
+    }
+
+    /// The first node at or after `probe` (`or_equal`) or after it, or null.
+    fn seek(&self, probe: &Probe<'_>, or_equal: bool) -> *const Node {
+        // SAFETY: `descend` passes published nodes of this memtable.
+        self.descend(|n| unsafe { sorts_before(n, probe, !or_equal) })
+            .1
+    }
+
+    /// The last node before `probe` (or at it, `or_equal`), or null; with no
+    /// probe, the last node.
+    fn seek_back(&self, probe: Option<&Probe<'_>>, or_equal: bool) -> *const Node {
+        // SAFETY: `descend` passes published nodes of this memtable.
+        self.descend(|n| probe.is_none_or(|p| unsafe { sorts_before(n, p, or_equal) }))
+            .0
     }
 
     /// The newest version of `user_key` at or below `read_seq`: (seq, value record).

@@ -129,8 +129,11 @@ pub struct Options {
     /// the same threshold while idle as while writing. Default 0.25.
     pub vlog_gc_idle_ratio: f64,
     /// Bytes per second the background value-log GC reads and rewrites at
-    /// most while writes are slow or stopped, so that it does not take the
-    /// device from foreground work. 0: no limit. Default 64 MiB/s.
+    /// most while reads or slow writes run, so that it does not take the
+    /// device from foreground work. While the Db is quiet (no write and no
+    /// read for a second) the GC runs at device speed, and the first read or
+    /// write puts this limit back within 256 KiB of GC work. 0: no limit.
+    /// Default 64 MiB/s.
     pub vlog_gc_rate: u64,
     /// While writes run, the background GC's limit is raised to this many
     /// times the rate at which they append to the value log (the fastest

@@ -349,3 +349,97 @@ fn a_reopened_db_is_idle_at_once_and_a_write_ends_idleness_at_once() {
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
     assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
 }
+
+/// The background GC keeps to `vlog_gc_rate` while a reader runs, and goes
+/// at device speed once the Db is quiet (no read and no write for a
+/// second). Two thirds of 8 MiB of separated values are overwritten and the
+/// tree merged (garbage counted) before a reopen with a limit of 128 KiB/s:
+/// the 32 files' 8 MiB of reads and 3 MiB of moves would take over 80 s at
+/// that rate. A reader for 3 s lets the GC do at most a few files; once it
+/// stops, the rest is collected in a fraction of the time the limit allows.
+#[test]
+fn a_quiet_db_collects_at_device_speed_and_a_reader_puts_the_rate_limit_back() {
+    const RATE: u64 = 128 << 10;
+    const FILE: u64 = 256 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let value_len = 4096;
+    let keys = 2048;
+    let opts = |gc: bool| {
+        let mut o = options(dir.path(), value_len);
+        o.memtable_size = 1 << 20;
+        o.vlog_file_size = FILE;
+        o.vlog_gc_rate = RATE;
+        if !gc {
+            o.vlog_gc_ratio = 0.0;
+        }
+        o
+    };
+    {
+        let db = Db::open(opts(false)).unwrap();
+        for i in 0..keys {
+            let k = key(i);
+            db.put(&k, &value_for(&k, 0, value_len)).unwrap();
+        }
+        for i in (0..keys).filter(|i| i % 3 != 0) {
+            let k = key(i);
+            db.put(&k, &value_for(&k, 1, value_len)).unwrap();
+        }
+        db.flatten().unwrap();
+        db.close().unwrap();
+    }
+    let db = std::sync::Arc::new(Db::open(opts(true)).unwrap());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let k = key(i % keys);
+                assert!(db.get(&k).unwrap().is_some());
+                i += 1;
+            }
+        })
+    };
+    let read_for = Duration::from_secs(3);
+    std::thread::sleep(read_for);
+    let while_read = db.stats();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+    // What the limit allows in 3 s, plus one step of 256 KiB before the
+    // first look, plus the file in hand: about 4 files of 256 KiB.
+    let allowed = (RATE * read_for.as_secs() + (256 << 10)) / FILE + 2;
+    assert!(
+        while_read.gc_files_rewritten + while_read.gc_files_deleted <= allowed,
+        "the GC ran past its limit beside a reader: {while_read:?}"
+    );
+    assert!(
+        while_read.gc_pending_files >= 20,
+        "little was left to collect: {while_read:?}"
+    );
+
+    let quiet_from = Instant::now();
+    let deadline = quiet_from + Duration::from_secs(60);
+    let after = loop {
+        let s = db.stats();
+        if s.gc_pending_files == 0 {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "never collected: {s:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = quiet_from.elapsed();
+    let files = after.gc_files_rewritten + after.gc_files_deleted
+        - while_read.gc_files_rewritten
+        - while_read.gc_files_deleted;
+    let paced = Duration::from_secs_f64((files * FILE) as f64 / RATE as f64);
+    assert!(files >= 20, "{after:?}");
+    assert!(
+        took < paced / 4,
+        "{files} files took {took:?}; the rate limit alone allows them in {paced:?}"
+    );
+    for i in 0..keys {
+        let k = key(i);
+        let round = u64::from(i % 3 != 0);
+        assert_eq!(db.get(&k).unwrap(), Some(value_for(&k, round, value_len)));
+    }
+}

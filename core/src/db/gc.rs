@@ -12,7 +12,8 @@
 //! A background thread (`gc_loop`, unless `vlog_gc_ratio` is 0) does the same
 //! without being asked: whenever compactions have run, and once a second, it
 //! collects every sealed file whose garbage share reached `vlog_gc_ratio`,
-//! reading and rewriting at most `vlog_gc_rate` bytes a second. Its rounds
+//! reading and rewriting at most `vlog_gc_rate` bytes a second while reads
+//! or writes run, and at device speed while the Db is quiet (`Pacer`). Its rounds
 //! take several files at once (one sample, flush and sync for all), never
 //! wait for a flush (a file whose WAL is still live waits for a later round;
 //! the memtable is switched ahead once its WAL spans a few sealed files), and
@@ -323,6 +324,57 @@ struct Pace {
     writing: bool,
 }
 
+/// A round's progress against its rate limit, looked at every `PACE_STEP`
+/// bytes. A background round runs at device speed while the Db is quiet
+/// (`DbInner::look_idle`: no write and no read for `IDLE_AFTER`): the
+/// rewrites then delay nobody, and the settle after a load is as short as
+/// the device allows. The first foreground read or write puts the limit
+/// back within a step, counted from then on, so that bytes done unpaced are
+/// not paid for with a sleep.
+struct Pacer {
+    /// Bytes a second; 0: no limit.
+    rate: u64,
+    /// A background round, which runs unpaced while the Db is quiet.
+    background: bool,
+    /// The limit holds for the bytes done past `paid` since `since`.
+    since: Instant,
+    paid: u64,
+    /// Bytes done at which to look next.
+    next: u64,
+}
+
+/// Bytes a round does between two looks at its pace.
+const PACE_STEP: u64 = 256 << 10;
+
+impl Pacer {
+    fn new(rate: u64, background: bool, started: Instant) -> Pacer {
+        Pacer {
+            rate,
+            background,
+            since: started,
+            paid: 0,
+            next: PACE_STEP,
+        }
+    }
+
+    /// Whether `done` bytes call for a look (`step`).
+    fn due(&self, done: u64) -> bool {
+        self.rate > 0 && done >= self.next
+    }
+
+    /// Sleeps as long as `done` bytes of the round ask, if the limit holds.
+    /// Requires: `due(done)`; no lock of `db` held (a look takes `bg`).
+    fn step(&mut self, db: &DbInner, done: u64) -> Result<()> {
+        self.next = done + PACE_STEP;
+        if self.background && db.look_idle() {
+            self.since = Instant::now();
+            self.paid = done;
+            return Ok(());
+        }
+        db.throttle(self.since, done - self.paid, self.rate)
+    }
+}
+
 /// The files a round collects, from sealed files and their estimated
 /// garbage shares: those at `ratio` or more, the largest share first, as
 /// many as fit in `max_bytes` (the first whatever its size).
@@ -624,12 +676,6 @@ impl DbInner {
         // the first round runs now, and what waits for idleness (the L0
         // merge, the idle tier) does not wait out a timer first.
         let mut wait = Duration::ZERO;
-        // The count at open (zero), not at this thread's start: a write that
-        // comes before the thread looks is a write since open.
-        let mut batches = 0;
-        let mut last_write = Instant::now()
-            .checked_sub(IDLE_AFTER)
-            .unwrap_or_else(Instant::now);
         // (when, value-log bytes appended): the write rate over the window.
         let mut appends: VecDeque<(Instant, u64)> = VecDeque::new();
         self.defer_samples_of_files_from_before_open();
@@ -661,7 +707,10 @@ impl DbInner {
                 match self.collect(self.background_ratio(), pace, true, ROUND_BYTES) {
                     Ok(outcomes) if outcomes.is_empty() => break,
                     // Writes may have sped up or stopped meanwhile.
-                    Ok(_) => (rate, writing) = self.gc_pace(&mut appends),
+                    Ok(_) => {
+                        (rate, writing) = self.gc_pace(&mut appends);
+                        self.look_idle();
+                    }
                     // Closing, or poisoned by a write path error: the loop ends above.
                     Err(Error::Closed | Error::Poisoned(_)) => break,
                     Err(_) => {
@@ -672,24 +721,39 @@ impl DbInner {
                     }
                 }
             }
-            // Writes stopped: let the compaction thread merge L0 down, so that
-            // the garbage its shadowed versions hold is counted and collected
-            // (compaction::due). Writes again: back to the triggers.
-            let now = self.counters.batches.load(Ordering::Relaxed);
-            if now != batches {
-                batches = now;
-                last_write = Instant::now();
-            }
-            let idle = last_write.elapsed() >= IDLE_AFTER;
-            let mut bg = lock(&self.bg);
-            if bg.idle != idle || (idle && bg.idle_at_batches != batches) {
-                bg.idle = idle;
-                bg.idle_at_batches = batches;
-                if idle {
-                    self.bg_cv.notify_all();
-                }
+            self.look_idle();
+        }
+    }
+
+    /// Looks at the foreground work since the last look: marks the Db idle
+    /// once no batch has been written for `IDLE_AFTER` (the compaction
+    /// thread then merges L0 down, so that the garbage its shadowed versions
+    /// hold is counted and collected: `compaction::due`), or busy again, and
+    /// returns whether it is also quiet: idle, and no read for `IDLE_AFTER`.
+    /// A Db nobody has used since it opened is both at once.
+    /// Requires: `bg` is not held by the caller.
+    fn look_idle(&self) -> bool {
+        let batches = self.counters.batches.load(Ordering::Relaxed);
+        let read = self.counters.read_seen.swap(false, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut bg = lock(&self.bg);
+        if batches != bg.seen_batches {
+            bg.seen_batches = batches;
+            bg.last_write = Some(now);
+        }
+        if read {
+            bg.last_read = Some(now);
+        }
+        let long_ago = |t: Option<Instant>| t.is_none_or(|t| now.duration_since(t) >= IDLE_AFTER);
+        let idle = long_ago(bg.last_write);
+        if bg.idle != idle || (idle && bg.idle_at_batches != batches) {
+            bg.idle = idle;
+            bg.idle_at_batches = batches;
+            if idle {
+                self.bg_cv.notify_all();
             }
         }
+        idle && long_ago(bg.last_read)
     }
 
     /// The garbage share the background GC collects at: `vlog_gc_ratio`, or
@@ -1017,6 +1081,7 @@ impl DbInner {
 
         // What the rate limits: bytes read, plus what was moved, over the round.
         let mut done = 0u64;
+        let mut pacer = Pacer::new(rate, background, started);
         let mut outcomes = Vec::with_capacity(files.len());
         // A file with a damaged live entry stays (what was moved of it is
         // garbage now); the round goes on with the others.
@@ -1025,7 +1090,7 @@ impl DbInner {
         for file in files {
             let file_bytes = file.len()?;
             let (moved_values, moved_bytes) =
-                match self.move_live(&file, walked.as_ref(), rate, started, done, trace) {
+                match self.move_live(&file, walked.as_ref(), &mut pacer, done, trace) {
                     Ok(moved) => moved,
                     Err(e) if e.is_corruption() => {
                         lock(&self.gc_samples).damaged.insert(file.id());
@@ -1109,8 +1174,8 @@ impl DbInner {
 
     /// Moves each entry of `file` that is still the newest version of its
     /// key to the head of the log (through the write pipeline, in chunks),
-    /// keeping `done` bytes of the round before it plus this file's within
-    /// `rate` a second since `started`. Returns the values and bytes moved.
+    /// keeping `done_before` bytes of the round plus this file's within
+    /// `pacer`'s limit. Returns the values and bytes moved.
     /// With `walked` (which recorded `file`), the walk's live entries are
     /// moved without a lookup each.
     ///
@@ -1124,12 +1189,10 @@ impl DbInner {
         self: &Arc<Self>,
         file: &crate::vlog::VlogFile,
         walked: Option<&Walked>,
-        rate: u64,
-        started: Instant,
+        pacer: &mut Pacer,
         done_before: u64,
         trace: &mut Trace,
     ) -> Result<(u64, u64)> {
-        let mut throttled = done_before;
         let timed = trace.on();
         let (mut lookups, mut sleeps) = (Duration::ZERO, Duration::ZERO);
         let clock = || timed.then(Instant::now);
@@ -1138,10 +1201,9 @@ impl DbInner {
         let end = file.for_each_entry(|ptr, key, value| {
             // Bytes read so far, plus what was moved: what the rate limits.
             let done = done_before + ptr.offset + u64::from(ptr.len) + mover.bytes;
-            if rate > 0 && done >= throttled + (256 << 10) {
-                throttled = done;
+            if pacer.due(done) {
                 let t = clock();
-                self.throttle(started, done, rate)?;
+                pacer.step(self, done)?;
                 sleeps += since(t);
             }
             let live = match walked {

@@ -49,6 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 pub use verify::VerifyReport;
 pub(crate) use write::{Move, TxnCheck, WriterKind};
@@ -145,6 +146,12 @@ pub(crate) struct BgState {
     pub(crate) idle: bool,
     /// `Counters::batches` when `idle` was last set.
     pub(crate) idle_at_batches: u64,
+    /// `Counters::batches` at the GC loop's last look (`DbInner::look_idle`).
+    pub(crate) seen_batches: u64,
+    /// When the GC loop last saw a batch written, or a read
+    /// (`Counters::read_seen`); `None`: not since open.
+    pub(crate) last_write: Option<Instant>,
+    pub(crate) last_read: Option<Instant>,
 }
 
 impl DbInner {
@@ -153,6 +160,16 @@ impl DbInner {
     /// look. Requires: `bg` is this Db's `bg`, locked by the caller.
     pub(crate) fn is_idle(&self, bg: &BgState) -> bool {
         bg.idle && self.counters.batches.load(Ordering::Relaxed) == bg.idle_at_batches
+    }
+
+    /// Records that a caller read (a point read, or an iterator's chunk), so
+    /// that an idle GC running at device speed yields (`Pacer`). A load
+    /// before the store keeps the flag's cache line shared between readers
+    /// until the GC clears it.
+    pub(crate) fn note_read(&self) {
+        if !self.counters.read_seen.load(Ordering::Relaxed) {
+            self.counters.read_seen.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -278,6 +295,8 @@ pub struct Stats {
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) batches: AtomicU64,
+    /// A caller read since the GC last looked (`DbInner::note_read`).
+    pub(crate) read_seen: AtomicBool,
     pub(crate) groups: AtomicU64,
     pub(crate) wal_syncs: AtomicU64,
     pub(crate) compactions_running: AtomicU64,
@@ -857,6 +876,7 @@ impl DbInner {
     /// Reads `key` at `read_seq` from `st`; tombstones and expired entries
     /// read as absent. The caller has checked the key.
     pub(crate) fn get_in(&self, st: &ReadState, key: &[u8], read_seq: u64) -> Result<Option<Item>> {
+        self.note_read();
         let Some((version, raw)) = st.lookup(key, read_seq)? else {
             return Ok(None);
         };

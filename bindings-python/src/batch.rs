@@ -2,7 +2,7 @@
 //! straight into a Rust-side `WriteBatch` (no Python tuple or list per entry);
 //! `commit()` hands the whole batch to the engine with the GIL released.
 
-use crate::convert::bytes_arg;
+use crate::convert::bytes_view;
 use crate::db::{put_options, Db};
 use crate::errors::to_py;
 use crate::keyspace::Keyspace;
@@ -41,8 +41,8 @@ impl Batch {
         meta: u8,
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
-        let k = bytes_arg(key, "key")?;
-        let v = bytes_arg(value, "value")?;
+        let k = bytes_view(key, "key")?;
+        let v = bytes_view(value, "value")?;
         let o = if ttl.is_none() && meta == 0 {
             PutOptions::default()
         } else {
@@ -63,7 +63,7 @@ impl Batch {
         key: &Bound<'_, PyAny>,
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         match keyspace {
             Some(ks) => self.ops.delete_in(&ks.ks, k),
             None => self.ops.delete(k),
@@ -81,8 +81,8 @@ impl Batch {
         end: &Bound<'_, PyAny>,
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
-        let s = bytes_arg(start, "start")?;
-        let e = bytes_arg(end, "end")?;
+        let s = bytes_view(start, "start")?;
+        let e = bytes_view(end, "end")?;
         match keyspace {
             Some(ks) => self.ops.delete_range_in(&ks.ks, s, e),
             None => self.ops.delete_range(s, e),

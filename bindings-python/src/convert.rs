@@ -5,14 +5,22 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
+use std::borrow::Cow;
 
 /// The bytes of `obj`, copied.
 pub fn bytes_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    bytes_view(obj, what).map(Cow::into_owned)
+}
+
+/// The bytes of `obj`: borrowed from a `bytes` (immutable, and held by the
+/// caller's reference), copied from a `bytearray` (which Python code may
+/// resize while we read it).
+pub fn bytes_view<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
     if let Ok(b) = obj.downcast::<PyBytes>() {
-        return Ok(b.as_bytes().to_vec());
+        return Ok(Cow::Borrowed(b.as_bytes()));
     }
     if let Ok(b) = obj.downcast::<PyByteArray>() {
-        return Ok(b.to_vec());
+        return Ok(Cow::Owned(b.to_vec()));
     }
     if obj.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err(format!(

@@ -77,7 +77,7 @@ pub fn run(a: &BankArgs) -> Result<bool, String> {
     if db.get(&account(0)).map_err(|e| e.to_string())?.is_none() {
         let mut b = WriteBatch::new();
         for i in 0..accounts {
-            b.put(account(i), START_BALANCE.to_be_bytes().to_vec());
+            b.put(account(i), START_BALANCE.to_be_bytes());
         }
         db.write(b).map_err(|e| e.to_string())?;
     }

@@ -182,14 +182,14 @@ pub fn child(a: &ChildArgs) -> Result<(), String> {
         } else {
             let mut b = WriteBatch::new();
             if deletes_range(i) {
-                b.delete_range(b"s/".to_vec(), side(i));
+                b.delete_range(b"s/", side(i));
             }
-            b.put(side(i), b"s".to_vec());
+            b.put(side(i), b"s");
             b.put_in(&space, &ks_key, ks_value);
             for (k, v) in entries {
                 b.put(k, v);
             }
-            b.put(marker(i), b"m".to_vec());
+            b.put(marker(i), b"m");
             if i > 0 {
                 b.delete(marker(i - 1));
             }

@@ -237,7 +237,7 @@ impl DbInner {
                         let end = rr.len_prefixed().ok_or_else(bad)?.to_vec();
                         let _seq = rr.u64().ok_or_else(bad)?;
                         self.check_range(&start, &end)?;
-                        deletes.delete_range_raw(start, end);
+                        deletes.delete_range_raw(&start, &end);
                     }
                     if rr.remaining() != 0 {
                         return Err(bad());
@@ -264,7 +264,7 @@ impl DbInner {
                         if group.first().is_some_and(|g| g.0 != e.0) {
                             applied += group.len() as u64;
                             for (k, v, m, x) in group.drain(..).rev() {
-                                batch.put_raw(k, v, m, x);
+                                batch.put_raw(&k, v.as_deref(), m, x);
                             }
                             if batch.size_bytes() >= CHUNK {
                                 self.write(
@@ -282,7 +282,7 @@ impl DbInner {
                         .ok_or_else(|| Error::corruption(stream_name(), at, "bad end record"))?;
                     applied += group.len() as u64;
                     for (k, v, m, x) in group.drain(..).rev() {
-                        batch.put_raw(k, v, m, x);
+                        batch.put_raw(&k, v.as_deref(), m, x);
                     }
                     if total != applied {
                         return Err(Error::corruption(

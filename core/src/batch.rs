@@ -3,6 +3,7 @@
 use crate::coding::{put_varint, Reader};
 use crate::feed::{Change, ChangeKind};
 use crate::keyspace::{self, Keyspace, Shared};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,25 +17,38 @@ pub struct PutOptions {
     pub ttl: Option<Duration>,
 }
 
-/// One operation of a batch.
+/// One operation of a batch. Its key and small value are spans of the
+/// batch's buffer (`WriteBatch::data`).
 #[derive(Debug, Clone)]
 pub(crate) struct BatchOp {
-    pub key: Vec<u8>,
-    /// `None` for a delete.
-    pub value: Option<Vec<u8>>,
+    pub key: Range<usize>,
+    pub value: OpValue,
     pub user_meta: u8,
     pub ttl: Option<Duration>,
     /// Absolute expiry (unix seconds), used instead of `ttl` when non-zero
     /// (restores keep the original expiry).
     pub expires_at: u64,
-    /// `Some(end)` for a range delete of `[key, end)` (an empty end is
-    /// unbounded); `value` is then `None`.
-    pub range_end: Option<Vec<u8>>,
     /// Which key space `key` is in, for validation.
     pub space: Space,
     /// The keyspace's value threshold, when it has its own.
     pub value_threshold: Option<usize>,
 }
+
+/// What a batch op writes at its key.
+#[derive(Debug, Clone)]
+pub(crate) enum OpValue {
+    Delete,
+    /// A value in the batch's buffer.
+    Here(Range<usize>),
+    /// A value of at least `OWN_BUFFER_AT` bytes, in its own buffer: the
+    /// value log writes it from there instead of copying it again.
+    Own(Vec<u8>),
+    /// A range delete of `[key, end)` (an empty end is unbounded).
+    RangeEnd(Range<usize>),
+}
+
+/// Values at least this long get their own buffer (`OpValue::Own`).
+const OWN_BUFFER_AT: usize = 4096;
 
 /// Where a batch op's key lies: what [`crate::Db::write`] checks it against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +64,15 @@ pub(crate) enum Space {
 
 /// Puts and deletes applied atomically by [`crate::Db::write`]: after a crash,
 /// recovery finds all of them or none. A later operation on the same key wins.
+///
+/// Keys and values are copied into one buffer, as RocksDB's `WriteBatch`
+/// keeps its `rep_`: a batch of many small puts costs a few regrowths of
+/// that buffer, not an allocation per key and per value.
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
+    /// Keys, small values and range ends, back to back. A range delete
+    /// leaves the bytes of the ops it removes here (not counted in `bytes`).
+    pub(crate) data: Vec<u8>,
     pub(crate) ops: Vec<BatchOp>,
     bytes: usize,
     /// Keyspaces written: the batch is refused if one was dropped before
@@ -72,30 +93,83 @@ impl WriteBatch {
         WriteBatch::default()
     }
 
+    /// Copies `bytes` into the buffer; returns their span.
+    fn stash(&mut self, bytes: &[u8]) -> Range<usize> {
+        let at = self.data.len();
+        self.data.extend_from_slice(bytes);
+        at..self.data.len()
+    }
+
+    /// The key of `op`, an op of this batch.
+    pub(crate) fn key(&self, op: &BatchOp) -> &[u8] {
+        &self.data[op.key.clone()]
+    }
+
+    /// The value of `op` (`None` for a delete or a range delete).
+    pub(crate) fn value<'a>(&'a self, op: &'a BatchOp) -> Option<&'a [u8]> {
+        match &op.value {
+            OpValue::Here(v) => Some(&self.data[v.clone()]),
+            OpValue::Own(v) => Some(v),
+            OpValue::Delete | OpValue::RangeEnd(_) => None,
+        }
+    }
+
+    /// The end of `op`'s range, if it is a range delete.
+    pub(crate) fn range_end(&self, op: &BatchOp) -> Option<&[u8]> {
+        match &op.value {
+            OpValue::RangeEnd(end) => Some(&self.data[end.clone()]),
+            _ => None,
+        }
+    }
+
+    /// Adds a put (or a delete, `value` `None`) of `key`, already in `space`.
+    fn push(
+        &mut self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        opts: PutOptions,
+        expires_at: u64,
+        space: Space,
+        value_threshold: Option<usize>,
+    ) {
+        self.bytes += key.len() + value.map_or(0, <[u8]>::len);
+        let key = self.stash(key);
+        let value = match value {
+            None => OpValue::Delete,
+            Some(v) if v.len() >= OWN_BUFFER_AT => OpValue::Own(v.to_vec()),
+            Some(v) => OpValue::Here(self.stash(v)),
+        };
+        self.ops.push(BatchOp {
+            key,
+            value,
+            user_meta: opts.user_meta,
+            ttl: opts.ttl,
+            expires_at,
+            space,
+            value_threshold,
+        });
+    }
+
     /// Adds a put of `key` → `value`.
-    pub fn put(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> &mut Self {
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.put_with(key, value, PutOptions::default())
     }
 
     /// Adds a put with user meta and/or a time to live.
     pub fn put_with(
         &mut self,
-        key: impl Into<Vec<u8>>,
-        value: impl Into<Vec<u8>>,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
         opts: PutOptions,
     ) -> &mut Self {
-        let (key, value) = (key.into(), value.into());
-        self.bytes += key.len() + value.len();
-        self.ops.push(BatchOp {
-            key,
-            value: Some(value),
-            user_meta: opts.user_meta,
-            ttl: opts.ttl,
-            expires_at: 0,
-            range_end: None,
-            space: Space::User,
-            value_threshold: None,
-        });
+        self.push(
+            key.as_ref(),
+            Some(value.as_ref()),
+            opts,
+            0,
+            Space::User,
+            None,
+        );
         self
     }
 
@@ -104,7 +178,7 @@ impl WriteBatch {
         &mut self,
         ks: &Keyspace,
         key: impl AsRef<[u8]>,
-        value: impl Into<Vec<u8>>,
+        value: impl AsRef<[u8]>,
     ) -> &mut Self {
         self.put_with_in(ks, key, value, PutOptions::default())
     }
@@ -115,25 +189,22 @@ impl WriteBatch {
         &mut self,
         ks: &Keyspace,
         key: impl AsRef<[u8]>,
-        value: impl Into<Vec<u8>>,
+        value: impl AsRef<[u8]>,
         mut opts: PutOptions,
     ) -> &mut Self {
         let o = ks.shared().options();
         if opts.ttl.is_none() {
             opts.ttl = o.default_ttl;
         }
-        let (key, value) = (ks.shared().storage_key(key.as_ref()), value.into());
-        self.bytes += key.len() + value.len();
-        self.ops.push(BatchOp {
-            key,
-            value: Some(value),
-            user_meta: opts.user_meta,
-            ttl: opts.ttl,
-            expires_at: 0,
-            range_end: None,
-            space: Space::Keyspace,
-            value_threshold: o.value_threshold,
-        });
+        let key = ks.shared().storage_key(key.as_ref());
+        self.push(
+            &key,
+            Some(value.as_ref()),
+            opts,
+            0,
+            Space::Keyspace,
+            o.value_threshold,
+        );
         self.note_keyspace(ks.shared());
         self
     }
@@ -141,17 +212,7 @@ impl WriteBatch {
     /// Adds a delete of `key` in keyspace `ks`.
     pub fn delete_in(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> &mut Self {
         let key = ks.shared().storage_key(key.as_ref());
-        self.bytes += key.len();
-        self.ops.push(BatchOp {
-            key,
-            value: None,
-            user_meta: 0,
-            ttl: None,
-            expires_at: 0,
-            range_end: None,
-            space: Space::Keyspace,
-            value_threshold: None,
-        });
+        self.push(&key, None, PutOptions::default(), 0, Space::Keyspace, None);
         self.note_keyspace(ks.shared());
         self
     }
@@ -165,7 +226,7 @@ impl WriteBatch {
         end: impl AsRef<[u8]>,
     ) -> &mut Self {
         let (start, end) = ks.shared().storage_range(start.as_ref(), end.as_ref());
-        self.push_range(start, end, Space::Keyspace);
+        self.push_range(&start, &end, Space::Keyspace);
         self.note_keyspace(ks.shared());
         self
     }
@@ -179,38 +240,28 @@ impl WriteBatch {
     /// Adds a put that expires at an absolute time (unix seconds; 0 = never).
     pub(crate) fn put_raw(
         &mut self,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
+        key: &[u8],
+        value: Option<&[u8]>,
         user_meta: u8,
         expires_at: u64,
     ) {
-        self.bytes += key.len() + value.as_ref().map_or(0, Vec::len);
-        self.ops.push(BatchOp {
-            key,
-            value,
+        let opts = PutOptions {
             user_meta,
             ttl: None,
-            expires_at,
-            range_end: None,
-            space: Space::Storage,
-            value_threshold: None,
-        });
+        };
+        self.push(key, value, opts, expires_at, Space::Storage, None);
     }
 
     /// Adds a delete of `key`.
-    pub fn delete(&mut self, key: impl Into<Vec<u8>>) -> &mut Self {
-        let key = key.into();
-        self.bytes += key.len();
-        self.ops.push(BatchOp {
-            key,
-            value: None,
-            user_meta: 0,
-            ttl: None,
-            expires_at: 0,
-            range_end: None,
-            space: Space::User,
-            value_threshold: None,
-        });
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.push(
+            key.as_ref(),
+            None,
+            PutOptions::default(),
+            0,
+            Space::User,
+            None,
+        );
         self
     }
 
@@ -221,78 +272,60 @@ impl WriteBatch {
     /// refuses the batch unless `start < end`. It stays in the default
     /// keyspace: an `end` past the keyspaces' reserved prefix (`FF FF FF FF`)
     /// stops there, and a `start` in it is refused.
-    pub fn delete_range(
-        &mut self,
-        start: impl Into<Vec<u8>>,
-        end: impl Into<Vec<u8>>,
-    ) -> &mut Self {
-        let (start, end) = (start.into(), end.into());
-        self.push_range(start, keyspace::clamp_default_end(end), Space::User);
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        let end = keyspace::clamp_default_end(end.as_ref().to_vec());
+        self.push_range(start.as_ref(), &end, Space::User);
         self
     }
 
     /// A range delete over storage keys, from inside the crate.
-    pub(crate) fn delete_range_raw(&mut self, start: Vec<u8>, end: Vec<u8>) {
+    pub(crate) fn delete_range_raw(&mut self, start: &[u8], end: &[u8]) {
         self.push_range(start, end, Space::Storage);
     }
 
     /// A put (or delete, `value` `None`) of a key already in `space`.
     pub(crate) fn push_op(
         &mut self,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
+        key: &[u8],
+        value: Option<&[u8]>,
         opts: PutOptions,
         space: Space,
         value_threshold: Option<usize>,
     ) {
-        self.bytes += key.len() + value.as_ref().map_or(0, Vec::len);
-        self.ops.push(BatchOp {
-            key,
-            value,
-            user_meta: opts.user_meta,
-            ttl: opts.ttl,
-            expires_at: 0,
-            range_end: None,
-            space,
-            value_threshold,
-        });
+        self.push(key, value, opts, 0, space, value_threshold);
     }
 
     /// A delete of one storage key, from inside the crate.
-    pub(crate) fn delete_raw(&mut self, key: Vec<u8>) {
-        self.bytes += key.len();
-        self.ops.push(BatchOp {
-            key,
-            value: None,
-            user_meta: 0,
-            ttl: None,
-            expires_at: 0,
-            range_end: None,
-            space: Space::Storage,
-            value_threshold: None,
-        });
+    pub(crate) fn delete_raw(&mut self, key: &[u8]) {
+        self.push(key, None, PutOptions::default(), 0, Space::Storage, None);
     }
 
     /// Adds a range delete whose bounds are already in `space`.
-    pub(crate) fn push_range(&mut self, start: Vec<u8>, end: Vec<u8>, space: Space) {
-        let inside = |k: &[u8]| k >= start.as_slice() && (end.is_empty() || k < end.as_slice());
-        let mut bytes = 0;
+    pub(crate) fn push_range(&mut self, start: &[u8], end: &[u8], space: Space) {
+        let inside = |k: &[u8]| k >= start && (end.is_empty() || k < end);
+        let (data, mut removed) = (&self.data, 0);
         self.ops.retain(|op| {
-            let keep = op.range_end.is_some() || !inside(&op.key);
+            let keep = matches!(op.value, OpValue::RangeEnd(_)) || !inside(&data[op.key.clone()]);
             if !keep {
-                bytes += op.key.len() + op.value.as_ref().map_or(0, Vec::len);
+                removed += op.key.len()
+                    + match &op.value {
+                        OpValue::Here(v) => v.len(),
+                        OpValue::Own(v) => v.len(),
+                        OpValue::Delete | OpValue::RangeEnd(_) => 0,
+                    };
             }
             keep
         });
-        self.bytes -= bytes;
+        self.bytes -= removed;
         self.bytes += start.len() + end.len();
+        let key = self.stash(start);
+        let end = self.stash(end);
         self.ops.push(BatchOp {
-            key: start,
-            value: None,
+            key,
+            value: OpValue::RangeEnd(end),
             user_meta: 0,
             ttl: None,
             expires_at: 0,
-            range_end: Some(end),
             space,
             value_threshold: None,
         });
@@ -300,7 +333,9 @@ impl WriteBatch {
 
     /// True when the batch holds a range delete.
     pub(crate) fn has_range_delete(&self) -> bool {
-        self.ops.iter().any(|op| op.range_end.is_some())
+        self.ops
+            .iter()
+            .any(|op| matches!(op.value, OpValue::RangeEnd(_)))
     }
 
     /// Number of operations.
@@ -320,6 +355,7 @@ impl WriteBatch {
 
     /// Removes every operation (and the version set by [`WriteBatch::set_version`]).
     pub fn clear(&mut self) {
+        self.data.clear();
         self.ops.clear();
         self.bytes = 0;
         self.keyspaces.clear();
@@ -333,15 +369,15 @@ impl WriteBatch {
     /// is how a replica applies its master's writes; with
     /// [`WriteBatch::set_version`] they keep the master's version too.
     pub fn add_change(&mut self, change: &Change) -> &mut Self {
-        let key = change.key.clone();
+        let key = &change.key[..];
         match change.kind {
             ChangeKind::Put => self.put_raw(
                 key,
-                Some(change.value.clone()),
+                Some(&change.value),
                 change.user_meta,
                 change.expires_at,
             ),
-            ChangeKind::DeleteRange => self.delete_range_raw(key, change.value.clone()),
+            ChangeKind::DeleteRange => self.delete_range_raw(key, &change.value),
             _ => self.delete_raw(key),
         }
         self
@@ -480,7 +516,7 @@ mod tests {
     #[test]
     fn batch_counts_ops_and_bytes() {
         let mut b = WriteBatch::new();
-        b.put(b"k".to_vec(), b"vv".to_vec()).delete(b"d".to_vec());
+        b.put(b"k", b"vv").delete(b"d");
         assert_eq!((b.len(), b.size_bytes()), (2, 4));
         b.clear();
         assert!(b.is_empty());
@@ -489,16 +525,16 @@ mod tests {
     #[test]
     fn a_range_delete_removes_the_batch_s_earlier_writes_in_its_range_only() {
         let mut b = WriteBatch::new();
-        b.put(b"a".to_vec(), b"1".to_vec())
-            .put(b"b".to_vec(), b"2".to_vec())
-            .delete(b"c".to_vec())
-            .put(b"d".to_vec(), b"4".to_vec());
-        b.delete_range(b"b".to_vec(), b"d".to_vec());
-        b.put(b"b".to_vec(), b"5".to_vec());
+        b.put(b"a", b"1")
+            .put(b"b", b"2")
+            .delete(b"c")
+            .put(b"d", b"4");
+        b.delete_range(b"b", b"d");
+        b.put(b"b", b"5");
         let keys: Vec<(&[u8], bool)> = b
             .ops
             .iter()
-            .map(|o| (o.key.as_slice(), o.range_end.is_some()))
+            .map(|o| (b.key(o), b.range_end(o).is_some()))
             .collect();
         assert_eq!(
             keys,
@@ -511,5 +547,43 @@ mod tests {
         );
         assert_eq!(b.size_bytes(), 2 + 2 + 2 + 2);
         assert!(b.has_range_delete());
+    }
+
+    #[test]
+    fn keys_small_values_and_large_values_read_back_from_one_buffer() {
+        let mut b = WriteBatch::new();
+        let big = vec![9u8; OWN_BUFFER_AT];
+        b.put(b"k1", b"small")
+            .put(b"k2", &big)
+            .delete(b"k3")
+            .delete_range(b"m", b"n");
+        type Read<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
+        let got: Vec<Read<'_>> = b
+            .ops
+            .iter()
+            .map(|o| (b.key(o), b.value(o), b.range_end(o)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (&b"k1"[..], Some(&b"small"[..]), None),
+                (b"k2", Some(&big[..]), None),
+                (b"k3", None, None),
+                (b"m", None, Some(&b"n"[..])),
+            ]
+        );
+        assert!(matches!(b.ops[0].value, OpValue::Here(_)));
+        assert!(
+            matches!(b.ops[1].value, OpValue::Own(_)),
+            "a large value keeps its own buffer"
+        );
+        assert_eq!(
+            b.data.len(),
+            2 + 5 + 2 + 2 + 1 + 1,
+            "keys, the small value and the range end"
+        );
+        assert_eq!(b.size_bytes(), 2 + 5 + 2 + OWN_BUFFER_AT + 2 + 1 + 1);
+        b.clear();
+        assert!(b.data.is_empty() && b.is_empty());
     }
 }

@@ -39,7 +39,10 @@
 //! their key's version and value and are not changes. A restore ([`crate::Db::load`])
 //! writes batches and is delivered like any write.
 
-use crate::batch::BatchOp;
+use crate::batch::{BatchOp, OpValue};
+
+/// An op of a batch and the batch's buffer its spans point into.
+pub(crate) type OpOf<'a> = (&'a BatchOp, &'a [u8]);
 use crate::db::lock;
 use crate::error::{Error, Result};
 use std::collections::VecDeque;
@@ -82,25 +85,25 @@ pub struct Change {
 }
 
 impl Change {
-    /// The change an op of a batch committed at `version` makes; `expires_at`
-    /// is the absolute expiry the write path computed from the op's TTL.
-    fn from_op(op: &BatchOp, version: u64, expires_at: u64) -> Change {
-        let (kind, value) = match (&op.value, &op.range_end) {
-            (_, Some(end)) => (ChangeKind::DeleteRange, end.clone()),
-            (Some(v), None) => (ChangeKind::Put, v.clone()),
-            (None, None) => (ChangeKind::Delete, Vec::new()),
-        };
+    /// The change an op of a batch committed at `version` makes: `value`
+    /// is a put's value or a range delete's end; `expires_at` is the
+    /// absolute expiry the write path computed from the op's TTL.
+    fn from_op(
+        kind: ChangeKind,
+        key: &[u8],
+        value: &[u8],
+        user_meta: u8,
+        version: u64,
+        expires_at: u64,
+    ) -> Change {
+        let put = kind == ChangeKind::Put;
         Change {
             kind,
-            key: op.key.clone(),
-            value,
+            key: key.to_vec(),
+            value: value.to_vec(),
             version,
-            user_meta: op.user_meta,
-            expires_at: if kind == ChangeKind::Put {
-                expires_at
-            } else {
-                0
-            },
+            user_meta: if put { user_meta } else { 0 },
+            expires_at: if put { expires_at } else { 0 },
         }
     }
 
@@ -170,16 +173,30 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    /// Records `op` of the batch committed at `version`. Ops of one batch are
-    /// added one after the other.
-    pub(crate) fn add(&mut self, version: u64, op: &BatchOp, expires_at: u64) {
+    /// Records `op` of `batch`, committed at `version`. Ops of one batch
+    /// are added one after the other.
+    pub(crate) fn add(&mut self, version: u64, batch: OpOf<'_>, expires_at: u64) {
+        let (op, data) = batch;
+        let span = |r: &std::ops::Range<usize>| &data[r.clone()];
+        let (kind, value) = match &op.value {
+            OpValue::Here(v) => (ChangeKind::Put, span(v)),
+            OpValue::Own(v) => (ChangeKind::Put, &v[..]),
+            OpValue::RangeEnd(end) => (ChangeKind::DeleteRange, span(end)),
+            OpValue::Delete => (ChangeKind::Delete, &[][..]),
+        };
+        let change = Change::from_op(
+            kind,
+            span(&op.key),
+            value,
+            op.user_meta,
+            version,
+            expires_at,
+        );
         match &mut self.current {
-            Some((v, changes)) if *v == version => {
-                changes.push(Change::from_op(op, version, expires_at))
-            }
+            Some((v, changes)) if *v == version => changes.push(change),
             _ => {
                 self.finish_batch();
-                self.current = Some((version, vec![Change::from_op(op, version, expires_at)]));
+                self.current = Some((version, vec![change]));
             }
         }
     }

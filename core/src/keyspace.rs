@@ -414,7 +414,7 @@ impl Db {
                 } else {
                     inner.check_writable()?;
                     let mut b = WriteBatch::new();
-                    b.put_raw(ckey, Some(opts.encode(id)), 0, 0);
+                    b.put_raw(&ckey, Some(&opts.encode(id)), 0, 0);
                     self.write(b)?;
                     opts
                 };
@@ -442,10 +442,10 @@ impl Db {
                     Error::InvalidArgument("keyspace ids are exhausted (2^32 - 1 created)".into())
                 })?;
                 let mut b = WriteBatch::new();
-                b.put_raw(ckey, Some(opts.encode(id)), 0, 0);
+                b.put_raw(&ckey, Some(&opts.encode(id)), 0, 0);
                 let mut counter = vec![RECORD_FORMAT];
                 counter.extend_from_slice(&next.to_le_bytes());
-                b.put_raw(CATALOG.to_vec(), Some(counter), 0, 0);
+                b.put_raw(&CATALOG, Some(&counter), 0, 0);
                 self.write(b)?;
                 inner.set_keyspace_codec(id, opts.compression);
                 cat.next_floor = next;
@@ -508,8 +508,8 @@ impl Db {
         };
         let (id, _) = KeyspaceOptions::decode(&item.value, name, inner)?;
         let mut b = WriteBatch::new();
-        b.delete_raw(ckey);
-        b.delete_range_raw(prefix(id).to_vec(), region_end(id));
+        b.delete_raw(&ckey);
+        b.delete_range_raw(&prefix(id), &region_end(id));
         if let Some(s) = cat.open.remove(name) {
             b.drops.push(s);
         }

@@ -43,8 +43,7 @@ fn oversized_key_is_refused_and_stored_data_survives() {
         other => panic!("expected TooBig key, got {other:?}"),
     }
     let mut b = WriteBatch::new();
-    b.put(b"fine".to_vec(), b"v".to_vec())
-        .put(big.clone(), b"v".to_vec());
+    b.put(b"fine", b"v").put(big.clone(), b"v");
     assert!(matches!(
         db.write(b),
         Err(Error::TooBig { what: "key", .. })

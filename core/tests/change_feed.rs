@@ -59,9 +59,9 @@ fn changes_arrive_in_commit_order_with_their_versions_under_the_prefixes_asked()
     };
     db.put_with(b"c1", b"v2", opts).unwrap();
     let mut batch = WriteBatch::new();
-    batch.put(b"a2".to_vec(), b"v3".to_vec());
-    batch.put(b"b2".to_vec(), b"not mine".to_vec());
-    batch.delete(b"a3".to_vec());
+    batch.put(b"a2", b"v3");
+    batch.put(b"b2", b"not mine");
+    batch.delete(b"a3");
     db.write(batch).unwrap();
     db.update(|t| {
         t.set(b"a4", b"v4")?;
@@ -328,9 +328,9 @@ fn a_drop_prefix_and_a_range_delete_are_delivered_as_one_change_to_subscribers_w
     db.put(b"a1", b"v").unwrap();
     db.drop_prefix(b"a").unwrap();
     let mut batch = WriteBatch::new();
-    batch.put(b"m1".to_vec(), b"gone".to_vec());
-    batch.delete_range(b"b".to_vec(), b"n".to_vec());
-    batch.put(b"m2".to_vec(), b"kept".to_vec());
+    batch.put(b"m1", b"gone");
+    batch.delete_range(b"b", b"n");
+    batch.put(b"m2", b"kept");
     db.write(batch).unwrap();
     db.delete_range(b"y", b"").unwrap();
     let kinds = |got: &[Change]| -> Vec<(ChangeKind, Vec<u8>, Vec<u8>)> {

@@ -39,7 +39,7 @@ fn child(dir: &Path, sync: bool, start: u64) {
         for (k, v) in batch_keys(i) {
             b.put(k, v);
         }
-        b.put(format!("d{i:08}").into_bytes(), b"marker".to_vec());
+        b.put(format!("d{i:08}").into_bytes(), b"marker");
         if i > 0 {
             b.delete(format!("d{:08}", i - 1).into_bytes());
         }

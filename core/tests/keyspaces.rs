@@ -145,9 +145,9 @@ fn a_batch_and_a_transaction_across_keyspaces_commit_together_and_a_conflicting_
     let b = db.keyspace("b", KeyspaceOptions::default()).unwrap();
     let mut batch = WriteBatch::new();
     batch
-        .put_in(&a, b"x", b"1".to_vec())
-        .put_in(&b, b"x", b"2".to_vec())
-        .put(b"x".to_vec(), b"3".to_vec())
+        .put_in(&a, b"x", b"1")
+        .put_in(&b, b"x", b"2")
+        .put(b"x", b"3")
         .delete_in(&a, b"gone");
     let before = db.last_version();
     db.write(batch).unwrap();
@@ -260,8 +260,8 @@ fn dropping_a_keyspace_under_writers_is_one_write_and_its_keys_are_gone_after_re
     assert!(matches!(big.get(&k(1)), Err(e) if is_invalid(&e)));
     assert!(matches!(big.put(&k(1), b"v"), Err(e) if is_invalid(&e)));
     let mut late = WriteBatch::new();
-    late.put_in(&other, b"late", b"1".to_vec())
-        .put_in(&big, b"late", b"1".to_vec());
+    late.put_in(&other, b"late", b"1")
+        .put_in(&big, b"late", b"1");
     assert!(matches!(db.write(late), Err(e) if is_invalid(&e)));
     assert_eq!(
         other.get(b"late").unwrap(),
@@ -425,8 +425,7 @@ fn the_default_keyspace_never_shows_keyspace_data_and_refuses_marker_keys() {
         );
     }
     let mut b = WriteBatch::new();
-    b.put(b"ok".to_vec(), b"1".to_vec())
-        .put(marker.clone(), b"x".to_vec());
+    b.put(b"ok", b"1").put(marker.clone(), b"x");
     assert!(matches!(db.write(b), Err(e) if is_invalid(&e)));
     assert_eq!(db.get(b"ok").unwrap(), None);
     let mut t = db.begin(true).unwrap();
@@ -467,8 +466,7 @@ fn change_feed_subscribers_of_the_default_keyspace_never_see_keyspace_writes() {
     let all = db.subscribe(SubscribeOptions::default()).unwrap();
     let own = ks.subscribe(SubscribeOptions::default()).unwrap();
     let mut b = WriteBatch::new();
-    b.put(b"d".to_vec(), b"1".to_vec())
-        .put_in(&ks, b"k", b"2".to_vec());
+    b.put(b"d", b"1").put_in(&ks, b"k", b"2");
     db.write(b).unwrap();
     ks.delete_range(b"a", b"").unwrap();
     db.put(b"e", b"3").unwrap();
@@ -557,7 +555,7 @@ fn a_keyspace_s_default_ttl_expires_its_puts() {
         .unwrap();
     ks.put(b"a", b"1").unwrap();
     let mut b = WriteBatch::new();
-    b.put_in(&ks, b"b", b"2".to_vec());
+    b.put_in(&ks, b"b", b"2");
     db.write(b).unwrap();
     let mut t = db.begin(true).unwrap();
     t.set_in(&ks, b"c", b"3").unwrap();

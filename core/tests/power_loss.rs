@@ -766,9 +766,7 @@ fn a_batch_that_chooses_its_own_sync_is_kept_or_lost_by_a_power_cut_as_it_chose(
                 let db = Db::open(opts).expect("open");
                 let before = db.stats().wal_syncs;
                 let mut first = WriteBatch::new();
-                first
-                    .put(b"a".to_vec(), b"small".to_vec())
-                    .put(b"b".to_vec(), big.clone());
+                first.put(b"a", b"small").put(b"b", big.clone());
                 first.set_sync(false);
                 db.write(first).expect("the unsynced batch");
                 assert_eq!(
@@ -778,7 +776,7 @@ fn a_batch_that_chooses_its_own_sync_is_kept_or_lost_by_a_power_cut_as_it_chose(
                 );
                 if then_sync {
                     let mut second = WriteBatch::new();
-                    second.put(b"c".to_vec(), b"last".to_vec()).set_sync(true);
+                    second.put(b"c", b"last").set_sync(true);
                     db.write(second).expect("the synced batch");
                     assert_eq!(
                         db.stats().wal_syncs,

@@ -194,9 +194,9 @@ fn keys_written_after_the_range_delete_are_visible_and_survive_compaction() {
     db.put(&key(150), b"after").unwrap();
     // In one batch: the range delete removes what came before it, not after.
     let mut b = WriteBatch::new();
-    b.put(key(160), b"dropped by the later range delete".to_vec());
+    b.put(key(160), b"dropped by the later range delete");
     b.delete_range(key(160), key(170));
-    b.put(key(165), b"after, same batch".to_vec());
+    b.put(key(165), b"after, same batch");
     db.write(b).unwrap();
     let check = |db: &Db, stage: &str| {
         assert_eq!(
@@ -234,7 +234,7 @@ fn a_batch_with_a_range_delete_is_atomic_and_a_bad_range_is_refused_whole() {
     let dir = tempfile::tempdir().unwrap();
     let db = filled(dir.path());
     let mut b = WriteBatch::new();
-    b.put(b"new".to_vec(), b"1".to_vec());
+    b.put(b"new", b"1");
     b.delete_range(key(200), key(100));
     assert!(matches!(db.write(b), Err(Error::InvalidArgument(_))));
     assert_eq!(

@@ -550,10 +550,7 @@ impl Db {
         self.inner.check_range(prefix, &[])?;
         let mut b = WriteBatch::new();
         // An all-0xff prefix has no successor: the range stops at the keyspaces.
-        b.delete_range(
-            prefix.to_vec(),
-            key::prefix_successor(prefix).unwrap_or_default(),
-        );
+        b.delete_range(prefix, key::prefix_successor(prefix).unwrap_or_default());
         self.write(b)
     }
 

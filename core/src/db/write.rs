@@ -13,7 +13,7 @@
 
 use super::*;
 use crate::batch;
-use crate::batch::Space;
+use crate::batch::{OpValue, Space};
 use crate::fs::sync_dir;
 use crate::keyspace;
 use crate::manifest::Edit;
@@ -35,39 +35,39 @@ const OP_OVERHEAD: usize = 64;
 /// value record in one buffer (one allocation per batch, not one per entry).
 #[derive(Default)]
 struct EncodedBatch {
-    keys: Vec<Vec<u8>>,
+    /// The keys, back to back.
+    keys: Vec<u8>,
     recs: Vec<u8>,
-    /// Where each key's record ends in `recs`.
-    ends: Vec<usize>,
+    /// Where each key ends in `keys` and its record in `recs`.
+    ends: Vec<(usize, usize)>,
 }
 
 impl EncodedBatch {
-    fn with_capacity(entries: usize, rec_bytes: usize) -> EncodedBatch {
+    fn with_capacity(entries: usize, key_bytes: usize, rec_bytes: usize) -> EncodedBatch {
         EncodedBatch {
-            keys: Vec::with_capacity(entries),
+            keys: Vec::with_capacity(key_bytes),
             recs: Vec::with_capacity(rec_bytes),
             ends: Vec::with_capacity(entries),
         }
     }
 
     /// Adds `key` with the record that `encode` appends to the buffer.
-    fn push(&mut self, key: Vec<u8>, encode: impl FnOnce(&mut Vec<u8>)) {
+    fn push(&mut self, key: &[u8], encode: impl FnOnce(&mut Vec<u8>)) {
         encode(&mut self.recs);
-        self.keys.push(key);
-        self.ends.push(self.recs.len());
+        self.keys.extend_from_slice(key);
+        self.ends.push((self.keys.len(), self.recs.len()));
     }
 
     fn len(&self) -> usize {
-        self.keys.len()
+        self.ends.len()
     }
 
     /// (key, value record) pairs, in the batch's order.
     fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        self.keys
-            .iter()
-            .zip(starts.zip(self.ends.iter().copied()))
-            .map(|(k, (a, b))| (&k[..], &self.recs[a..b]))
+        let starts = std::iter::once((0, 0)).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|((k0, r0), (k1, r1))| (&self.keys[k0..k1], &self.recs[r0..r1]))
     }
 }
 
@@ -172,8 +172,8 @@ fn reserve_batch(q: &mut Queue, b: &WriteBatch, txn: Option<&TxnCheck>) -> Resul
             seq,
             b.ops
                 .iter()
-                .filter(|op| op.range_end.is_none())
-                .map(|op| crate::txn::fingerprint(&op.key))
+                .filter(|op| !matches!(op.value, OpValue::RangeEnd(_)))
+                .map(|op| crate::txn::fingerprint(b.key(op)))
                 .collect(),
             b.has_range_delete(),
         );
@@ -190,22 +190,23 @@ pub(crate) struct TxnCheck {
 impl DbInner {
     fn validate(&self, batch: &WriteBatch) -> Result<usize> {
         for op in &batch.ops {
-            if let Some(end) = &op.range_end {
+            let key = batch.key(op);
+            if let Some(end) = batch.range_end(op) {
                 if op.space == Space::User {
-                    if keyspace::is_reserved(&op.key) {
-                        return Err(keyspace::reserved_error("range start", &op.key));
+                    if keyspace::is_reserved(key) {
+                        return Err(keyspace::reserved_error("range start", key));
                     }
-                    self.check_range(&op.key, end)?;
+                    self.check_range(key, end)?;
                 } else {
-                    self.check_range_in(&op.key, end, keyspace::PREFIX_LEN)?;
+                    self.check_range_in(key, end, keyspace::PREFIX_LEN)?;
                 }
                 continue;
             }
             if op.space == Space::User {
-                self.check_key(&op.key)?;
+                self.check_key(key)?;
             }
-            keyspace::check_op_key(op.space, &op.key, self.opts.max_key_size)?;
-            if let Some(v) = &op.value {
+            keyspace::check_op_key(op.space, key, self.opts.max_key_size)?;
+            if let Some(v) = batch.value(op) {
                 if v.len() > self.opts.max_value_size {
                     return Err(Error::TooBig {
                         what: "value",
@@ -426,18 +427,24 @@ impl DbInner {
             };
             // Sized for each record's header (at most 12 bytes) and its
             // inline values or pointers: no regrowth while encoding.
-            let mut entries =
-                EncodedBatch::with_capacity(batch.ops.len(), batch.size_bytes() + 32 * batch.len());
+            let mut entries = EncodedBatch::with_capacity(
+                batch.ops.len(),
+                batch.data.len(),
+                batch.size_bytes() + 32 * batch.len(),
+            );
             // Range deletes go last in the WAL record and never into the memtable.
             let mut ranges = Vec::new();
-            for op in batch.ops {
-                if let Some(end) = &op.range_end {
+            let WriteBatch { data, ops, .. } = batch;
+            for op in ops {
+                let key = &data[op.key.clone()];
+                if let OpValue::RangeEnd(end) = &op.value {
                     if let Some(f) = feed.as_mut() {
-                        f.add(w.seq, &op, 0);
+                        f.add(w.seq, (&op, &data), 0);
                     }
+                    let end = &data[end.clone()];
                     let mut rec = Vec::with_capacity(4 + end.len());
                     value::encode_range_delete(&mut rec, end);
-                    ranges.push((op.key, rec));
+                    ranges.push((key.to_vec(), rec));
                     continue;
                 }
                 let expires = if op.expires_at != 0 {
@@ -449,23 +456,31 @@ impl DbInner {
                     })
                 };
                 if let Some(f) = feed.as_mut() {
-                    f.add(w.seq, &op, expires);
+                    f.add(w.seq, (&op, &data), expires);
                 }
                 // A keyspace's own threshold, else the Db's.
                 let threshold = op.value_threshold.unwrap_or(threshold);
+                let inline = |v: &[u8], rec: &mut Vec<u8>| {
+                    value::encode(rec, &Stored::Inline(v), op.user_meta, expires);
+                };
                 match op.value {
-                    None => entries.push(op.key, |rec| {
+                    OpValue::Delete | OpValue::RangeEnd(_) => entries.push(key, |rec| {
                         value::encode(rec, &Stored::Delete, 0, 0);
                     }),
-                    Some(v) if v.len() >= threshold => {
-                        let p = log.vlog.append_owned(&op.key, v);
-                        entries.push(op.key, |rec| {
+                    OpValue::Own(v) if v.len() >= threshold => {
+                        let p = log.vlog.append_owned(key, v);
+                        entries.push(key, |rec| {
                             value::encode(rec, &Stored::Pointer(p), op.user_meta, expires);
                         });
                     }
-                    Some(v) => entries.push(op.key, |rec| {
-                        value::encode(rec, &Stored::Inline(&v), op.user_meta, expires);
-                    }),
+                    OpValue::Here(ref v) if v.len() >= threshold => {
+                        let p = log.vlog.append(key, &data[v.clone()]);
+                        entries.push(key, |rec| {
+                            value::encode(rec, &Stored::Pointer(p), op.user_meta, expires);
+                        });
+                    }
+                    OpValue::Own(v) => entries.push(key, |rec| inline(&v, rec)),
+                    OpValue::Here(ref v) => entries.push(key, |rec| inline(&data[v.clone()], rec)),
                 }
             }
             let synced = log.wal.synced();

@@ -404,11 +404,11 @@ impl Txn {
             };
             for (start, end) in std::mem::take(&mut self.ranges) {
                 let sp = space(&start);
-                batch.push_range(start, end, sp);
+                batch.push_range(&start, &end, sp);
             }
             for (k, w) in std::mem::take(&mut self.writes) {
                 let sp = space(&k);
-                batch.push_op(k, w.value, w.opts, sp, w.value_threshold);
+                batch.push_op(&k, w.value.as_deref(), w.opts, sp, w.value_threshold);
             }
             batch.keyspaces = std::mem::take(&mut self.keyspaces);
             let reads = std::mem::take(&mut *lock(&self.reads));

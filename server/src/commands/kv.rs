@@ -55,7 +55,7 @@ impl Kv<'_> {
             Kv::Db(db) => {
                 let mut batch = WriteBatch::new();
                 for (k, v) in pairs {
-                    batch.put(k.clone(), v.to_vec());
+                    batch.put(k.clone(), v);
                 }
                 db.write(batch)
             }

@@ -33,7 +33,7 @@ use crate::key;
 use crate::keyspace::Region;
 use crate::levels::Version;
 use crate::manifest::Manifest;
-use crate::memtable::Memtable;
+use crate::memtable::{ChunkPool, Memtable};
 use crate::options::Options;
 use crate::range_del::RangeDels;
 use crate::sequence::Sequence;
@@ -351,6 +351,8 @@ pub(crate) struct DbInner {
     snapshots: Mutex<BTreeMap<u64, usize>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) counters: Counters,
+    /// Arena chunks of flushed memtables, for the next ones (`ChunkPool`).
+    pub(crate) chunk_pool: Arc<ChunkPool>,
     /// One value-log GC at a time.
     pub(crate) gc_lock: Mutex<()>,
     /// Garbage shares of value-log files estimated by sampling (`gc`).

@@ -183,7 +183,11 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     for t in version.levels.iter().flatten() {
         last_seq = last_seq.max(t.max_seq());
     }
-    let mem = Arc::new(Memtable::new(wal_ids.last().copied().unwrap_or(0)));
+    let chunk_pool = ChunkPool::new(opts.memtable_size);
+    let mem = Arc::new(Memtable::with_pool(
+        wal_ids.last().copied().unwrap_or(0),
+        Some(chunk_pool.clone()),
+    ));
     let known_seq = last_seq;
     let mut replayed = Vec::new();
     let mut replayed_seqs = (u64::MAX, 0);
@@ -246,6 +250,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         snapshots: Mutex::new(BTreeMap::new()),
         threads: Mutex::new(Vec::new()),
         counters: Counters::default(),
+        chunk_pool,
         gc_lock: Mutex::new(()),
         gc_samples: Mutex::new(Default::default()),
         vlog_sealed_for: Mutex::new(Default::default()),
@@ -468,7 +473,7 @@ impl DbInner {
             .store(vlog.len(), Ordering::Relaxed);
         let vlogs = Arc::new(vlogs.with(head));
         self.update_state(|st| ReadState {
-            mem: Arc::new(Memtable::new(wal_id)),
+            mem: Arc::new(Memtable::with_pool(wal_id, Some(self.chunk_pool.clone()))),
             imm: Vec::new(),
             version: st.version.clone(),
             vlogs,

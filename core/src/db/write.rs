@@ -801,7 +801,7 @@ impl DbInner {
             imm.push(st.mem.clone());
             imm.extend(st.imm.iter().cloned());
             ReadState {
-                mem: Arc::new(Memtable::new(id)),
+                mem: Arc::new(Memtable::with_pool(id, Some(self.chunk_pool.clone()))),
                 imm,
                 version: st.version.clone(),
                 vlogs: st.vlogs.clone(),

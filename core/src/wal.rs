@@ -206,7 +206,14 @@ pub(crate) struct LogWriter {
     synced: u64,
     /// Appends through a shared mapping of the file (see `create_mapped`).
     mapped: Option<Mapped>,
+    /// Where the next `fs::start_writeback` starts.
+    writeback_from: u64,
 }
+
+/// Every this many bytes appended, the kernel is asked to start writing the
+/// log out: the sync at a memtable switch, which every writer waits for,
+/// then waits for the last few MiB only, not a whole memtable's WAL.
+const WRITEBACK_STEP: u64 = 4 << 20;
 
 /// Appends smaller than this are copied into the mapping; larger ones are
 /// written by `pwrite` (one call for many pages beats a fault per page).
@@ -326,6 +333,7 @@ impl LogWriter {
             len: HEADER_LEN as u64,
             synced: HEADER_LEN as u64,
             mapped: None,
+            writeback_from: HEADER_LEN as u64,
         })
     }
 
@@ -338,6 +346,10 @@ impl LogWriter {
             })
             .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))?;
         self.len += framed.len() as u64;
+        if self.len - self.writeback_from >= WRITEBACK_STEP {
+            crate::fs::start_writeback(&self.file, self.writeback_from, self.len);
+            self.writeback_from = self.len;
+        }
         Ok(())
     }
 

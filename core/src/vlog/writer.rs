@@ -145,21 +145,7 @@ impl VlogWriter {
     /// call, without waiting for it (RocksDB's bytes_per_sync). A hint only:
     /// durability still comes from `sync`.
     fn start_writeback(&mut self) {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            let (from, to) = (self.writeback_from, self.len);
-            // SAFETY: sync_file_range only reads its integer arguments; the fd is
-            // owned by self.file and open for the duration of the call.
-            unsafe {
-                libc::sync_file_range(
-                    self.file.as_raw_fd(),
-                    from as libc::off64_t,
-                    (to - from) as libc::off64_t,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
-            }
-        }
+        crate::fs::start_writeback(&self.file, self.writeback_from, self.len);
         self.writeback_from = self.len;
     }
 

@@ -47,7 +47,7 @@ pub struct Options {
     pub dir: PathBuf,
     /// Values of at least this many bytes are written once to the value log and the
     /// tree keeps a 16-byte pointer; smaller values are stored inline in the tree.
-    /// Default 1024 bytes, chosen by measurement (see the README's "value threshold").
+    /// Default 1024 bytes, chosen by measurement (docs/value-threshold.md).
     pub value_threshold: usize,
     /// Size at which the active memtable becomes immutable and is flushed. Default
     /// 16 MiB: smaller skiplists insert faster and hold less memory (see

@@ -130,8 +130,8 @@ pub struct Options {
     pub vlog_gc_idle_ratio: f64,
     /// Bytes per second the background value-log GC reads and rewrites at
     /// most while reads or slow writes run, so that it does not take the
-    /// device from foreground work. While the Db is quiet (no write and no
-    /// read for a second) the GC runs at device speed, and the first read or
+    /// device from foreground work. While the Db is quiet (no write for a
+    /// second, no read for 100 ms) the GC runs at device speed, and the first read or
     /// write puts this limit back within 256 KiB of GC work. 0: no limit.
     /// Default 64 MiB/s.
     pub vlog_gc_rate: u64,

@@ -351,9 +351,9 @@ fn a_reopened_db_is_idle_at_once_and_a_write_ends_idleness_at_once() {
 }
 
 /// The background GC keeps to `vlog_gc_rate` while a reader runs, and goes
-/// at device speed once the Db is quiet (no read and no write for a
-/// second). Two thirds of 8 MiB of separated values are overwritten and the
-/// tree merged (garbage counted) before a reopen with a limit of 128 KiB/s:
+/// at device speed once the Db is quiet (no write for a second, no read
+/// for 100 ms). Two thirds of 8 MiB of separated values are overwritten and
+/// the tree merged (garbage counted) before a reopen with a limit of 128 KiB/s:
 /// the 32 files' 8 MiB of reads and 3 MiB of moves would take over 80 s at
 /// that rate. A reader for 3 s lets the GC do at most a few files; once it
 /// stops, the rest is collected in a fraction of the time the limit allows.

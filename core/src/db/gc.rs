@@ -56,6 +56,11 @@ use std::time::{Duration, Instant};
 /// No write for this long makes the Db idle: L0 is merged down below its trigger.
 const IDLE_AFTER: Duration = Duration::from_secs(1);
 
+/// An idle Db with no read for this long is quiet: the background GC runs
+/// unpaced. Short, because a read puts the limit back within one `PACE_STEP`
+/// anyway; what it saves is the settle after a burst of reads.
+const QUIET_AFTER_READ: Duration = Duration::from_millis(100);
+
 /// How long the background GC waits after a failed round before it tries again.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(30);
 
@@ -326,7 +331,8 @@ struct Pace {
 
 /// A round's progress against its rate limit, looked at every `PACE_STEP`
 /// bytes. A background round runs at device speed while the Db is quiet
-/// (`DbInner::look_idle`: no write and no read for `IDLE_AFTER`): the
+/// (`DbInner::look_idle`: no write for `IDLE_AFTER`, no read for
+/// `QUIET_AFTER_READ`): the
 /// rewrites then delay nobody, and the settle after a load is as short as
 /// the device allows. The first foreground read or write puts the limit
 /// back within a step, counted from then on, so that bytes done unpaced are
@@ -367,6 +373,8 @@ impl Pacer {
     fn step(&mut self, db: &DbInner, done: u64) -> Result<()> {
         self.next = done + PACE_STEP;
         if self.background && db.look_idle() {
+            // Unpaced, the round never sleeps: it still ends at a close.
+            db.check_open()?;
             self.since = Instant::now();
             self.paid = done;
             return Ok(());
@@ -729,7 +737,7 @@ impl DbInner {
     /// once no batch has been written for `IDLE_AFTER` (the compaction
     /// thread then merges L0 down, so that the garbage its shadowed versions
     /// hold is counted and collected: `compaction::due`), or busy again, and
-    /// returns whether it is also quiet: idle, and no read for `IDLE_AFTER`.
+    /// returns whether it is also quiet: idle, and no read for `QUIET_AFTER_READ`.
     /// A Db nobody has used since it opened is both at once.
     /// Requires: `bg` is not held by the caller.
     fn look_idle(&self) -> bool {
@@ -744,8 +752,8 @@ impl DbInner {
         if read {
             bg.last_read = Some(now);
         }
-        let long_ago = |t: Option<Instant>| t.is_none_or(|t| now.duration_since(t) >= IDLE_AFTER);
-        let idle = long_ago(bg.last_write);
+        let long_ago = |t: Option<Instant>, after| t.is_none_or(|t| now.duration_since(t) >= after);
+        let idle = long_ago(bg.last_write, IDLE_AFTER);
         if bg.idle != idle || (idle && bg.idle_at_batches != batches) {
             bg.idle = idle;
             bg.idle_at_batches = batches;
@@ -753,7 +761,7 @@ impl DbInner {
                 self.bg_cv.notify_all();
             }
         }
-        idle && long_ago(bg.last_read)
+        idle && long_ago(bg.last_read, QUIET_AFTER_READ)
     }
 
     /// The garbage share the background GC collects at: `vlog_gc_ratio`, or

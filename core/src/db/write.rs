@@ -427,10 +427,12 @@ impl DbInner {
             };
             // Sized for each record's header (at most 12 bytes) and its
             // inline values or pointers: no regrowth while encoding.
+            // Records hold the values in the batch's buffer at most (a value
+            // with its own buffer goes to the value log: a pointer here).
             let mut entries = EncodedBatch::with_capacity(
                 batch.ops.len(),
                 batch.data.len(),
-                batch.size_bytes() + 32 * batch.len(),
+                batch.data.len() + 32 * batch.len(),
             );
             // Range deletes go last in the WAL record and never into the memtable.
             let mut ranges = Vec::new();

@@ -78,6 +78,9 @@ var (
 	// the change feed's history holds; the error is a *HistoryTooShortError
 	// naming the oldest version it can start from (SETT_FEED_HISTORY_TOO_SHORT).
 	ErrFeedHistoryTooShort = sentinel(C.SETT_FEED_HISTORY_TOO_SHORT)
+	// ErrOther: an engine error that this version's sett.h has no code for;
+	// the message says what failed (SETT_OTHER).
+	ErrOther = sentinel(C.SETT_OTHER)
 )
 
 // ErrNoRewrite is returned by RunValueLogGC when no value-log file had enough
@@ -90,10 +93,11 @@ var sentinels = []*Error{
 	ErrNotFound, ErrConflict, ErrInvalidArgument, ErrIO, ErrCorruption, ErrClosed,
 	ErrTooBig, ErrBufferTooSmall, ErrPanic, ErrLocked, ErrReadOnly, ErrPoisoned,
 	ErrUnsupportedVersion, ErrInvalidOption, ErrFellBehind, ErrFeedHistoryTooShort,
+	ErrOther,
 }
 
 // lastStatusCode is the largest status code of the sett.h compiled in.
-const lastStatusCode = int(C.SETT_FEED_HISTORY_TOO_SHORT)
+const lastStatusCode = int(C.SETT_OTHER)
 
 func sentinel(code C.int) *Error {
 	return &Error{Code: int(code), Message: statusString(int(code))}

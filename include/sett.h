@@ -152,6 +152,12 @@
 #define SETT_FEED_HISTORY_TOO_SHORT 16
 
 /**
+ * An engine error this version of the header has no code for (a newer
+ * library's); the message says what failed.
+ */
+#define SETT_OTHER 17
+
+/**
  * A change that put a value (sett_change_t.kind).
  */
 #define SETT_CHANGE_PUT 0

@@ -126,6 +126,8 @@ pub fn to_py(e: Error) -> PyErr {
         Error::FeedHistoryTooShort { oldest, .. } => {
             with_attr(FeedHistoryTooShortError::new_err(msg), "oldest", oldest)
         }
+        // A variant newer than this binding: the base class, with its message.
+        _ => SettError::new_err(msg),
     }
 }
 

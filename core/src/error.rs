@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Everything that can go wrong in sett. Each variant says what failed and, where
-/// it applies, in which file and at which offset.
+/// it applies, in which file and at which offset. New variants may come in a
+/// minor release: a `match` outside this crate needs a wildcard arm.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O call failed.
     Io {

@@ -40,6 +40,9 @@ pub const SETT_FELL_BEHIND: c_int = 15;
 /// A subscription asked to start from a version older than the change feed's
 /// history holds; sett_error_version() is the oldest version it can start from.
 pub const SETT_FEED_HISTORY_TOO_SHORT: c_int = 16;
+/// An engine error this version of the header has no code for (a newer
+/// library's); the message says what failed.
+pub const SETT_OTHER: c_int = 17;
 
 /// An error: a status code and a message. Owned by the caller; free with
 /// sett_error_free().
@@ -88,6 +91,7 @@ impl From<Error> for FfiError {
             Error::Conflict => SETT_CONFLICT,
             Error::FellBehind { .. } => SETT_FELL_BEHIND,
             Error::FeedHistoryTooShort { .. } => SETT_FEED_HISTORY_TOO_SHORT,
+            _ => SETT_OTHER,
         };
         let version = match &e {
             Error::FellBehind { resume_from } => *resume_from,
@@ -186,6 +190,7 @@ pub extern "C" fn sett_status_string(code: c_int) -> *const c_char {
         SETT_INVALID_OPTION => c"invalid option",
         SETT_FELL_BEHIND => c"change-feed subscriber fell behind",
         SETT_FEED_HISTORY_TOO_SHORT => c"change-feed history does not reach that version",
+        SETT_OTHER => c"engine error",
         _ => c"unknown status code",
     };
     s.as_ptr()

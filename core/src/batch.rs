@@ -47,6 +47,17 @@ pub(crate) enum OpValue {
     RangeEnd(Range<usize>),
 }
 
+impl OpValue {
+    /// The length of a put's value; 0 for a delete or a range delete.
+    fn value_len(&self) -> usize {
+        match self {
+            OpValue::Here(v) => v.len(),
+            OpValue::Own(v) => v.len(),
+            OpValue::Delete | OpValue::RangeEnd(_) => 0,
+        }
+    }
+}
+
 /// Values at least this long get their own buffer (`OpValue::Own`).
 const OWN_BUFFER_AT: usize = 4096;
 
@@ -307,12 +318,7 @@ impl WriteBatch {
         self.ops.retain(|op| {
             let keep = matches!(op.value, OpValue::RangeEnd(_)) || !inside(&data[op.key.clone()]);
             if !keep {
-                removed += op.key.len()
-                    + match &op.value {
-                        OpValue::Here(v) => v.len(),
-                        OpValue::Own(v) => v.len(),
-                        OpValue::Delete | OpValue::RangeEnd(_) => 0,
-                    };
+                removed += op.key.len() + op.value.value_len();
             }
             keep
         });

@@ -5,7 +5,7 @@ mod common;
 
 use sett::{
     ChangeKind, Clock, Compression, Db, Error, IterOptions, Keyspace, KeyspaceOptions, Options,
-    PutOptions, SubscribeOptions, WriteBatch,
+    PutOptions, Store, SubscribeOptions, WriteBatch,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -687,4 +687,57 @@ fn a_database_from_before_keyspaces_opens_as_the_default_keyspace_and_takes_keys
     let ks = db.keyspace("new", KeyspaceOptions::default()).unwrap();
     assert_eq!(scan_ks(&ks, IterOptions::default()).len(), before.len());
     db.verify().unwrap();
+}
+
+/// Writes, reads and scans one map through `&dyn Store`, as a binding does.
+fn exercise(s: &dyn Store, tag: &str) -> Model {
+    let mut m = Model::new();
+    for i in 0..50u32 {
+        let v = format!("{tag}{i}").into_bytes();
+        s.put(&k(i), &v).unwrap();
+        m.insert(k(i), v);
+    }
+    s.delete(&k(3)).unwrap();
+    m.remove(&k(3));
+    s.delete_range(&k(10), &k(20)).unwrap();
+    m.retain(|key, _| !(key >= &k(10) && key < &k(20)));
+    s.put_with(
+        &k(60),
+        b"meta",
+        PutOptions {
+            user_meta: 7,
+            ttl: None,
+        },
+    )
+    .unwrap();
+    m.insert(k(60), b"meta".to_vec());
+    assert_eq!(s.get_entry(&k(60)).unwrap().map(|i| i.user_meta), Some(7));
+    m
+}
+
+#[test]
+fn the_default_keyspace_and_a_named_one_serve_the_same_store_calls_independently() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(common::tiny_options(dir.path())).unwrap();
+    let ks = db.keyspace("named", KeyspaceOptions::default()).unwrap();
+    let md = exercise(&db, "d");
+    let mk = exercise(&ks, "k");
+    for (s, m) in [(&db as &dyn Store, &md), (&ks as &dyn Store, &mk)] {
+        assert_eq!(collect(s.iter(IterOptions::default())), model_scan(m));
+        let keys: Vec<Vec<u8>> = (0..70u32).map(k).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let got = s.get_many(&refs).unwrap();
+        let want: Vec<Option<Vec<u8>>> = keys.iter().map(|key| m.get(key).cloned()).collect();
+        assert_eq!(got, want, "get_many answers in the order asked");
+        assert_eq!(s.get(&k(3)).unwrap(), None);
+    }
+    // A keyspace's get_many refuses an empty key as its get does, and a
+    // dropped keyspace refuses it too.
+    assert!(ks
+        .get_many(&[b"".as_slice()])
+        .is_err_and(|e| is_invalid(&e)));
+    db.drop_keyspace("named").unwrap();
+    assert!(ks
+        .get_many(&[k(1).as_slice()])
+        .is_err_and(|e| is_invalid(&e)));
 }

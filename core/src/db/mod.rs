@@ -460,16 +460,8 @@ impl Db {
 
     /// Reads the values of many keys at one consistent point.
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.inner.check_open()?;
-        // State first, then the sequence: see DbInner::iter.
-        let st = self.inner.read_state();
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
-        keys.iter()
-            .map(|k| {
-                self.inner.check_user_key(k)?;
-                Ok(self.inner.get_in(&st, k, seq)?.map(|i| i.value))
-            })
-            .collect()
+        let inner = &self.inner;
+        inner.get_many_storage(keys.iter().map(|k| inner.check_user_key(k).map(|()| k)))
     }
 
     /// An iterator over a snapshot of the Db taken now.

@@ -3,9 +3,10 @@
 //! `commit()` hands the whole batch to the engine with the GIL released.
 
 use crate::convert::bytes_view;
-use crate::db::{put_options, Db};
+use crate::db::Db;
 use crate::errors::to_py;
 use crate::keyspace::Keyspace;
+use crate::store::put_options;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 use sett_core::{PutOptions, WriteBatch};

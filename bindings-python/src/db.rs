@@ -1,24 +1,24 @@
 //! `Db` and `open()`.
 
 use crate::batch::Batch;
-use crate::convert::{bytes_arg, opt_bytes_arg};
+use crate::convert::bytes_arg;
 use crate::errors::to_py;
 use crate::extra::{BulkLoader, Sequence};
-use crate::iter::{PyIter, Yield};
 use crate::keyspace::{keyspace_options, Keyspace};
+use crate::store::Store;
 use crate::stream::PyStream;
 use crate::txn::Txn;
-use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
-use sett_core::{Compression, GcOutcome, IterOptions, Options, PutOptions};
+use pyo3::types::{PyDict, PyTuple};
+use sett_core::{Compression, GcOutcome, Options};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
 
 /// An open sett database: `sett.Db(path, **options)` or `sett.open(...)`.
-#[pyclass(module = "sett._sett", subclass)]
+#[pyclass(module = "sett._sett", extends = Store, subclass)]
 pub struct Db {
-    pub(crate) inner: sett_core::Db,
+    pub(crate) inner: Arc<sett_core::Db>,
 }
 
 fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -73,72 +73,17 @@ pub(crate) fn compression(option: &str, name: &str) -> PyResult<Compression> {
     })
 }
 
-pub(crate) fn put_options(ttl: Option<f64>, meta: u8) -> PyResult<PutOptions> {
-    let ttl = match ttl {
-        None => None,
-        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(PyValueError::new_err(format!(
-                "ttl must be a positive number of seconds, not {s}"
-            )))
-        }
-    };
-    Ok(PutOptions {
-        user_meta: meta,
-        ttl,
-    })
-}
-
-pub(crate) fn iter_options(
-    prefix: Option<&Bound<'_, PyAny>>,
-    start: Option<&Bound<'_, PyAny>>,
-    end: Option<&Bound<'_, PyAny>>,
-    reverse: bool,
-    keys_only: bool,
-    prefetch: Option<usize>,
-) -> PyResult<IterOptions> {
-    let prefetch = match prefetch {
-        None => IterOptions::default().prefetch,
-        Some(0) => return Err(PyValueError::new_err("prefetch must be at least 1")),
-        Some(n) => n,
-    };
-    Ok(IterOptions {
-        prefix: opt_bytes_arg(prefix, "prefix")?,
-        start: opt_bytes_arg(start, "start")?,
-        end: opt_bytes_arg(end, "end")?,
-        reverse,
-        keys_only,
-        prefetch,
-    })
-}
-
-impl Db {
-    /// An `Iter` over a snapshot taken now, yielding `what`.
-    fn stream(
-        slf: &Bound<'_, Self>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-        what: Yield,
-        prefetch: Option<usize>,
-    ) -> PyResult<PyIter> {
-        let o = iter_options(prefix, start, end, reverse, what == Yield::Keys, prefetch)?;
-        let py = slf.py();
-        let db = slf.borrow();
-        let inner = &db.inner;
-        let it = py.allow_threads(|| inner.iter(o)).map_err(to_py)?;
-        Ok(PyIter::new(it, what, Some(slf.clone().into_any().unbind())))
-    }
-}
-
 #[pymethods]
 impl Db {
     /// Opens (or creates) the database in directory `path`. Options are keyword
     /// arguments named as in sett's Rust `Options` (value_threshold, sync_writes, ...).
     #[new]
     #[pyo3(signature = (path, **options))]
-    fn new(py: Python<'_>, path: PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Db> {
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<(Db, Store)> {
         let mut o = Options::new(path);
         if let Some(opts) = options {
             for (k, v) in opts.iter() {
@@ -146,86 +91,13 @@ impl Db {
                 set_option(&mut o, &name, &v)?;
             }
         }
-        let inner = py.allow_threads(|| sett_core::Db::open(o)).map_err(to_py)?;
-        Ok(Db { inner })
-    }
-
-    /// The value of `key`, or `default` if it has none.
-    #[pyo3(signature = (key, default=None))]
-    fn get(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        default: Option<PyObject>,
-    ) -> PyResult<PyObject> {
-        let k = bytes_arg(key, "key")?;
-        match self.inner.get(&k).map_err(to_py)? {
-            Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
-    }
-
-    /// (value, user_meta, expires_at, version) of `key`, or None.
-    fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        let k = bytes_arg(key, "key")?;
-        match self.inner.get_entry(&k).map_err(to_py)? {
-            Some(i) => Ok((
-                PyBytes::new_bound(py, &i.value),
-                i.user_meta,
-                i.expires_at,
-                i.version,
-            )
-                .into_py(py)),
-            None => Ok(py.None()),
-        }
-    }
-
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        let k = bytes_arg(key, "key")?;
-        match self.inner.get(&k).map_err(to_py)? {
-            Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
-            None => Err(PyKeyError::new_err(PyBytes::new_bound(py, &k).unbind())),
-        }
-    }
-
-    fn __setitem__(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        self.put(py, key, value, None, 0)
-    }
-
-    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.delete(py, key)
-    }
-
-    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = bytes_arg(key, "key")?;
-        Ok(self.inner.get(&k).map_err(to_py)?.is_some())
-    }
-
-    /// Stores key → value, optionally with a time to live (seconds) and a user-meta byte.
-    #[pyo3(signature = (key, value, *, ttl=None, meta=0))]
-    fn put(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<f64>,
-        meta: u8,
-    ) -> PyResult<()> {
-        let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
-        let o = put_options(ttl, meta)?;
-        py.allow_threads(|| self.inner.put_with(&k, &v, o))
-            .map_err(to_py)
-    }
-
-    /// Removes `key` (no error if absent).
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = bytes_arg(key, "key")?;
-        py.allow_threads(|| self.inner.delete(&k)).map_err(to_py)
+        let inner = Arc::new(py.allow_threads(|| sett_core::Db::open(o)).map_err(to_py)?);
+        Ok((
+            Db {
+                inner: inner.clone(),
+            },
+            Store::new(inner),
+        ))
     }
 
     /// A native write batch to fill and commit atomically (a context manager):
@@ -258,53 +130,6 @@ impl Db {
         let inner = &db.inner;
         let l = py.allow_threads(|| inner.bulk_load()).map_err(to_py)?;
         Ok(BulkLoader::new(l, slf.clone().into_any().unbind()))
-    }
-
-    /// The values of many keys at one consistent point (None where absent).
-    fn get_many(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<PyObject>> {
-        let mut ks = Vec::new();
-        for k in keys.iter()? {
-            ks.push(bytes_arg(&k?, "key")?);
-        }
-        let vals = py
-            .allow_threads(|| {
-                let refs: Vec<&[u8]> = ks.iter().map(Vec::as_slice).collect();
-                self.inner.get_many(&refs)
-            })
-            .map_err(to_py)?;
-        Ok(vals
-            .into_iter()
-            .map(|v| {
-                v.map_or_else(
-                    || py.None(),
-                    |v| PyBytes::new_bound(py, &v).into_any().unbind(),
-                )
-            })
-            .collect())
-    }
-
-    /// Subscribes to the change feed: every write committed from now on (or,
-    /// with `since`, after that version, out of the in-memory history of
-    /// `change_feed_history_bytes`) whose key starts with one of `prefixes`
-    /// (None: every key), in version order, each once, after it became
-    /// visible. A write never waits on a subscriber: one whose undelivered
-    /// changes pass `max_pending_bytes` (default 8 MiB) loses them and its
-    /// next() raises FellBehindError; subscribe again with
-    /// `since=e.resume_from`. A `since` older than the history raises
-    /// FeedHistoryTooShortError (`e.oldest`): then subscribe from now, scan
-    /// in a read-only transaction and apply only changes whose version is
-    /// above its `read_ts`. A bulk load, drop_all and drop_prefix end live
-    /// subscriptions with FellBehindError and cannot be resumed across.
-    #[pyo3(signature = (prefixes=None, since=None, max_pending_bytes=None))]
-    fn subscribe(
-        &self,
-        py: Python<'_>,
-        prefixes: Option<&Bound<'_, PyAny>>,
-        since: Option<u64>,
-        max_pending_bytes: Option<usize>,
-    ) -> PyResult<crate::feed::Subscription> {
-        let db = &self.inner;
-        crate::feed::subscribe(py, |o| db.subscribe(o), prefixes, since, max_pending_bytes)
     }
 
     /// The newest version visible to reads: what a read begun now sees.
@@ -344,7 +169,7 @@ impl Db {
         value_threshold: Option<usize>,
         default_ttl: Option<f64>,
         compression: Option<&str>,
-    ) -> PyResult<Keyspace> {
+    ) -> PyResult<Py<Keyspace>> {
         let o = keyspace_options(value_threshold, default_ttl, compression)?;
         Keyspace::open(slf, name, o)
     }
@@ -361,65 +186,6 @@ impl Db {
         let inner = &self.inner;
         py.allow_threads(|| inner.drop_keyspace(name))
             .map_err(to_py)
-    }
-
-    /// An iterator over a snapshot taken now: (key, value) pairs, or keys if
-    /// `keys_only`. `prefetch`: how many items ahead values are read (default 256).
-    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false, keys_only=false, *, prefetch=None))]
-    fn iter(
-        slf: &Bound<'_, Self>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-        keys_only: bool,
-        prefetch: Option<usize>,
-    ) -> PyResult<PyIter> {
-        let what = if keys_only { Yield::Keys } else { Yield::Items };
-        Self::stream(slf, prefix, start, end, reverse, what, prefetch)
-    }
-
-    /// The keys, in order (like `iter(keys_only=True)`): streamed from a snapshot
-    /// taken now, not a list.
-    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false))]
-    fn keys(
-        slf: &Bound<'_, Self>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<PyIter> {
-        Self::stream(slf, prefix, start, end, reverse, Yield::Keys, None)
-    }
-
-    /// The (key, value) pairs, in key order (like `iter()`): streamed from a
-    /// snapshot taken now, not a list.
-    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false))]
-    fn items(
-        slf: &Bound<'_, Self>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<PyIter> {
-        Self::stream(slf, prefix, start, end, reverse, Yield::Items, None)
-    }
-
-    /// The values, in key order: streamed from a snapshot taken now, not a list.
-    #[pyo3(signature = (prefix=None, start=None, end=None, reverse=false))]
-    fn values(
-        slf: &Bound<'_, Self>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<PyIter> {
-        Self::stream(slf, prefix, start, end, reverse, Yield::Values, None)
-    }
-
-    /// Iterating a Db yields its keys in order, as iterating a dict does.
-    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<PyIter> {
-        Self::stream(slf, None, None, None, false, Yield::Keys, None)
     }
 
     /// One round of value-log GC; True if a file was collected.
@@ -444,21 +210,6 @@ impl Db {
     /// Deletes every key.
     fn drop_all(&self, py: Python<'_>) -> PyResult<()> {
         py.allow_threads(|| self.inner.drop_all()).map_err(to_py)
-    }
-
-    /// Deletes every key in `[start, end)` with one range tombstone (RocksDB's
-    /// DeleteRange): atomic, ordered like any write, writers do not wait.
-    /// An empty `end` means no upper bound; else `start < end` is required.
-    fn delete_range(
-        &self,
-        py: Python<'_>,
-        start: &Bound<'_, PyAny>,
-        end: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let s = bytes_arg(start, "start")?;
-        let e = bytes_arg(end, "end")?;
-        py.allow_threads(|| self.inner.delete_range(&s, &e))
-            .map_err(to_py)
     }
 
     /// Deletes every key starting with `prefix` (one range delete: atomic,

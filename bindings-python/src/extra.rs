@@ -3,8 +3,8 @@
 //! and `sett_bulk_loader_*` offer them.
 
 use crate::convert::bytes_arg;
-use crate::db::put_options;
 use crate::errors::{to_py, ClosedError};
+use crate::store::put_options;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 

@@ -17,6 +17,7 @@ mod extra;
 mod feed;
 mod iter;
 mod keyspace;
+mod store;
 mod stream;
 mod txn;
 
@@ -25,6 +26,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<store::Store>()?;
     m.add_class::<db::Db>()?;
     m.add_class::<batch::Batch>()?;
     m.add_class::<extra::Sequence>()?;

@@ -2,10 +2,10 @@
 //! an exception). `sett.Db.transaction()` / `view()` begin one in a `with` block.
 
 use crate::convert::bytes_arg;
-use crate::db::{iter_options, put_options};
 use crate::errors::{to_py, ClosedError};
 use crate::iter::{PyIter, Yield};
 use crate::keyspace::Keyspace;
+use crate::store::{iter_options, put_options};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Mutex;

@@ -147,3 +147,23 @@ def test_a_zstd_keyspace_s_tables_shrink_and_keep_the_codec_after_reopen(tmp_pat
     with pytest.raises(ValueError, match="compression"):
         db.keyspace("bad", compression="snappy")
     db.close()
+
+
+def test_db_and_keyspace_are_both_stores_and_get_many_reads_each_in_order(db):
+    ks = db.keyspace("named")
+    assert isinstance(db, sett.Store) and isinstance(ks, sett.Store)
+    for store, tag in ((db, b"d"), (ks, b"k")):
+        for i in range(10):
+            store[b"k%d" % i] = tag + b"%d" % i
+        del store[b"k3"]
+    wanted = [b"k9", b"k3", b"missing", b"k0"]
+    assert db.get_many(wanted) == [b"d9", None, None, b"d0"]
+    assert ks.get_many(iter(wanted)) == [b"k9", None, None, b"k0"]
+    with pytest.raises(TypeError):
+        ks.get_many([b"k1", "str"])
+    with pytest.raises(sett.InvalidArgumentError):
+        ks.get_many([b""])
+    db.drop_keyspace("named")
+    with pytest.raises(sett.InvalidArgumentError):
+        ks.get_many([b"k1"])
+    assert db.get_many([b"k1"]) == [b"d1"]

@@ -5,6 +5,7 @@ from types import TracebackType
 from typing import (
     Any,
     Dict,
+    Iterable,
     Iterator,
     List,
     Literal,
@@ -101,18 +102,8 @@ class Iter(Iterator[_T_co]):
         """Next item: the first key (reverse: the last) within bounds."""
     def close(self) -> None: ...
 
-class Keyspace:
-    """A named, independent ordered map in one database (Db.keyspace)."""
-    @property
-    def name(self) -> str: ...
-    @property
-    def id(self) -> int: ...
-    @property
-    def value_threshold(self) -> Optional[int]: ...
-    @property
-    def default_ttl(self) -> Optional[float]: ...
-    @property
-    def compression(self) -> Optional[str]: ...
+class Store:
+    """An ordered map of a database: Db (its default keyspace) or a Keyspace."""
     def get(self, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]: ...
     def get_entry(self, key: Bytes) -> Optional[Tuple[bytes, int, int, int]]: ...
     def __getitem__(self, key: Bytes) -> bytes: ...
@@ -123,8 +114,10 @@ class Keyspace:
         self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
     ) -> None: ...
     def delete(self, key: Bytes) -> None: ...
+    def get_many(self, keys: Iterable[Bytes]) -> List[Optional[bytes]]:
+        """The values at one consistent point, in the order asked."""
     def delete_range(self, start: Bytes, end: Bytes) -> None:
-        """Deletes [start, end) of this keyspace (b"" end: to its end)."""
+        """Deletes every key in [start, end) with one range tombstone (b"" end: to the end)."""
     @overload
     def iter(
         self,
@@ -186,7 +179,20 @@ class Keyspace:
         since: Optional[int] = None,
         max_pending_bytes: Optional[int] = None,
     ) -> Subscription:
-        """Committed writes to this keyspace, keys as they were put."""
+        """Committed writes under prefixes, in version order (the change feed)."""
+
+class Keyspace(Store):
+    """A named, independent ordered map in one database (Db.keyspace)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def id(self) -> int: ...
+    @property
+    def value_threshold(self) -> Optional[int]: ...
+    @property
+    def default_ttl(self) -> Optional[float]: ...
+    @property
+    def compression(self) -> Optional[str]: ...
 
 class Txn:
     def get(
@@ -318,34 +324,16 @@ class BulkLoader:
 #: compression_per_level.
 OptionValue = Union[int, bool, float, str, List[str]]
 
-class Db:
+class Db(Store):
     def __init__(self, path: Union[str, os.PathLike[str]], **options: OptionValue) -> None: ...
-    def get(self, key: Bytes, default: Optional[bytes] = None) -> Optional[bytes]: ...
-    def get_entry(self, key: Bytes) -> Optional[Tuple[bytes, int, int, int]]: ...
-    def __getitem__(self, key: Bytes) -> bytes: ...
-    def __setitem__(self, key: Bytes, value: Bytes) -> None: ...
-    def __delitem__(self, key: Bytes) -> None: ...
-    def __contains__(self, key: object) -> bool: ...
-    def put(
-        self, key: Bytes, value: Bytes, *, ttl: Optional[float] = None, meta: int = 0
-    ) -> None: ...
-    def delete(self, key: Bytes) -> None: ...
     def batch(self) -> Batch:
         """A native write batch to fill and commit atomically (a context manager)."""
     def sequence(self, key: Bytes, bandwidth: int) -> Sequence:
         """Increasing integers stored under key, leased bandwidth at a time."""
     def bulk_load(self) -> BulkLoader:
         """Loads sorted entries straight into this empty database."""
-    def get_many(self, keys: List[Bytes]) -> List[Optional[bytes]]: ...
     def begin(self, update: Optional[bool] = None, *, write: Optional[bool] = None) -> Txn:
         """Read-write unless update (or its alias write) is False."""
-    def subscribe(
-        self,
-        prefixes: Optional[List[Bytes]] = None,
-        since: Optional[int] = None,
-        max_pending_bytes: Optional[int] = None,
-    ) -> Subscription:
-        """Committed writes under prefixes, in version order (the change feed)."""
     def last_version(self) -> int: ...
     def keyspace(
         self,
@@ -358,67 +346,10 @@ class Db:
     def keyspaces(self) -> List[str]: ...
     def drop_keyspace(self, name: str) -> None:
         """Drops the keyspace and its keys in one atomic write; NotFoundError if absent."""
-    @overload
-    def iter(
-        self,
-        prefix: Optional[Bytes] = None,
-        start: Optional[Bytes] = None,
-        end: Optional[Bytes] = None,
-        reverse: bool = False,
-        keys_only: Literal[False] = False,
-        *,
-        prefetch: Optional[int] = None,
-    ) -> Iter[Tuple[bytes, bytes]]: ...
-    @overload
-    def iter(
-        self,
-        prefix: Optional[Bytes] = None,
-        start: Optional[Bytes] = None,
-        end: Optional[Bytes] = None,
-        reverse: bool = False,
-        *,
-        keys_only: Literal[True],
-        prefetch: Optional[int] = None,
-    ) -> Iter[bytes]: ...
-    @overload
-    def iter(
-        self,
-        prefix: Optional[Bytes] = None,
-        start: Optional[Bytes] = None,
-        end: Optional[Bytes] = None,
-        reverse: bool = False,
-        keys_only: bool = False,
-        *,
-        prefetch: Optional[int] = None,
-    ) -> Iter[Any]: ...
-    def keys(
-        self,
-        prefix: Optional[Bytes] = None,
-        start: Optional[Bytes] = None,
-        end: Optional[Bytes] = None,
-        reverse: bool = False,
-    ) -> Iter[bytes]: ...
-    def items(
-        self,
-        prefix: Optional[Bytes] = None,
-        start: Optional[Bytes] = None,
-        end: Optional[Bytes] = None,
-        reverse: bool = False,
-    ) -> Iter[Tuple[bytes, bytes]]: ...
-    def values(
-        self,
-        prefix: Optional[Bytes] = None,
-        start: Optional[Bytes] = None,
-        end: Optional[Bytes] = None,
-        reverse: bool = False,
-    ) -> Iter[bytes]: ...
-    def __iter__(self) -> Iter[bytes]: ...
     def run_value_log_gc(self, discard_ratio: float = 0.5) -> bool: ...
     def flatten(self) -> None: ...
     def flush(self) -> None: ...
     def drop_all(self) -> None: ...
-    def delete_range(self, start: Bytes, end: Bytes) -> None:
-        """Deletes every key in [start, end) with one range tombstone (b"" end: no upper bound)."""
     def drop_prefix(self, prefix: Bytes) -> None: ...
     def backup(self, dest: Union[str, os.PathLike[str], _Writer], since: int = 0) -> int: ...
     def restore(self, src: Union[str, os.PathLike[str], _Reader]) -> int: ...

@@ -161,7 +161,7 @@ pub struct Options {
     pub clock: Clock,
     /// The file system every file is created, written, synced, renamed and
     /// removed through. Default: the real one; power-loss tests use
-    /// [`crate::fs::SimFs`].
+    /// `sett::fs::SimFs` (feature `testing`).
     pub fs: Fs,
     /// Bytes of recent changes the change feed keeps in memory, so that a
     /// subscription can start from a past version (see [`crate::Db::subscribe`]).

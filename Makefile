@@ -17,7 +17,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: bench-batch batch-build rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server bench-replication install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: msrv bench-batch batch-build rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server bench-replication install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -423,6 +423,16 @@ pytest: py
 			-y "{VALUE_SIZES: [16, 128, 1024, 16384], KEYS_PER_SIZE: [2000, 2000, 1000, 200]}" || exit 1; \
 	done
 
+# The declared minimum Rust (rust-version in Cargo.toml) builds every target of the
+# workspace; rustup installs that toolchain if it is missing. Its own target folder
+# keeps the two compilers from rebuilding each other's artifacts.
+MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+msrv: deps
+	@command -v rustup >/dev/null || { echo "msrv: rustup is needed to build with Rust $(MSRV)" >&2; exit 1; }
+	rustup toolchain list | grep "^$(MSRV)-" >/dev/null || rustup toolchain install $(MSRV) --profile minimal
+	$(CARGO) +$(MSRV) check -q --workspace --all-targets --target-dir target/msrv
+	@echo "msrv: the workspace builds with Rust $(MSRV)"
+
 # The power-loss test must fail on a build whose fsyncs (or directory fsyncs) do
 # nothing: proof that it would catch a missing one. A build error is not a pass.
 mutation-check: deps
@@ -437,6 +447,6 @@ mutation-check: deps
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
 
-test: fmt-check lint doc-check header-check unit server-test mutation-check ctest install-check gotest standing-check pytest wheel-check smoke bindings-smoke
+test: fmt-check lint doc-check header-check msrv unit server-test mutation-check ctest install-check gotest standing-check pytest wheel-check smoke bindings-smoke
 	@mkdir -p target/tmp/skipped; skipped=$$(ls target/tmp/skipped | tr '\n' ' '); \
 	echo "make test: all checks passed ($$(ls target/tmp/skipped | wc -l) tests skipped$${skipped:+: $${skipped% }})"

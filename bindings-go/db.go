@@ -134,65 +134,23 @@ type Item struct {
 
 // Set stores key → value.
 func (d *DB) Set(key, value []byte) error {
-	h, err := d.handle()
-	if err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_put(h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), &cerr)
-	runtime.KeepAlive(key)
-	runtime.KeepAlive(value)
-	return status(rc, cerr)
+	return storeSet(d, key, value)
 }
 
 // SetEntry stores e.Key → e.Value with its user-meta byte and TTL.
 func (d *DB) SetEntry(e *Entry) error {
-	ttl, err := e.ttlMillis()
-	if err != nil {
-		return err
-	}
-	h, err := d.handle()
-	if err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_put_with(h, ptr(e.Key), C.size_t(len(e.Key)), ptr(e.Value), C.size_t(len(e.Value)),
-		C.uint8_t(e.UserMeta), ttl, &cerr)
-	runtime.KeepAlive(e)
-	return status(rc, cerr)
+	return storeSetEntry(d, e)
 }
 
 // Delete removes key (no error if it is absent).
 func (d *DB) Delete(key []byte) error {
-	h, err := d.handle()
-	if err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_delete(h, ptr(key), C.size_t(len(key)), &cerr)
-	runtime.KeepAlive(key)
-	return status(rc, cerr)
+	return storeDelete(d, key)
 }
 
 // Get returns a copy of key's value, or ErrNotFound. An empty value is a
 // non-nil empty slice.
 func (d *DB) Get(key []byte) ([]byte, error) {
-	h, err := d.handle()
-	if err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	var buf C.sett_buf_t
-	var cerr *C.sett_error_t
-	rc := C.sett_get(h, ptr(key), C.size_t(len(key)), &buf, &cerr)
-	runtime.KeepAlive(key)
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return takeBuf(&buf), nil
+	return storeGet(d, key)
 }
 
 // takeBuf copies a C buffer into Go memory and frees it.

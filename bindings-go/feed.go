@@ -54,14 +54,7 @@ const subscribeWait = 50 * time.Millisecond
 // end live subscriptions with a *FellBehindError that cannot be resumed
 // (rescan).
 func (d *DB) Subscribe(ctx context.Context, cb func([]Change) error, from uint64, prefixes ...[]byte) error {
-	if cb == nil {
-		return argError(C.SETT_INVALID_ARGUMENT, "Subscribe needs a callback")
-	}
-	sub, err := d.subscribe(from, prefixes)
-	if err != nil {
-		return err
-	}
-	return deliver(ctx, sub, cb)
+	return storeSubscribe(d, ctx, cb, from, prefixes)
 }
 
 // deliver hands the changes of sub to cb until ctx is done, cb fails or the
@@ -82,19 +75,6 @@ func deliver(ctx context.Context, sub *C.sett_subscription_t, cb func([]Change) 
 			}
 		}
 	}
-}
-
-// subscribe opens the C subscription; the prefixes are copied to C memory
-// (cgo does not let C hold Go memory that points to Go memory).
-func (d *DB) subscribe(from uint64, prefixes [][]byte) (*C.sett_subscription_t, error) {
-	h, err := d.handle()
-	if err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	return openSubscription(from, prefixes, func(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int {
-		return C.sett_subscribe(h, list, n, from, hasFrom, 0, sub, cerr)
-	})
 }
 
 // openSubscription copies the prefixes to C memory and opens a subscription

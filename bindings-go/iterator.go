@@ -85,23 +85,7 @@ func newIterOptions(o IteratorOptions) (*C.sett_iter_options_t, error) {
 // NewIterator starts an iterator over a snapshot of the database taken now,
 // positioned on the first entry.
 func (d *DB) NewIterator(o IteratorOptions) (*Iterator, error) {
-	co, err := newIterOptions(o)
-	if err != nil {
-		return nil, err
-	}
-	defer C.sett_iter_options_free(co)
-	h, err := d.handle()
-	if err != nil {
-		return nil, err
-	}
-	var it *C.sett_iter_t
-	var cerr *C.sett_error_t
-	rc := C.sett_iter_new(h, co, &it, &cerr)
-	d.mu.RUnlock()
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return newIterator(it, o.Limit), nil
+	return storeNewIterator(d, o)
 }
 
 // NewIterator iterates the transaction's view: its snapshot plus its own
@@ -110,17 +94,9 @@ func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
 	if t.t == nil {
 		return nil, ErrClosed
 	}
-	co, err := newIterOptions(o)
-	if err != nil {
-		return nil, err
-	}
-	defer C.sett_iter_options_free(co)
-	var it *C.sett_iter_t
-	var cerr *C.sett_error_t
-	if err := status(C.sett_txn_iter_new(t.t, co, &it, &cerr), cerr); err != nil {
-		return nil, err
-	}
-	return newIterator(it, o.Limit), nil
+	return openIterator(o, func() error { return nil }, func() {}, func(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
+		return C.sett_txn_iter_new(t.t, co, it, cerr)
+	})
 }
 
 func newIterator(it *C.sett_iter_t, limit int) *Iterator {

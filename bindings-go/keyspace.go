@@ -178,152 +178,93 @@ func (k *Keyspace) Close() {
 
 // Get returns a copy of key's value in the keyspace, or ErrNotFound.
 func (k *Keyspace) Get(key []byte) ([]byte, error) {
-	h, err := k.handle()
-	if err != nil {
-		return nil, err
-	}
-	defer k.mu.RUnlock()
-	var buf C.sett_buf_t
-	var cerr *C.sett_error_t
-	rc := C.sett_keyspace_get(h, ptr(key), C.size_t(len(key)), &buf, &cerr)
-	runtime.KeepAlive(key)
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return takeBuf(&buf), nil
+	return storeGet(k, key)
 }
 
 // Set stores key → value in the keyspace (with its default TTL, if any).
 func (k *Keyspace) Set(key, value []byte) error {
-	h, err := k.handle()
-	if err != nil {
-		return err
-	}
-	defer k.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_keyspace_put(h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), &cerr)
-	runtime.KeepAlive(key)
-	runtime.KeepAlive(value)
-	return status(rc, cerr)
+	return storeSet(k, key, value)
 }
 
 // SetEntry stores e.Key → e.Value in the keyspace with its user-meta byte
 // and TTL (0: the keyspace's default TTL, if any).
 func (k *Keyspace) SetEntry(e *Entry) error {
-	ttl, err := e.ttlMillis()
-	if err != nil {
-		return err
-	}
-	h, err := k.handle()
-	if err != nil {
-		return err
-	}
-	defer k.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_keyspace_put_with(h, ptr(e.Key), C.size_t(len(e.Key)), ptr(e.Value), C.size_t(len(e.Value)),
-		C.uint8_t(e.UserMeta), ttl, &cerr)
-	runtime.KeepAlive(e)
-	return status(rc, cerr)
+	return storeSetEntry(k, e)
 }
 
 // Delete removes key from the keyspace (no error if it is absent).
 func (k *Keyspace) Delete(key []byte) error {
-	h, err := k.handle()
-	if err != nil {
-		return err
-	}
-	defer k.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_keyspace_delete(h, ptr(key), C.size_t(len(key)), &cerr)
-	runtime.KeepAlive(key)
-	return status(rc, cerr)
+	return storeDelete(k, key)
 }
 
 // DeleteRange deletes every key of the keyspace in [start, end) with one
 // range tombstone (see DB.DeleteRange); an empty end is the keyspace's end.
 func (k *Keyspace) DeleteRange(start, end []byte) error {
-	h, err := k.handle()
-	if err != nil {
-		return err
-	}
-	defer k.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_keyspace_delete_range(h, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), &cerr)
-	runtime.KeepAlive(start)
-	runtime.KeepAlive(end)
-	return status(rc, cerr)
+	return storeDeleteRange(k, start, end)
 }
 
 // NewIterator starts an iterator over a snapshot of the keyspace taken now;
 // prefix and bounds are in the keyspace's keys, and keys come back as they
 // were set.
 func (k *Keyspace) NewIterator(o IteratorOptions) (*Iterator, error) {
-	co, err := newIterOptions(o)
-	if err != nil {
-		return nil, err
-	}
-	defer C.sett_iter_options_free(co)
-	h, err := k.handle()
-	if err != nil {
-		return nil, err
-	}
-	var it *C.sett_iter_t
-	var cerr *C.sett_error_t
-	rc := C.sett_keyspace_iter_new(h, co, &it, &cerr)
-	k.mu.RUnlock()
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return newIterator(it, o.Limit), nil
+	return storeNewIterator(k, o)
 }
 
 // SetIn adds a put of key → value in keyspace ks (with its default TTL, if
 // any); a batch may write several keyspaces and the default one atomically.
 func (b *Batch) SetIn(ks *Keyspace, key, value []byte) error {
-	if b.b == nil {
-		return ErrClosed
-	}
-	h, err := ks.handle()
-	if err != nil {
-		return err
-	}
-	defer ks.mu.RUnlock()
-	rc := C.sett_batch_put_in(b.b, h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)))
-	runtime.KeepAlive(key)
-	runtime.KeepAlive(value)
-	return status(rc, nil)
+	return b.addIn(ks, func(h *C.sett_keyspace_t) C.int {
+		rc := C.sett_batch_put_in(b.b, h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)))
+		runtime.KeepAlive(key)
+		runtime.KeepAlive(value)
+		return rc
+	})
 }
 
 // DeleteIn adds a delete of key in keyspace ks.
 func (b *Batch) DeleteIn(ks *Keyspace, key []byte) error {
-	if b.b == nil {
-		return ErrClosed
-	}
-	h, err := ks.handle()
-	if err != nil {
-		return err
-	}
-	defer ks.mu.RUnlock()
-	rc := C.sett_batch_delete_in(b.b, h, ptr(key), C.size_t(len(key)))
-	runtime.KeepAlive(key)
-	return status(rc, nil)
+	return b.addIn(ks, func(h *C.sett_keyspace_t) C.int {
+		rc := C.sett_batch_delete_in(b.b, h, ptr(key), C.size_t(len(key)))
+		runtime.KeepAlive(key)
+		return rc
+	})
 }
 
 // DeleteRangeIn adds a delete of every key of keyspace ks in [start, end)
 // (an empty end is the keyspace's end).
 func (b *Batch) DeleteRangeIn(ks *Keyspace, start, end []byte) error {
+	return b.addIn(ks, func(h *C.sett_keyspace_t) C.int {
+		rc := C.sett_batch_delete_range_in(b.b, h, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)))
+		runtime.KeepAlive(start)
+		runtime.KeepAlive(end)
+		return rc
+	})
+}
+
+// addIn adds one op in keyspace ks to the batch through call, with ks held
+// open.
+func (b *Batch) addIn(ks *Keyspace, call func(h *C.sett_keyspace_t) C.int) error {
 	if b.b == nil {
 		return ErrClosed
 	}
-	h, err := ks.handle()
-	if err != nil {
+	if err := ks.rlock(); err != nil {
 		return err
 	}
-	defer ks.mu.RUnlock()
-	rc := C.sett_batch_delete_range_in(b.b, h, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)))
-	runtime.KeepAlive(start)
-	runtime.KeepAlive(end)
-	return status(rc, nil)
+	defer ks.runlock()
+	return status(call(ks.ks), nil)
+}
+
+// callIn buffers one write in keyspace ks through call, with ks held open.
+func (t *Txn) callIn(ks *Keyspace, call func(h *C.sett_keyspace_t, cerr **C.sett_error_t) C.int) error {
+	if t.t == nil {
+		return ErrClosed
+	}
+	if err := ks.rlock(); err != nil {
+		return err
+	}
+	defer ks.runlock()
+	var cerr *C.sett_error_t
+	return status(call(ks.ks, &cerr), cerr)
 }
 
 // GetIn returns a copy of key's value in keyspace ks as the transaction sees
@@ -332,53 +273,33 @@ func (t *Txn) GetIn(ks *Keyspace, key []byte) ([]byte, error) {
 	if t.t == nil {
 		return nil, ErrClosed
 	}
-	h, err := ks.handle()
-	if err != nil {
+	if err := ks.rlock(); err != nil {
 		return nil, err
 	}
-	defer ks.mu.RUnlock()
-	var buf C.sett_buf_t
-	var cerr *C.sett_error_t
-	rc := C.sett_txn_get_in(t.t, h, ptr(key), C.size_t(len(key)), &buf, &cerr)
-	runtime.KeepAlive(key)
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return takeBuf(&buf), nil
+	defer ks.runlock()
+	return takeValue(key, func(buf *C.sett_buf_t, cerr **C.sett_error_t) C.int {
+		return C.sett_txn_get_in(t.t, ks.ks, ptr(key), C.size_t(len(key)), buf, cerr)
+	})
 }
 
 // SetIn buffers a put in keyspace ks, applied at Commit with the
 // transaction's other writes in any keyspace.
 func (t *Txn) SetIn(ks *Keyspace, key, value []byte) error {
-	if t.t == nil {
-		return ErrClosed
-	}
-	h, err := ks.handle()
-	if err != nil {
-		return err
-	}
-	defer ks.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_txn_put_in(t.t, h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), &cerr)
-	runtime.KeepAlive(key)
-	runtime.KeepAlive(value)
-	return status(rc, cerr)
+	return t.callIn(ks, func(h *C.sett_keyspace_t, cerr **C.sett_error_t) C.int {
+		rc := C.sett_txn_put_in(t.t, h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), cerr)
+		runtime.KeepAlive(key)
+		runtime.KeepAlive(value)
+		return rc
+	})
 }
 
 // DeleteIn buffers a delete in keyspace ks.
 func (t *Txn) DeleteIn(ks *Keyspace, key []byte) error {
-	if t.t == nil {
-		return ErrClosed
-	}
-	h, err := ks.handle()
-	if err != nil {
-		return err
-	}
-	defer ks.mu.RUnlock()
-	var cerr *C.sett_error_t
-	rc := C.sett_txn_delete_in(t.t, h, ptr(key), C.size_t(len(key)), &cerr)
-	runtime.KeepAlive(key)
-	return status(rc, cerr)
+	return t.callIn(ks, func(h *C.sett_keyspace_t, cerr **C.sett_error_t) C.int {
+		rc := C.sett_txn_delete_in(t.t, h, ptr(key), C.size_t(len(key)), cerr)
+		runtime.KeepAlive(key)
+		return rc
+	})
 }
 
 // NewIteratorIn iterates keyspace ks as the transaction sees it (keys as
@@ -387,23 +308,9 @@ func (t *Txn) NewIteratorIn(ks *Keyspace, o IteratorOptions) (*Iterator, error) 
 	if t.t == nil {
 		return nil, ErrClosed
 	}
-	co, err := newIterOptions(o)
-	if err != nil {
-		return nil, err
-	}
-	defer C.sett_iter_options_free(co)
-	h, err := ks.handle()
-	if err != nil {
-		return nil, err
-	}
-	var it *C.sett_iter_t
-	var cerr *C.sett_error_t
-	rc := C.sett_txn_iter_new_in(t.t, h, co, &it, &cerr)
-	ks.mu.RUnlock()
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return newIterator(it, o.Limit), nil
+	return openIterator(o, ks.rlock, ks.runlock, func(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
+		return C.sett_txn_iter_new_in(t.t, ks.ks, co, it, cerr)
+	})
 }
 
 // Subscribe delivers the committed writes to this keyspace under prefixes
@@ -412,19 +319,5 @@ func (t *Txn) NewIteratorIn(ks *Keyspace, o IteratorOptions) (*Iterator, error) 
 // (a drop of the keyspace is one range delete from "" to ""). DB.Subscribe never
 // sees keyspace writes.
 func (k *Keyspace) Subscribe(ctx context.Context, cb func([]Change) error, from uint64, prefixes ...[]byte) error {
-	if cb == nil {
-		return argError(C.SETT_INVALID_ARGUMENT, "Subscribe needs a callback")
-	}
-	h, err := k.handle()
-	if err != nil {
-		return err
-	}
-	sub, err := openSubscription(from, prefixes, func(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int {
-		return C.sett_keyspace_subscribe(h, list, n, from, hasFrom, 0, sub, cerr)
-	})
-	k.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	return deliver(ctx, sub, cb)
+	return storeSubscribe(k, ctx, cb, from, prefixes)
 }

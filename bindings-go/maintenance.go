@@ -37,12 +37,7 @@ func (d *DB) DropAll() error {
 // A read-write transaction that read any key and commits after a range
 // delete committed past its start fails with ErrConflict.
 func (d *DB) DeleteRange(start, end []byte) error {
-	return d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int {
-		rc := C.sett_delete_range(h, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), cerr)
-		runtime.KeepAlive(start)
-		runtime.KeepAlive(end)
-		return rc
-	})
+	return storeDeleteRange(d, start, end)
 }
 
 // DropPrefix deletes every key starting with any of the prefixes, each with

@@ -106,14 +106,9 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 	if t.t == nil {
 		return nil, ErrClosed
 	}
-	var buf C.sett_buf_t
-	var cerr *C.sett_error_t
-	rc := C.sett_txn_get(t.t, ptr(key), C.size_t(len(key)), &buf, &cerr)
-	runtime.KeepAlive(key)
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return takeBuf(&buf), nil
+	return takeValue(key, func(buf *C.sett_buf_t, cerr **C.sett_error_t) C.int {
+		return C.sett_txn_get(t.t, ptr(key), C.size_t(len(key)), buf, cerr)
+	})
 }
 
 // GetItem reads key with its metadata as the transaction sees it, as

@@ -1,8 +1,9 @@
 //! Maintenance: value-log GC, backup and restore, flatten, drops, stats, sequences.
 
-use crate::db::{put_options, sett_db_t};
+use crate::db::sett_db_t;
 use crate::error::{sett_error_t, FfiError};
-use crate::util::{bytes, guard_ok, live, live_mut, path as c_path, write_out, Handle};
+use crate::store::put_options;
+use crate::util::{bytes, guard_ok, live, live_mut, path as c_path, write_out, Handle, Raw};
 use sett_core::{GcOutcome, Sequence};
 use std::ffi::{c_char, c_int};
 
@@ -350,10 +351,8 @@ pub unsafe extern "C" fn sett_bulk_loader_add_with(
         let l = l.loader.as_mut().ok_or_else(|| {
             FfiError::new(crate::error::SETT_CLOSED, "bulk load already finished")
         })?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
-        let v = unsafe { bytes(val, vallen, "value") }?;
+        // SAFETY: each byte pointer is NULL (refused) or valid for its length, as sett.h requires.
+        let (k, v) = unsafe { (Raw(key, keylen).get("key")?, Raw(val, vallen).get("value")?) };
         l.add_with(k, v, put_options(user_meta, ttl_ms))?;
         Ok(())
     })

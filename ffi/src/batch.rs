@@ -1,9 +1,10 @@
 //! `sett_batch_t`: puts and deletes applied atomically by sett_write().
 
-use crate::db::put_options;
 use crate::error::{FfiError, SETT_OK};
-use crate::util::{bytes, guard, live, live_mut, Handle};
-use sett_core::WriteBatch;
+use crate::keyspace::{named, sett_keyspace_t};
+use crate::store::put_options;
+use crate::util::{guard, live, live_mut, Handle, Raw};
+use sett_core::{Keyspace, PutOptions, WriteBatch};
 use std::ffi::c_int;
 
 /// A write batch. One thread at a time.
@@ -32,7 +33,7 @@ pub unsafe extern "C" fn sett_batch_free(batch: *mut sett_batch_t) {
     }
 }
 
-pub(crate) fn with_batch(
+fn with_batch(
     batch: *mut sett_batch_t,
     f: impl FnOnce(&mut WriteBatch) -> Result<(), FfiError>,
 ) -> c_int {
@@ -41,6 +42,97 @@ pub(crate) fn with_batch(
         f(&mut unsafe { live_mut(batch) }?.batch)?;
         Ok(SETT_OK)
     })
+}
+
+/// Runs `f` on the batch and the keyspace `ks` (`None`: the default one),
+/// both checked: the start that the batch calls with and without `_in` share.
+///
+/// # Safety
+/// `batch` and a keyspace handle given are NULL or live handles of this
+/// library, as sett.h requires of the exports that call it.
+unsafe fn with_batch_in(
+    batch: *mut sett_batch_t,
+    ks: Option<*const sett_keyspace_t>,
+    f: impl FnOnce(&mut WriteBatch, Option<&Keyspace>) -> Result<(), FfiError>,
+) -> c_int {
+    with_batch(batch, |b| {
+        // SAFETY: a keyspace handle is NULL (refused) or live, as sett.h requires of the caller.
+        f(b, unsafe { named(ks) }?)
+    })
+}
+
+/// A put added to the batch, in keyspace `ks` (`None`: the default one):
+/// sett_batch_put_with() and sett_batch_put_in().
+///
+/// # Safety
+/// As [`with_batch_in`], and `key` and `val` are each NULL or valid for their
+/// length.
+pub(crate) unsafe fn put(
+    batch: *mut sett_batch_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+    val: Raw,
+    opts: PutOptions,
+) -> c_int {
+    let op = |b: &mut WriteBatch, ks: Option<&Keyspace>| {
+        // SAFETY: `key` and `val` are NULL (refused) or valid for their length, as sett.h requires.
+        let (k, v) = unsafe { (key.get("key")?, val.get("value")?) };
+        match ks {
+            None => b.put_with(k, v, opts),
+            Some(ks) => b.put_with_in(ks, k, v, opts),
+        };
+        Ok(())
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_batch_in(batch, ks, op) }
+}
+
+/// A delete added to the batch, in keyspace `ks` (`None`: the default one):
+/// sett_batch_delete() and sett_batch_delete_in().
+///
+/// # Safety
+/// As [`with_batch_in`], and `key` is NULL or valid for its length.
+pub(crate) unsafe fn delete(
+    batch: *mut sett_batch_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+) -> c_int {
+    let op = |b: &mut WriteBatch, ks: Option<&Keyspace>| {
+        // SAFETY: `key` is NULL (refused) or valid for its length, as sett.h requires.
+        let k = unsafe { key.get("key") }?;
+        match ks {
+            None => b.delete(k),
+            Some(ks) => b.delete_in(ks, k),
+        };
+        Ok(())
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_batch_in(batch, ks, op) }
+}
+
+/// A range delete added to the batch, in keyspace `ks` (`None`: the default
+/// one): sett_batch_delete_range() and sett_batch_delete_range_in().
+///
+/// # Safety
+/// As [`with_batch_in`], and `start` and `end` are each NULL or valid for
+/// their length.
+pub(crate) unsafe fn delete_range(
+    batch: *mut sett_batch_t,
+    ks: Option<*const sett_keyspace_t>,
+    start: Raw,
+    end: Raw,
+) -> c_int {
+    let op = |b: &mut WriteBatch, ks: Option<&Keyspace>| {
+        // SAFETY: `start` and `end` are NULL (refused) or valid for their length, as sett.h requires.
+        let (s, e) = unsafe { (start.get("start")?, end.get("end")?) };
+        match ks {
+            None => b.delete_range(s, e),
+            Some(ks) => b.delete_range_in(ks, s, e),
+        };
+        Ok(())
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_batch_in(batch, ks, op) }
 }
 
 /// Adds a put. Keys and values are checked when the batch is written.
@@ -67,14 +159,9 @@ pub unsafe extern "C" fn sett_batch_put_with(
     user_meta: u8,
     ttl_ms: u64,
 ) -> c_int {
-    with_batch(batch, |b| {
-        // SAFETY: valid byte ranges (contract in sett.h).
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
-        let v = unsafe { bytes(val, vallen, "value") }?;
-        b.put_with(k, v, put_options(user_meta, ttl_ms));
-        Ok(())
-    })
+    let opts = put_options(user_meta, ttl_ms);
+    // SAFETY: forwarded contract.
+    unsafe { put(batch, None, Raw(key, keylen), Raw(val, vallen), opts) }
 }
 
 /// Adds a delete.
@@ -84,11 +171,8 @@ pub unsafe extern "C" fn sett_batch_delete(
     key: *const u8,
     keylen: usize,
 ) -> c_int {
-    with_batch(batch, |b| {
-        // SAFETY: valid byte range (contract in sett.h).
-        b.delete(unsafe { bytes(key, keylen, "key") }?);
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { delete(batch, None, Raw(key, keylen)) }
 }
 
 /// Removes every operation from the batch.

@@ -2,12 +2,12 @@
 
 use crate::batch::sett_batch_t;
 use crate::buf::sett_buf_t;
-use crate::error::{sett_error_t, FfiError, SETT_BUFFER_TOO_SMALL, SETT_NOT_FOUND, SETT_OK};
+use crate::error::{sett_error_t, FfiError};
 use crate::options::sett_options_t;
-use crate::util::{bytes, guard, guard_ok, live, path as c_path, write_out, Handle};
-use sett_core::{Db, Options, PutOptions};
+use crate::store::{self, put_options, EntryOut, StoreHandle};
+use crate::util::{guard_ok, live, path as c_path, Handle, Raw};
+use sett_core::{Db, Options, Store};
 use std::ffi::{c_char, c_int};
-use std::time::Duration;
 
 /// An open database. Safe to use from many threads at once. Close with
 /// sett_close(), then release the handle with sett_db_free(); between the two,
@@ -20,11 +20,9 @@ impl Handle for sett_db_t {
     const NAME: &'static str = "db";
 }
 
-/// Put options from the C arguments: a TTL of 0 means none.
-pub(crate) fn put_options(user_meta: u8, ttl_ms: u64) -> PutOptions {
-    PutOptions {
-        user_meta,
-        ttl: (ttl_ms > 0).then(|| Duration::from_millis(ttl_ms)),
+impl StoreHandle for sett_db_t {
+    fn store(&self) -> &dyn Store {
+        &self.db
     }
 }
 
@@ -113,16 +111,9 @@ pub unsafe extern "C" fn sett_put_with(
     ttl_ms: u64,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
-        let v = unsafe { bytes(val, vallen, "value") }?;
-        h.db.put_with(k, v, put_options(user_meta, ttl_ms))?;
-        Ok(())
-    })
+    let opts = put_options(user_meta, ttl_ms);
+    // SAFETY: forwarded contract.
+    unsafe { store::put_with(db, Raw(key, keylen), Raw(val, vallen), opts, err) }
 }
 
 /// Removes key (no error if absent).
@@ -133,13 +124,8 @@ pub unsafe extern "C" fn sett_delete(
     keylen: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        h.db.delete(unsafe { bytes(key, keylen, "key") }?)?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::delete(db, Raw(key, keylen), err) }
 }
 
 /// Reads key. SETT_OK: *value holds a copy (free with sett_buf_free()).
@@ -152,22 +138,8 @@ pub unsafe extern "C" fn sett_get(
     value: *mut sett_buf_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
-        match h.db.get(k)? {
-            Some(v) => {
-                // SAFETY: `value` was checked writable (not NULL) above, as sett.h requires of out-pointers.
-                unsafe { value.write(sett_buf_t::from_vec(v)) };
-                Ok(SETT_OK)
-            }
-            None => Ok(SETT_NOT_FOUND),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::get(db, Raw(key, keylen), value, err) }
 }
 
 /// Reads key into the caller's buffer `dst` of `cap` bytes (no allocation).
@@ -184,31 +156,8 @@ pub unsafe extern "C" fn sett_get_into(
     len: *mut usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe { write_out(len, 0, "len") }?;
-        if dst.is_null() && cap > 0 {
-            return Err(FfiError::invalid("dst is NULL with a non-zero capacity"));
-        }
-        let Some(v) = h.db.get(k)? else {
-            return Ok(SETT_NOT_FOUND);
-        };
-        // SAFETY: len is writable (checked above).
-        unsafe { len.write(v.len()) };
-        if v.len() > cap {
-            return Err(FfiError::new(
-                SETT_BUFFER_TOO_SMALL,
-                format!("value of {} bytes does not fit a buffer of {cap}", v.len()),
-            ));
-        }
-        // SAFETY: dst is valid for cap >= v.len() bytes by the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), dst, v.len()) };
-        Ok(SETT_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::get_into(db, Raw(key, keylen), dst, cap, len, err) }
 }
 
 /// Reads key with its metadata: user meta, expiry (unix seconds, 0 = never) and
@@ -224,31 +173,14 @@ pub unsafe extern "C" fn sett_get_entry(
     version: *mut u64,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
-        let Some(item) = h.db.get_entry(k)? else {
-            return Ok(SETT_NOT_FOUND);
-        };
-        // SAFETY: each out-pointer is written only when not NULL, and sett.h requires it writable.
-        unsafe {
-            if !user_meta.is_null() {
-                user_meta.write(item.user_meta);
-            }
-            if !expires_at.is_null() {
-                expires_at.write(item.expires_at);
-            }
-            if !version.is_null() {
-                version.write(item.version);
-            }
-            value.write(sett_buf_t::from_vec(item.value));
-        }
-        Ok(SETT_OK)
-    })
+    let out = EntryOut {
+        value,
+        user_meta,
+        expires_at,
+        version,
+    };
+    // SAFETY: forwarded contract.
+    unsafe { store::get_entry(db, Raw(key, keylen), out, err) }
 }
 
 /// Applies a batch atomically. The batch is not consumed (clear or free it after).
@@ -281,42 +213,6 @@ pub unsafe extern "C" fn sett_multi_get(
     statuses: *mut c_int,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        if n == 0 {
-            return Ok(());
-        }
-        if keys.is_null() || keylens.is_null() || values.is_null() || statuses.is_null() {
-            return Err(FfiError::invalid(
-                "keys, keylens, values and statuses must not be NULL",
-            ));
-        }
-        // SAFETY: each array is not NULL (checked above) and holds `n` elements, as sett.h requires.
-        let (kp, kl) = unsafe {
-            (
-                std::slice::from_raw_parts(keys, n),
-                std::slice::from_raw_parts(keylens, n),
-            )
-        };
-        let mut ks = Vec::with_capacity(n);
-        for i in 0..n {
-            // SAFETY: `kp[i]` is NULL (refused) or points to `kl[i]` readable bytes, as sett.h requires of the caller.
-            ks.push(unsafe { bytes(kp[i], kl[i], "key") }?);
-        }
-        let got = h.db.get_many(&ks)?;
-        for (i, v) in got.into_iter().enumerate() {
-            // SAFETY: values and statuses hold n elements.
-            unsafe {
-                let found = v.is_some();
-                values
-                    .add(i)
-                    .write(v.map_or_else(sett_buf_t::empty, sett_buf_t::from_vec));
-                statuses
-                    .add(i)
-                    .write(if found { SETT_OK } else { SETT_NOT_FOUND });
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::multi_get(db, keys, keylens, n, values, statuses, err) }
 }

@@ -3,6 +3,7 @@
 
 use crate::db::sett_db_t;
 use crate::error::{sett_error_t, FfiError};
+use crate::store;
 use crate::util::{bytes, guard_ok, live, live_mut, write_out, Handle};
 use sett_core::{ChangeKind, SubscribeOptions, Subscription};
 use std::ffi::c_int;
@@ -170,22 +171,19 @@ pub unsafe extern "C" fn sett_subscribe(
     sub: *mut *mut sett_subscription_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: forwarded from this function's contract (sett.h).
-        unsafe {
-            subscribe_with(
-                prefixes,
-                n,
-                from_version,
-                has_from,
-                max_pending_bytes,
-                sub,
-                |o| h.db.subscribe(o),
-            )
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        store::subscribe(
+            db,
+            prefixes,
+            n,
+            from_version,
+            has_from,
+            max_pending_bytes,
+            sub,
+            err,
+        )
+    }
 }
 
 /// The checks and options of sett_subscribe() and sett_keyspace_subscribe():

@@ -2,7 +2,8 @@
 
 use crate::db::sett_db_t;
 use crate::error::{sett_error_t, FfiError, SETT_BUFFER_TOO_SMALL, SETT_OK};
-use crate::txn::sett_txn_t;
+use crate::store;
+use crate::txn::{self, sett_txn_t};
 use crate::util::{bytes, flag, guard, guard_ok, live, live_mut, write_out, Handle};
 use sett_core::{DbIterator, IterOptions};
 use std::ffi::c_int;
@@ -146,17 +147,8 @@ pub unsafe extern "C" fn sett_iter_new(
     iter: *mut *mut sett_iter_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
-        unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: `opts` is NULL (the defaults) or a live handle of this library, as sett.h requires of the caller.
-        let it = h.db.iter(unsafe { options(opts) })?;
-        // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
-        unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::iter_new(db, opts, iter, err) }
 }
 
 /// A new iterator over a transaction's view (its snapshot plus its writes).
@@ -167,17 +159,8 @@ pub unsafe extern "C" fn sett_txn_iter_new(
     iter: *mut *mut sett_iter_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
-        unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `opts` is NULL (the defaults) or a live handle of this library, as sett.h requires of the caller.
-        let it = t.iter(unsafe { options(opts) })?;
-        // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
-        unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { txn::iter_new(txn, None, opts, iter, err) }
 }
 
 /// 1 while the iterator is on an entry, 0 at the end (or for NULL).

@@ -1,16 +1,17 @@
 //! `sett_keyspace_t`: keyspaces (column families), their point operations,
 //! iterators, and their batch and transaction variants.
 
-use crate::batch::{sett_batch_t, with_batch};
+use crate::batch::{self, sett_batch_t};
 use crate::buf::sett_buf_t;
-use crate::db::{put_options, sett_db_t};
-use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
-use crate::feed::{sett_bytes_t, sett_subscription_t, subscribe_with};
-use crate::iter::{options as iter_options, sett_iter_options_t, sett_iter_t};
+use crate::db::sett_db_t;
+use crate::error::{sett_error_t, FfiError, SETT_OK};
+use crate::feed::{sett_bytes_t, sett_subscription_t};
+use crate::iter::{sett_iter_options_t, sett_iter_t};
 use crate::options::{compression, compression_code, SETT_COMPRESSION_INHERIT};
-use crate::txn::sett_txn_t;
-use crate::util::{bytes, guard, guard_ok, live, live_mut, path as c_str, write_out, Handle};
-use sett_core::{Keyspace, KeyspaceOptions};
+use crate::store::{self, put_options, StoreHandle};
+use crate::txn::{self, sett_txn_t};
+use crate::util::{guard, guard_ok, live, live_mut, path as c_str, write_out, Handle, Raw};
+use sett_core::{Keyspace, KeyspaceOptions, PutOptions, Store};
 use std::ffi::{c_char, c_int};
 use std::time::Duration;
 
@@ -25,6 +26,29 @@ pub struct sett_keyspace_t {
 
 impl Handle for sett_keyspace_t {
     const NAME: &'static str = "keyspace";
+}
+
+impl StoreHandle for sett_keyspace_t {
+    fn store(&self) -> &dyn Store {
+        &self.ks
+    }
+}
+
+/// The keyspace a batch or transaction call acts on: `None` for the
+/// default keyspace (the calls without `_in`), else the named one behind
+/// the handle.
+///
+/// # Safety
+/// A handle given is NULL (refused) or a live handle of this library, and the
+/// reference does not outlive the exported call it is made in.
+pub(crate) unsafe fn named<'a>(
+    ks: Option<*const sett_keyspace_t>,
+) -> Result<Option<&'a Keyspace>, FfiError> {
+    match ks {
+        None => Ok(None),
+        // SAFETY: the caller's contract above.
+        Some(p) => Ok(Some(&unsafe { live(p) }?.ks)),
+    }
 }
 
 /// Options of a keyspace, given when it is created. One thread at a time.
@@ -247,16 +271,9 @@ pub unsafe extern "C" fn sett_keyspace_put_with(
     ttl_ms: u64,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
-        let v = unsafe { bytes(val, vallen, "value") }?;
-        h.ks.put_with(k, v, put_options(user_meta, ttl_ms))?;
-        Ok(())
-    })
+    let opts = put_options(user_meta, ttl_ms);
+    // SAFETY: forwarded contract.
+    unsafe { store::put_with(ks, Raw(key, keylen), Raw(val, vallen), opts, err) }
 }
 
 /// Reads key from the keyspace. Same contract as sett_get().
@@ -268,27 +285,8 @@ pub unsafe extern "C" fn sett_keyspace_get(
     value: *mut sett_buf_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard(err, || {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
-        found(value, h.ks.get(k)?)
-    })
-}
-
-/// Writes a found value to a checked out-pointer: SETT_OK, or SETT_NOT_FOUND.
-fn found(value: *mut sett_buf_t, v: Option<Vec<u8>>) -> Result<c_int, FfiError> {
-    match v {
-        Some(v) => {
-            // SAFETY: every caller checked `value` writable (write_out) first.
-            unsafe { value.write(sett_buf_t::from_vec(v)) };
-            Ok(SETT_OK)
-        }
-        None => Ok(SETT_NOT_FOUND),
-    }
+    // SAFETY: forwarded contract.
+    unsafe { store::get(ks, Raw(key, keylen), value, err) }
 }
 
 /// Removes key from the keyspace (no error if absent).
@@ -299,13 +297,8 @@ pub unsafe extern "C" fn sett_keyspace_delete(
     keylen: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        h.ks.delete(unsafe { bytes(key, keylen, "key") }?)?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::delete(ks, Raw(key, keylen), err) }
 }
 
 /// Deletes every key of the keyspace in [start, end) with one range
@@ -319,16 +312,8 @@ pub unsafe extern "C" fn sett_keyspace_delete_range(
     end_len: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `start` is NULL (refused) or points to `start_len` readable bytes, as sett.h requires.
-        let s = unsafe { bytes(start, start_len, "start") }?;
-        // SAFETY: as for `start`, with `end_len`.
-        let e = unsafe { bytes(end, end_len, "end") }?;
-        h.ks.delete_range(s, e)?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::delete_range(ks, Raw(start, start_len), Raw(end, end_len), err) }
 }
 
 /// A new iterator over a snapshot of the keyspace taken now; prefix and
@@ -341,17 +326,8 @@ pub unsafe extern "C" fn sett_keyspace_iter_new(
     iter: *mut *mut sett_iter_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
-        unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        // SAFETY: `ks` and `opts` are NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let it = unsafe { live(ks) }?
-            .ks
-            .iter(unsafe { iter_options(opts) })?;
-        // SAFETY: `iter` was checked writable above.
-        unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::iter_new(ks, opts, iter, err) }
 }
 
 /// Adds a put in keyspace `ks` to the batch (with its default TTL, if any);
@@ -367,16 +343,9 @@ pub unsafe extern "C" fn sett_batch_put_in(
     val: *const u8,
     vallen: usize,
 ) -> c_int {
-    with_batch(batch, |b| {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
-        let v = unsafe { bytes(val, vallen, "value") }?;
-        b.put_in(&h.ks, k, v);
-        Ok(())
-    })
+    let opts = PutOptions::default();
+    // SAFETY: forwarded contract.
+    unsafe { batch::put(batch, Some(ks), Raw(key, keylen), Raw(val, vallen), opts) }
 }
 
 /// Adds a delete in keyspace `ks` to the batch.
@@ -387,13 +356,8 @@ pub unsafe extern "C" fn sett_batch_delete_in(
     key: *const u8,
     keylen: usize,
 ) -> c_int {
-    with_batch(batch, |b| {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        b.delete_in(&h.ks, unsafe { bytes(key, keylen, "key") }?);
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { batch::delete(batch, Some(ks), Raw(key, keylen)) }
 }
 
 /// Adds a delete of every key of keyspace `ks` in [start, end) to the batch
@@ -407,16 +371,8 @@ pub unsafe extern "C" fn sett_batch_delete_range_in(
     end: *const u8,
     end_len: usize,
 ) -> c_int {
-    with_batch(batch, |b| {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `start` is NULL (refused) or points to `start_len` readable bytes, as sett.h requires.
-        let s = unsafe { bytes(start, start_len, "start") }?;
-        // SAFETY: as for `start`, with `end_len`.
-        let e = unsafe { bytes(end, end_len, "end") }?;
-        b.delete_range_in(&h.ks, s, e);
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { batch::delete_range(batch, Some(ks), Raw(start, start_len), Raw(end, end_len)) }
 }
 
 /// Reads key of keyspace `ks` as the transaction sees it. Same contract as
@@ -430,17 +386,8 @@ pub unsafe extern "C" fn sett_txn_get_in(
     value: *mut sett_buf_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard(err, || {
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
-        found(value, t.get_in(&h.ks, k)?)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { txn::get(txn, Some(ks), Raw(key, keylen), value, err) }
 }
 
 /// Buffers a put in keyspace `ks` (applied at commit, atomically with the
@@ -455,18 +402,9 @@ pub unsafe extern "C" fn sett_txn_put_in(
     vallen: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
-        let v = unsafe { bytes(val, vallen, "value") }?;
-        t.set_in(&h.ks, k, v)?;
-        Ok(())
-    })
+    let opts = PutOptions::default();
+    // SAFETY: forwarded contract.
+    unsafe { txn::put(txn, Some(ks), Raw(key, keylen), Raw(val, vallen), opts, err) }
 }
 
 /// Buffers a delete in keyspace `ks`.
@@ -478,15 +416,8 @@ pub unsafe extern "C" fn sett_txn_delete_in(
     keylen: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        t.delete_in(&h.ks, unsafe { bytes(key, keylen, "key") }?)?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { txn::delete(txn, Some(ks), Raw(key, keylen), err) }
 }
 
 /// A new iterator over keyspace `ks` as the transaction sees it (keys as
@@ -499,17 +430,8 @@ pub unsafe extern "C" fn sett_txn_iter_new_in(
     iter: *mut *mut sett_iter_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
-        unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `ks` and `opts` are NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let it = t.iter_in(&unsafe { live(ks) }?.ks, unsafe { iter_options(opts) })?;
-        // SAFETY: `iter` was checked writable above.
-        unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { txn::iter_new(txn, Some(ks), opts, iter, err) }
 }
 
 /// Subscribes to the changes of keyspace `ks`, as sett_subscribe(): the
@@ -529,20 +451,17 @@ pub unsafe extern "C" fn sett_keyspace_subscribe(
     sub: *mut *mut sett_subscription_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `ks` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(ks) }?;
-        // SAFETY: forwarded from this function's contract (sett.h).
-        unsafe {
-            subscribe_with(
-                prefixes,
-                n,
-                from_version,
-                has_from,
-                max_pending_bytes,
-                sub,
-                |o| h.ks.subscribe(o),
-            )
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        store::subscribe(
+            ks,
+            prefixes,
+            n,
+            from_version,
+            has_from,
+            max_pending_bytes,
+            sub,
+            err,
+        )
+    }
 }

@@ -16,6 +16,7 @@ mod iter;
 mod keyspace;
 mod options;
 mod range;
+mod store;
 mod stream;
 mod txn;
 mod util;

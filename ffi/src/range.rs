@@ -1,10 +1,11 @@
 //! Range deletes: `sett_delete_range` and `sett_batch_delete_range`.
 
-use crate::batch::{sett_batch_t, with_batch};
+use crate::batch::{self, sett_batch_t};
 use crate::db::sett_db_t;
-use crate::error::{sett_error_t, FfiError};
+use crate::error::sett_error_t;
+use crate::store;
 use crate::txn::sett_txn_t;
-use crate::util::{bytes, guard_ok, live, live_mut};
+use crate::util::{guard_ok, live_mut, Raw};
 use std::ffi::c_int;
 
 /// Deletes every key in [start, end) with one record (a range tombstone,
@@ -23,14 +24,8 @@ pub unsafe extern "C" fn sett_delete_range(
     end_len: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let h = unsafe { live(db) }?;
-        // SAFETY: the caller passes valid byte ranges (contract in sett.h).
-        let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
-        h.db.delete_range(s, e)?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { store::delete_range(db, Raw(start, start_len), Raw(end, end_len), err) }
 }
 
 /// Adds a delete of every key in [start, end) to the batch; operations added
@@ -45,12 +40,8 @@ pub unsafe extern "C" fn sett_batch_delete_range(
     end: *const u8,
     end_len: usize,
 ) -> c_int {
-    with_batch(batch, |b| {
-        // SAFETY: the caller passes valid byte ranges (contract in sett.h).
-        let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
-        b.delete_range(s, e);
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { batch::delete_range(batch, None, Raw(start, start_len), Raw(end, end_len)) }
 }
 
 /// Buffers a delete of every key in [start, end) in a read-write transaction:
@@ -71,26 +62,13 @@ pub unsafe extern "C" fn sett_txn_delete_range(
         // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
         let t = unsafe { live_mut(txn) }?.live()?;
         // SAFETY: the caller passes valid byte ranges (contract in sett.h).
-        let (s, e) = unsafe { range(start, start_len, end, end_len) }?;
+        let (s, e) = unsafe {
+            (
+                Raw(start, start_len).get("start")?,
+                Raw(end, end_len).get("end")?,
+            )
+        };
         t.delete_range(s, e)?;
         Ok(())
     })
-}
-
-/// The `[start, end)` of a range-delete call as byte slices.
-///
-/// # Safety
-/// Each pointer is NULL (refused unless its length is 0) or points to that
-/// many readable bytes that outlive the returned slices.
-unsafe fn range<'a>(
-    start: *const u8,
-    start_len: usize,
-    end: *const u8,
-    end_len: usize,
-) -> Result<(&'a [u8], &'a [u8]), FfiError> {
-    // SAFETY: forwarded from this function's contract.
-    let s = unsafe { bytes(start, start_len, "start") }?;
-    // SAFETY: as for `start`, with `end_len`.
-    let e = unsafe { bytes(end, end_len, "end") }?;
-    Ok((s, e))
 }

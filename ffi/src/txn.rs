@@ -1,10 +1,13 @@
 //! `sett_txn_t`: transactions.
 
 use crate::buf::sett_buf_t;
-use crate::db::{put_options, sett_db_t};
-use crate::error::{sett_error_t, FfiError, SETT_NOT_FOUND, SETT_OK};
-use crate::util::{bytes, flag, guard, guard_ok, live, live_mut, write_out, Handle};
-use sett_core::Txn;
+use crate::db::sett_db_t;
+use crate::error::{sett_error_t, FfiError, SETT_OK};
+use crate::iter::{options as iter_options, sett_iter_options_t, sett_iter_t};
+use crate::keyspace::{named, sett_keyspace_t};
+use crate::store::{found, put_options, EntryOut};
+use crate::util::{flag, guard, guard_ok, live, live_mut, write_out, Handle, Raw};
+use sett_core::{Keyspace, PutOptions, Txn};
 use std::ffi::c_int;
 
 /// A transaction. One thread at a time. After sett_txn_commit() or
@@ -27,6 +30,138 @@ impl sett_txn_t {
             )
         })
     }
+}
+
+/// Runs `f` under [`guard`] on the live transaction, the keyspace `ks`
+/// (`None`: the default one) and the checked key: the start that the
+/// single-key calls with and without `_in` share.
+///
+/// # Safety
+/// `txn` and a keyspace handle given are NULL or live handles of this library,
+/// and `key` is NULL or valid for its length, as sett.h requires of the
+/// exports that call it.
+unsafe fn with_key(
+    txn: *mut sett_txn_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+    err: *mut *mut sett_error_t,
+    f: impl FnOnce(&mut Txn, Option<&Keyspace>, &[u8]) -> Result<c_int, FfiError>,
+) -> c_int {
+    guard(err, || {
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
+        // SAFETY: a keyspace handle is NULL (refused) or live, as sett.h requires of the caller.
+        let ks = unsafe { named(ks) }?;
+        // SAFETY: `key` is NULL (refused) or valid for its length, as sett.h requires of the caller.
+        let k = unsafe { key.get("key") }?;
+        f(t, ks, k)
+    })
+}
+
+/// A read as the transaction sees it, in keyspace `ks` (`None`: the default
+/// one): sett_txn_get() and sett_txn_get_in().
+///
+/// # Safety
+/// As [`with_key`], and `value` is NULL (refused) or writable.
+pub(crate) unsafe fn get(
+    txn: *mut sett_txn_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+    value: *mut sett_buf_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    let op = |t: &mut Txn, ks: Option<&Keyspace>, k: &[u8]| {
+        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
+        let v = match ks {
+            None => t.get(k)?,
+            Some(ks) => t.get_in(ks, k)?,
+        };
+        // SAFETY: `value` was checked writable just above.
+        unsafe { found(value, v) }
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_key(txn, ks, key, err, op) }
+}
+
+/// A put buffered in keyspace `ks` (`None`: the default one):
+/// sett_txn_put_with() and sett_txn_put_in().
+///
+/// # Safety
+/// As [`with_key`], and `val` is NULL or valid for its length.
+pub(crate) unsafe fn put(
+    txn: *mut sett_txn_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+    val: Raw,
+    opts: PutOptions,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    let op = |t: &mut Txn, ks: Option<&Keyspace>, k: &[u8]| {
+        // SAFETY: `val` is NULL (refused) or valid for its length, as sett.h requires of the caller.
+        let v = unsafe { val.get("value") }?;
+        match ks {
+            None => t.set_with(k, v, opts)?,
+            Some(ks) => t.set_with_in(ks, k, v, opts)?,
+        }
+        Ok(SETT_OK)
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_key(txn, ks, key, err, op) }
+}
+
+/// A delete buffered in keyspace `ks` (`None`: the default one):
+/// sett_txn_delete() and sett_txn_delete_in().
+///
+/// # Safety
+/// As [`with_key`].
+pub(crate) unsafe fn delete(
+    txn: *mut sett_txn_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    let op = |t: &mut Txn, ks: Option<&Keyspace>, k: &[u8]| {
+        match ks {
+            None => t.delete(k)?,
+            Some(ks) => t.delete_in(ks, k)?,
+        }
+        Ok(SETT_OK)
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_key(txn, ks, key, err, op) }
+}
+
+/// An iterator over keyspace `ks` (`None`: the default one) as the
+/// transaction sees it: sett_txn_iter_new() and sett_txn_iter_new_in().
+///
+/// # Safety
+/// `txn`, a keyspace handle given and `opts` are NULL or live handles of this
+/// library, and `iter` is NULL (refused) or writable, as sett.h requires.
+pub(crate) unsafe fn iter_new(
+    txn: *mut sett_txn_t,
+    ks: Option<*const sett_keyspace_t>,
+    opts: *const sett_iter_options_t,
+    iter: *mut *mut sett_iter_t,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: `iter` is NULL (refused) or writable for one pointer, as sett.h requires.
+        unsafe { write_out(iter, std::ptr::null_mut(), "iter") }?;
+        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let t = unsafe { live_mut(txn) }?.live()?;
+        // SAFETY: a keyspace handle is NULL (refused) or live, as sett.h requires of the caller.
+        let ks = unsafe { named(ks) }?;
+        // SAFETY: `opts` is NULL (the defaults) or a live handle of this library, as sett.h requires of the caller.
+        let o = unsafe { iter_options(opts) };
+        let it = match ks {
+            None => t.iter(o)?,
+            Some(ks) => t.iter_in(ks, o)?,
+        };
+        // SAFETY: `iter` was checked writable (not NULL) above, as sett.h requires of out-pointers.
+        unsafe { iter.write(Box::into_raw(Box::new(sett_iter_t { it }))) };
+        Ok(())
+    })
 }
 
 /// Begins a transaction: `update` 1 for read-write, 0 for read-only (other
@@ -61,22 +196,8 @@ pub unsafe extern "C" fn sett_txn_get(
     value: *mut sett_buf_t,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard(err, || {
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
-        match t.get(k)? {
-            Some(v) => {
-                // SAFETY: `value` was checked writable (not NULL) above, as sett.h requires of out-pointers.
-                unsafe { value.write(sett_buf_t::from_vec(v)) };
-                Ok(SETT_OK)
-            }
-            None => Ok(SETT_NOT_FOUND),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { get(txn, None, Raw(key, keylen), value, err) }
 }
 
 /// Reads key with its metadata as the transaction sees it: the same contract as
@@ -94,31 +215,16 @@ pub unsafe extern "C" fn sett_txn_get_entry(
     version: *mut u64,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard(err, || {
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe { write_out(value, sett_buf_t::empty(), "value") }?;
-        let Some(item) = t.get_entry(k)? else {
-            return Ok(SETT_NOT_FOUND);
-        };
-        // SAFETY: each out-pointer is written only when not NULL, and sett.h requires it writable.
-        unsafe {
-            if !user_meta.is_null() {
-                user_meta.write(item.user_meta);
-            }
-            if !expires_at.is_null() {
-                expires_at.write(item.expires_at);
-            }
-            if !version.is_null() {
-                version.write(item.version);
-            }
-            value.write(sett_buf_t::from_vec(item.value));
-        }
-        Ok(SETT_OK)
-    })
+    let out = EntryOut {
+        value,
+        user_meta,
+        expires_at,
+        version,
+    };
+    // SAFETY: `out` holds NULL or writable pointers, as sett.h requires.
+    let op = |t: &mut Txn, _: Option<&Keyspace>, k: &[u8]| unsafe { out.fill(|| t.get_entry(k)) };
+    // SAFETY: forwarded contract.
+    unsafe { with_key(txn, None, Raw(key, keylen), err, op) }
 }
 
 /// Buffers a put (applied at commit).
@@ -149,16 +255,9 @@ pub unsafe extern "C" fn sett_txn_put_with(
     ttl_ms: u64,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        let k = unsafe { bytes(key, keylen, "key") }?;
-        // SAFETY: `val` is NULL (refused) or points to `vallen` readable bytes, as sett.h requires of the caller.
-        let v = unsafe { bytes(val, vallen, "value") }?;
-        t.set_with(k, v, put_options(user_meta, ttl_ms))?;
-        Ok(())
-    })
+    let opts = put_options(user_meta, ttl_ms);
+    // SAFETY: forwarded contract.
+    unsafe { put(txn, None, Raw(key, keylen), Raw(val, vallen), opts, err) }
 }
 
 /// Buffers a delete.
@@ -169,13 +268,8 @@ pub unsafe extern "C" fn sett_txn_delete(
     keylen: usize,
     err: *mut *mut sett_error_t,
 ) -> c_int {
-    guard_ok(err, || {
-        // SAFETY: `txn` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
-        let t = unsafe { live_mut(txn) }?.live()?;
-        // SAFETY: `key` is NULL (refused) or points to `keylen` readable bytes, as sett.h requires of the caller.
-        t.delete(unsafe { bytes(key, keylen, "key") }?)?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { delete(txn, None, Raw(key, keylen), err) }
 }
 
 /// Commits. SETT_CONFLICT when a key it read was written by a transaction that

@@ -52,6 +52,22 @@ pub(crate) unsafe fn bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
+/// Bytes as a C caller passes them, a pointer and a length, not yet checked:
+/// how the shared helpers behind the exports take them.
+#[derive(Clone, Copy)]
+pub(crate) struct Raw(pub *const u8, pub usize);
+
+impl Raw {
+    /// The bytes, as [`bytes`] checks them, named `what` in its error.
+    ///
+    /// # Safety
+    /// As [`bytes`].
+    pub(crate) unsafe fn get<'a>(self, what: &str) -> Result<&'a [u8], FfiError> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { bytes(self.0, self.1, what) }
+    }
+}
+
 /// A NUL-terminated UTF-8 path.
 ///
 /// # Safety

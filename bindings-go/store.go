@@ -1,0 +1,218 @@
+package sett
+
+/*
+#include <sett.h>
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+)
+
+// store is what DB (the default keyspace) and Keyspace (a named one) share:
+// an ordered map behind a C handle that a read lock holds open. Each
+// operation both types offer is written once below, over store; a type
+// supplies only the lock and the one C call of each operation.
+type store interface {
+	// rlock holds the handle open until runlock, or returns ErrClosed.
+	rlock() error
+	runlock()
+
+	cGet(key []byte, buf *C.sett_buf_t, cerr **C.sett_error_t) C.int
+	cPut(key, value []byte, cerr **C.sett_error_t) C.int
+	cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int
+	cDelete(key []byte, cerr **C.sett_error_t) C.int
+	cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int
+	cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int
+	cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int
+}
+
+func (d *DB) rlock() error {
+	_, err := d.handle()
+	return err
+}
+
+func (d *DB) runlock() { d.mu.RUnlock() }
+
+func (k *Keyspace) rlock() error {
+	_, err := k.handle()
+	return err
+}
+
+func (k *Keyspace) runlock() { k.mu.RUnlock() }
+
+// The C calls, each made with the handle held (store.rlock).
+
+func (d *DB) cGet(key []byte, buf *C.sett_buf_t, cerr **C.sett_error_t) C.int {
+	return C.sett_get(d.db, ptr(key), C.size_t(len(key)), buf, cerr)
+}
+
+func (k *Keyspace) cGet(key []byte, buf *C.sett_buf_t, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_get(k.ks, ptr(key), C.size_t(len(key)), buf, cerr)
+}
+
+func (d *DB) cPut(key, value []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_put(d.db, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), cerr)
+}
+
+func (k *Keyspace) cPut(key, value []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_put(k.ks, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), cerr)
+}
+
+func (d *DB) cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int {
+	return C.sett_put_with(d.db, ptr(e.Key), C.size_t(len(e.Key)), ptr(e.Value), C.size_t(len(e.Value)),
+		C.uint8_t(e.UserMeta), ttl, cerr)
+}
+
+func (k *Keyspace) cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_put_with(k.ks, ptr(e.Key), C.size_t(len(e.Key)), ptr(e.Value), C.size_t(len(e.Value)),
+		C.uint8_t(e.UserMeta), ttl, cerr)
+}
+
+func (d *DB) cDelete(key []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_delete(d.db, ptr(key), C.size_t(len(key)), cerr)
+}
+
+func (k *Keyspace) cDelete(key []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_delete(k.ks, ptr(key), C.size_t(len(key)), cerr)
+}
+
+func (d *DB) cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_delete_range(d.db, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), cerr)
+}
+
+func (k *Keyspace) cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_delete_range(k.ks, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), cerr)
+}
+
+func (d *DB) cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
+	return C.sett_iter_new(d.db, co, it, cerr)
+}
+
+func (k *Keyspace) cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_iter_new(k.ks, co, it, cerr)
+}
+
+func (d *DB) cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int {
+	return C.sett_subscribe(d.db, list, n, from, hasFrom, 0, sub, cerr)
+}
+
+func (k *Keyspace) cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_subscribe(k.ks, list, n, from, hasFrom, 0, sub, cerr)
+}
+
+// The operations, written once over store.
+
+func storeGet(s store, key []byte) ([]byte, error) {
+	if err := s.rlock(); err != nil {
+		return nil, err
+	}
+	defer s.runlock()
+	return takeValue(key, func(buf *C.sett_buf_t, cerr **C.sett_error_t) C.int { return s.cGet(key, buf, cerr) })
+}
+
+// takeValue runs a get call (sett_get and its kin) and returns a copy of the
+// value it found.
+func takeValue(key []byte, call func(buf *C.sett_buf_t, cerr **C.sett_error_t) C.int) ([]byte, error) {
+	var buf C.sett_buf_t
+	var cerr *C.sett_error_t
+	rc := call(&buf, &cerr)
+	runtime.KeepAlive(key)
+	if err := status(rc, cerr); err != nil {
+		return nil, err
+	}
+	return takeBuf(&buf), nil
+}
+
+func storeSet(s store, key, value []byte) error {
+	if err := s.rlock(); err != nil {
+		return err
+	}
+	defer s.runlock()
+	var cerr *C.sett_error_t
+	rc := s.cPut(key, value, &cerr)
+	runtime.KeepAlive(key)
+	runtime.KeepAlive(value)
+	return status(rc, cerr)
+}
+
+func storeSetEntry(s store, e *Entry) error {
+	ttl, err := e.ttlMillis()
+	if err != nil {
+		return err
+	}
+	if err := s.rlock(); err != nil {
+		return err
+	}
+	defer s.runlock()
+	var cerr *C.sett_error_t
+	rc := s.cPutWith(e, ttl, &cerr)
+	runtime.KeepAlive(e)
+	return status(rc, cerr)
+}
+
+func storeDelete(s store, key []byte) error {
+	if err := s.rlock(); err != nil {
+		return err
+	}
+	defer s.runlock()
+	var cerr *C.sett_error_t
+	rc := s.cDelete(key, &cerr)
+	runtime.KeepAlive(key)
+	return status(rc, cerr)
+}
+
+func storeDeleteRange(s store, start, end []byte) error {
+	if err := s.rlock(); err != nil {
+		return err
+	}
+	defer s.runlock()
+	var cerr *C.sett_error_t
+	rc := s.cDeleteRange(start, end, &cerr)
+	runtime.KeepAlive(start)
+	runtime.KeepAlive(end)
+	return status(rc, cerr)
+}
+
+func storeNewIterator(s store, o IteratorOptions) (*Iterator, error) {
+	return openIterator(o, s.rlock, s.runlock, s.cIterNew)
+}
+
+// openIterator builds the C options of o and makes an iterator through call
+// (sett_iter_new and its kin) between lock and unlock.
+func openIterator(o IteratorOptions, lock func() error, unlock func(),
+	call func(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int,
+) (*Iterator, error) {
+	co, err := newIterOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	defer C.sett_iter_options_free(co)
+	if err := lock(); err != nil {
+		return nil, err
+	}
+	var it *C.sett_iter_t
+	var cerr *C.sett_error_t
+	rc := call(co, &it, &cerr)
+	unlock()
+	if err := status(rc, cerr); err != nil {
+		return nil, err
+	}
+	return newIterator(it, o.Limit), nil
+}
+
+func storeSubscribe(s store, ctx context.Context, cb func([]Change) error, from uint64, prefixes [][]byte) error {
+	if cb == nil {
+		return argError(C.SETT_INVALID_ARGUMENT, "Subscribe needs a callback")
+	}
+	if err := s.rlock(); err != nil {
+		return err
+	}
+	sub, err := openSubscription(from, prefixes, s.cSubscribe)
+	s.runlock()
+	if err != nil {
+		return err
+	}
+	return deliver(ctx, sub, cb)
+}

@@ -4,8 +4,8 @@ Options: the fields of core's `Options` struct (core/src/options.rs) are the
 list. Each must have a C setter `sett_options_set_<field>` in include/sett.h,
 be accepted as a keyword by `sett.open` (checked at run time against the
 installed module), and be a field of the Go package's `Options` struct
-(bindings-go/*.go if that folder exists, else bench-go/sett/*.go; Go names are
-compared without underscores and case) -- or be listed below with a reason.
+(bindings-go/*.go; Go names are compared without underscores and case) -- or
+be listed below with a reason.
 
 C functions: every function declared in include/sett.h must be reached from
 Python. The extension calls the Rust core directly, not the C ABI, so
@@ -38,27 +38,6 @@ OPTION_NOT_IN_BINDINGS: Dict[str, str] = {
     "fs": "the file-system layer for the power-loss tests (SimFs); bindings use the real one",
 }
 
-#: Options the Go package in bench-go/sett does not have yet: that package is
-#: being replaced by bindings-go/ (issue 17). While bench-go/sett is the Go
-#: package these are tolerated; an entry that the Go struct has is only
-#: reported as a warning, so that the new package does not have to edit this file.
-GO_PENDING: Set[str] = {
-    "max_memtables",
-    "block_size",
-    "bloom_bits_per_key",
-    "table_size",
-    "level_base_size",
-    "level_multiplier",
-    "num_levels",
-    "l0_compaction_trigger",
-    "l0_slowdown_trigger",
-    "l0_stop_trigger",
-    "compaction_threads",
-    "vlog_file_size",
-    "max_key_size",
-    "max_txn_size",
-}
-
 
 def core_option_fields() -> List[str]:
     src = CORE_OPTIONS.read_text()
@@ -79,23 +58,22 @@ def header_functions() -> List[str]:
 
 
 def go_options_fields() -> "tuple[pathlib.Path, Set[str]]":
-    for pattern in ("bindings-go/*.go", "bench-go/sett/*.go"):
-        for f in sorted(ROOT.glob(pattern)):
-            if f.name.endswith("_test.go"):
+    for f in sorted(ROOT.glob("bindings-go/*.go")):
+        if f.name.endswith("_test.go"):
+            continue
+        m = re.search(r"^type Options struct \{(.*?)^\}", f.read_text(), re.S | re.M)
+        if not m:
+            continue
+        names: Set[str] = set()
+        for line in m.group(1).splitlines():
+            line = line.split("//")[0].strip()
+            if not line:
                 continue
-            m = re.search(r"^type Options struct \{(.*?)^\}", f.read_text(), re.S | re.M)
-            if not m:
-                continue
-            names: Set[str] = set()
-            for line in m.group(1).splitlines():
-                line = line.split("//")[0].strip()
-                if not line:
-                    continue
-                decl = re.match(r"([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s+\S", line)
-                if decl:
-                    names.update(n.strip() for n in decl.group(1).split(","))
-            return f, names
-    pytest.fail("no `type Options struct` in bindings-go/*.go or bench-go/sett/*.go")
+            decl = re.match(r"([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s+\S", line)
+            if decl:
+                names.update(n.strip() for n in decl.group(1).split(","))
+        return f, names
+    pytest.fail("no `type Options struct` in bindings-go/*.go")
 
 
 def _norm(name: str) -> str:
@@ -159,17 +137,9 @@ def test_every_core_option_is_a_python_keyword(tmp_path):
 def test_every_core_option_is_in_the_go_options_struct():
     path, names = go_options_fields()
     have = {_norm(n) for n in names}
-    pending = GO_PENDING if path.parent.name == "sett" else set()
     core = core_option_fields()
-    missing = [
-        f
-        for f in core
-        if f not in OPTION_NOT_IN_BINDINGS and f not in pending and _go_norm(f) not in have
-    ]
+    missing = [f for f in core if f not in OPTION_NOT_IN_BINDINGS and _go_norm(f) not in have]
     assert not missing, f"core options missing from Options in {path}: {missing}"
-    stale = sorted(f for f in pending if _go_norm(f) in have)
-    if stale:
-        warnings.warn(f"GO_PENDING lists options {path} now has: {stale}", stacklevel=1)
     # Go-only fields (say, a logger) are allowed; they are only reported.
     unknown = sorted(n for n in names if _norm(n) not in {_go_norm(f) for f in core})
     if unknown:
@@ -178,7 +148,6 @@ def test_every_core_option_is_in_the_go_options_struct():
 
 def test_option_exceptions_are_core_options():
     assert set(OPTION_NOT_IN_BINDINGS) <= set(core_option_fields())
-    assert GO_PENDING <= set(core_option_fields())
     assert set(GO_NAMES) <= set(core_option_fields())
 
 

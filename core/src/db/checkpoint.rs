@@ -216,7 +216,7 @@ impl DbInner {
     /// Steps 1-3 of the module's documentation: the plan, the read state whose
     /// references keep its tables on disk, and the holds on its value-log files.
     fn live_plan(&self) -> Result<(Plan, Arc<ReadState>, HoldGuard<'_>)> {
-        let _gc = lock(&self.gc_lock);
+        let _gc = self.gc.exclusive();
         self.check_writable()?;
         self.flush()?;
         let mut guard = lock(&self.log);

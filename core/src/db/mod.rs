@@ -5,7 +5,8 @@
 //! compaction threads, flatten, drops), `gc` (value-log garbage collection),
 //! `checkpoint` (hard-linked copies).
 //!
-//! Lock order, outermost first: `keyspaces` (the catalog's) → `gc_lock` →
+//! Lock order, outermost first: `keyspaces` (the catalog's) → the GC's lock
+//! (`GcState::exclusive`) →
 //! `queue` → `log` → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
 //! guards are never held while taking another lock. `holds` (checkpoint's
@@ -15,8 +16,6 @@
 mod background;
 mod checkpoint;
 mod gc;
-mod gc_trace;
-mod gc_walk;
 mod recovery;
 mod verify;
 mod write;
@@ -43,7 +42,7 @@ use crate::value::{self, Stored};
 use crate::vlog::{VlogSet, VlogWriter};
 use crate::wal::LogWriter;
 use crate::{PutOptions, WriteBatch};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -353,16 +352,9 @@ pub(crate) struct DbInner {
     pub(crate) counters: Counters,
     /// Arena chunks of flushed memtables, for the next ones (`ChunkPool`).
     pub(crate) chunk_pool: Arc<ChunkPool>,
-    /// One value-log GC at a time.
-    pub(crate) gc_lock: Mutex<()>,
-    /// Garbage shares of value-log files estimated by sampling (`gc`).
-    pub(crate) gc_samples: Mutex<gc::Samples>,
-    /// The head value-log file is sealed at this length: set by the GC from
-    /// the live value-log bytes (`gc::head_target`), `vlog_file_size` without it.
-    pub(crate) vlog_head_target: AtomicU64,
-    /// Value-log files sealed as heads since open, with the id of the head
-    /// that replaced each: a WAL with a smaller id may point into it (`gc`).
-    pub(crate) vlog_sealed_for: Mutex<HashMap<u32, u64>>,
+    /// What the value-log GC owns: its lock, samples, head target and the
+    /// record of sealed heads (`gc::GcState`).
+    pub(crate) gc: gc::GcState,
     /// A bulk load owns the Db: other writes are refused until it ends.
     pub(crate) bulk_active: AtomicBool,
     /// Value-log files a checkpoint is linking, and removals deferred meanwhile.

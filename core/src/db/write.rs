@@ -80,7 +80,7 @@ pub(crate) struct Move {
     pub user_meta: u8,
     pub expires_at: u64,
     pub old: ValuePointer,
-    /// The sequence of the GC's walk that found it live (`gc_walk`), if one did.
+    /// The sequence of the GC's walk that found it live (`gc::walk`), if one did.
     pub walked_at: Option<u64>,
 }
 
@@ -600,7 +600,7 @@ impl DbInner {
         self.counters
             .vlog_head_len
             .store(log.vlog.len(), Ordering::Relaxed);
-        if log.vlog.len() >= self.vlog_head_target.load(Ordering::Relaxed) {
+        if log.vlog.len() >= self.gc.head_target() {
             if let Err(e) = self.rotate_vlog(log) {
                 self.poison_with(&e);
             }
@@ -705,7 +705,7 @@ impl DbInner {
         )?);
         sync_dir(&self.opts.fs, &self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
-        lock(&self.vlog_sealed_for).insert(old_id, u64::from(id));
+        self.gc.note_head_sealed(old_id, id);
         // Before the new file is published (gc::DbInner::gc_head says why).
         self.counters
             .vlog_head_id

@@ -1,0 +1,85 @@
+//! Pacing: a round's bytes against `vlog_gc_rate`, unpaced while the Db
+//! is quiet.
+
+use super::*;
+
+/// How fast a round may go: `rate` bytes a second (0: no limit), and
+/// whether writes ran since the last look (`DbInner::gc_pace`).
+#[derive(Clone, Copy)]
+pub(super) struct Pace {
+    pub(super) rate: u64,
+    pub(super) writing: bool,
+}
+
+/// A round's progress against its rate limit, looked at every `PACE_STEP`
+/// bytes. A background round runs at device speed while the Db is quiet
+/// (`DbInner::look_idle`: no write for `IDLE_AFTER`, no read for
+/// `QUIET_AFTER_READ`): the
+/// rewrites then delay nobody, and the settle after a load is as short as
+/// the device allows. The first foreground read or write puts the limit
+/// back within a step, counted from then on, so that bytes done unpaced are
+/// not paid for with a sleep.
+pub(super) struct Pacer {
+    /// Bytes a second; 0: no limit.
+    pub(super) rate: u64,
+    /// A background round, which runs unpaced while the Db is quiet.
+    pub(super) background: bool,
+    /// The limit holds for the bytes done past `paid` since `since`.
+    pub(super) since: Instant,
+    pub(super) paid: u64,
+    /// Bytes done at which to look next.
+    pub(super) next: u64,
+}
+
+/// Bytes a round does between two looks at its pace.
+pub(super) const PACE_STEP: u64 = 256 << 10;
+
+impl Pacer {
+    pub(super) fn new(rate: u64, background: bool, started: Instant) -> Pacer {
+        Pacer {
+            rate,
+            background,
+            since: started,
+            paid: 0,
+            next: PACE_STEP,
+        }
+    }
+
+    /// Whether `done` bytes call for a look (`step`).
+    pub(super) fn due(&self, done: u64) -> bool {
+        self.rate > 0 && done >= self.next
+    }
+
+    /// Sleeps as long as `done` bytes of the round ask, if the limit holds.
+    /// Requires: `due(done)`; no lock of `db` held (a look takes `bg`).
+    pub(super) fn step(&mut self, db: &DbInner, done: u64) -> Result<()> {
+        self.next = done + PACE_STEP;
+        if self.background && db.look_idle() {
+            // Unpaced, the round never sleeps: it still ends at a close.
+            db.check_open()?;
+            self.since = Instant::now();
+            self.paid = done;
+            return Ok(());
+        }
+        db.throttle(self.since, done - self.paid, self.rate)
+    }
+}
+
+impl DbInner {
+    /// Sleeps until `done` bytes since `started` keep within `rate` a second,
+    /// waking every 50 ms to see whether the Db is closing.
+    pub(super) fn throttle(&self, started: Instant, done: u64, rate: u64) -> Result<()> {
+        let due = Duration::from_secs_f64(done as f64 / rate as f64);
+        loop {
+            // One reading of the clock per step: comparing one reading and
+            // subtracting a later one can underflow, and a panic in the GC
+            // thread would leave its backlog for ever.
+            let left = due.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Ok(());
+            }
+            self.check_open()?;
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
+}

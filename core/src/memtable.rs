@@ -28,8 +28,9 @@ use std::sync::{Arc, Mutex};
 /// Bytes of node and links counted per entry (keys and values are counted
 /// exactly), as the budget's estimate of a memtable's memory.
 const ENTRY_OVERHEAD: usize = 64;
-/// Arena chunk size; a larger entry gets a chunk of its own.
-const CHUNK: usize = 1 << 20;
+/// Arena chunk size; a larger entry gets a chunk of its own. (Smaller under
+/// miri, whose tests then cross chunks with a sixteenth of the bytes.)
+const CHUNK: usize = if cfg!(miri) { 64 << 10 } else { 1 << 20 };
 /// Levels of the skiplist: with a quarter of the nodes on each level above
 /// the one below, 20 levels stay logarithmic far beyond a memtable's entries.
 const MAX_HEIGHT: usize = 20;
@@ -247,10 +248,11 @@ unsafe impl Sync for Chunk {}
 struct Arena {
     /// The chunk being filled; one of `chunks`, so never dangling.
     current: AtomicPtr<Chunk>,
-    /// Every chunk, owned here; the lock is taken only to add one. Boxed so
-    /// that `current` stays valid when the Vec grows.
-    #[allow(clippy::vec_box)]
-    chunks: Mutex<Vec<Box<Chunk>>>,
+    /// Every chunk, owned here as `Box::into_raw` pointers and freed in
+    /// `drop`; the lock is taken only to add one. Raw, not `Box`, because a
+    /// `Box` asserts unique access whenever it moves (as the Vec grows),
+    /// which would invalidate the shared pointers `current` hands out.
+    chunks: Mutex<Vec<NonNull<Chunk>>>,
     /// Where chunks come from and go back to when the arena is dropped.
     pool: Option<Arc<ChunkPool>>,
 }
@@ -297,17 +299,22 @@ impl ChunkPool {
 }
 
 struct Chunk {
+    /// Never dereferenced while the arena is shared: a `&[u8]` over the
+    /// mapping would race with the writers of other claims. `base` and `len`
+    /// stand in for it.
     map: MmapMut,
     base: *mut u8,
+    len: usize,
     /// Bytes claimed; may run past the end when claims race (the tail is wasted).
     used: AtomicUsize,
 }
 
 impl Chunk {
     /// A chunk of `len` bytes: from `pool` if it has one of that size, else
-    /// freshly mapped. Its bytes are not zeroed: every node and entry is
+    /// freshly mapped; the caller owns it (`Box::from_raw` frees it). Its
+    /// bytes are not zeroed: every node and entry is
     /// written whole before it is published.
-    fn new(len: usize, pool: Option<&ChunkPool>) -> Box<Chunk> {
+    fn new(len: usize, pool: Option<&ChunkPool>) -> NonNull<Chunk> {
         let recycled = pool.filter(|_| len == CHUNK).and_then(ChunkPool::take);
         let mut map = recycled
             .map_or_else(|| MmapMut::map_anon(len), Ok)
@@ -316,20 +323,21 @@ impl Chunk {
                 panic!("memtable arena: mapping {len} bytes: {e}")
             });
         let base = map.as_mut_ptr();
-        Box::new(Chunk {
+        let chunk = Box::new(Chunk {
+            len: map.len(),
             map,
             base,
             used: AtomicUsize::new(0),
-        })
+        });
+        NonNull::from(Box::leak(chunk))
     }
 }
 
 impl Arena {
     fn new(pool: Option<Arc<ChunkPool>>) -> Arena {
-        let mut first = Chunk::new(CHUNK, pool.as_deref());
-        let current = AtomicPtr::new(&mut *first as *mut Chunk);
+        let first = Chunk::new(CHUNK, pool.as_deref());
         Arena {
-            current,
+            current: AtomicPtr::new(first.as_ptr()),
             chunks: Mutex::new(vec![first]),
             pool,
         }
@@ -338,9 +346,13 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        if let Some(pool) = &self.pool {
-            let chunks = self.chunks.get_mut().unwrap_or_else(|p| p.into_inner());
-            for chunk in chunks.drain(..) {
+        let chunks = self.chunks.get_mut().unwrap_or_else(|p| p.into_inner());
+        for chunk in chunks.drain(..) {
+            // SAFETY: every pointer in `chunks` came from `Box::into_raw` in
+            // Chunk::new and is freed only here, once; `&mut self` means no
+            // claim or read through `current` is in flight.
+            let chunk = unsafe { Box::from_raw(chunk.as_ptr()) };
+            if let Some(pool) = &self.pool {
                 pool.give(chunk.map);
             }
         }
@@ -358,10 +370,7 @@ impl Arena {
             // chunks are only freed when the arena is dropped.
             let chunk = unsafe { &*cur };
             let at = chunk.used.fetch_add(len, Ordering::Relaxed);
-            if at
-                .checked_add(len)
-                .is_some_and(|end| end <= chunk.map.len())
-            {
+            if at.checked_add(len).is_some_and(|end| end <= chunk.len) {
                 // SAFETY: [at, at + len) lies inside the mapping and was claimed
                 // by this call alone (the atomic add hands out disjoint ranges);
                 // the base of a mapping is never null.
@@ -370,9 +379,8 @@ impl Arena {
             // Full: one caller adds a chunk, the others retry on it.
             let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
             if self.current.load(Ordering::Acquire) == cur {
-                let mut fresh = Chunk::new(len.max(CHUNK), self.pool.as_deref());
-                self.current
-                    .store(&mut *fresh as *mut Chunk, Ordering::Release);
+                let fresh = Chunk::new(len.max(CHUNK), self.pool.as_deref());
+                self.current.store(fresh.as_ptr(), Ordering::Release);
                 chunks.push(fresh);
             }
         }
@@ -935,15 +943,26 @@ mod tests {
         assert!(m.size() > 0);
     }
 
+    /// `full` outside miri, a tenth under it: miri interprets each step
+    /// thousands of times slower, and a tenth still crosses arena chunks.
+    fn scaled(full: u64) -> u64 {
+        if cfg!(miri) {
+            full / 10
+        } else {
+            full
+        }
+    }
+
     #[test]
     fn concurrent_inserts_and_reads_see_whole_entries_across_arena_chunks() {
+        let per_thread = scaled(2000);
         let m = Memtable::new(1);
         let value = |t: u64, i: u64| vec![(t * 31 + i) as u8; 1 + (i as usize * 37) % 3000];
         std::thread::scope(|s| {
             for t in 0..4u64 {
                 let m = &m;
                 s.spawn(move || {
-                    for i in 0..2000u64 {
+                    for i in 0..per_thread {
                         let k = format!("t{t}-{i:05}");
                         m.insert(k.as_bytes(), i + 1, &value(t, i));
                         // Read back an earlier entry while others write.
@@ -964,7 +983,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(n, 8001);
+        assert_eq!(n, 4 * per_thread + 1);
     }
 
     /// The model's entries, in order, against a full walk, and each entry
@@ -1005,6 +1024,7 @@ mod tests {
 
     #[test]
     fn batches_in_order_reversed_and_shuffled_match_a_model_beside_a_concurrent_writer() {
+        let (others, per_round) = (scaled(6000), scaled(1000));
         let m = Memtable::new(1);
         let mut model = std::collections::BTreeMap::new();
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -1020,15 +1040,15 @@ mod tests {
             let m2 = &m;
             let other = s.spawn(move || {
                 let mut mine = Vec::new();
-                for i in 0..6000u64 {
-                    let k = format!("key{:08}x", (i * 7919) % 6000).into_bytes();
+                for i in 0..others {
+                    let k = format!("key{:08}x", (i * 7919) % others).into_bytes();
                     m2.insert(&k, 1, &i.to_le_bytes());
                     mine.push((key::encode(&k, 1), i.to_le_bytes().to_vec()));
                 }
                 mine
             });
             for (seq, round) in (10..).zip(0..6u64) {
-                let mut keys: Vec<u64> = (0..1000).map(|i| round * 1000 + i).collect();
+                let mut keys: Vec<u64> = (0..per_round).map(|i| round * per_round + i).collect();
                 match round % 3 {
                     0 => {}
                     1 => keys.reverse(),
@@ -1079,7 +1099,7 @@ mod tests {
     #[test]
     fn a_memtable_from_recycled_chunks_holds_only_its_own_entries() {
         let pool = ChunkPool::new(3 * CHUNK);
-        let value = vec![0xAB; 1000];
+        let value = vec![0xAB; CHUNK / 1024];
         {
             let old = Memtable::with_pool(1, Some(pool.clone()));
             for i in 0..5000u32 {

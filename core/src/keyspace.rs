@@ -387,20 +387,6 @@ impl DbInner {
         self.get_in(&st, key, seq)
     }
 
-    /// Reads storage keys at one consistent point; the first key `keys`
-    /// refuses stops the read with its error.
-    pub(crate) fn get_many_storage<K: AsRef<[u8]>>(
-        &self,
-        keys: impl Iterator<Item = Result<K>>,
-    ) -> Result<Vec<Option<Vec<u8>>>> {
-        self.check_open()?;
-        // State first, then the sequence: see DbInner::iter.
-        let st = self.read_state();
-        let seq = self.visible_seq.load(Ordering::Acquire);
-        keys.map(|k| Ok(self.get_in(&st, k?.as_ref(), seq)?.map(|i| i.value)))
-            .collect()
-    }
-
     /// Checks a user key of a keyspace: as a default key, without the marker rule.
     pub(crate) fn check_keyspace_key(&self, ks: &Shared, key: &[u8]) -> Result<()> {
         ks.check_live()?;

@@ -232,48 +232,6 @@ func getEntry(key []byte, call func(*entryOut) C.int) (*Item, error) {
 }
 
 // MultiGet reads many keys at one consistent point in one cgo call; a missing
-// key gives a nil value.
-func (d *DB) MultiGet(keys [][]byte) ([][]byte, error) {
-	h, err := d.handle()
-	if err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	n := len(keys)
-	if n == 0 {
-		return nil, nil
-	}
-	// The key pointer array lives in C memory (C may not hold Go pointers to Go
-	// memory); it is typed uintptr so that storing into it is not a Go pointer
-	// write (no write barrier on C memory). The keys themselves are pinned.
-	cptrs := unsafe.Slice((*uintptr)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(uintptr(0))))), n)
-	clens := unsafe.Slice((*C.size_t)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(C.size_t(0))))), n)
-	defer C.free(unsafe.Pointer(&cptrs[0]))
-	defer C.free(unsafe.Pointer(&clens[0]))
-	var pinner runtime.Pinner
-	defer pinner.Unpin()
-	for i, k := range keys {
-		cptrs[i] = 0
-		if len(k) > 0 {
-			pinner.Pin(&k[0])
-			cptrs[i] = uintptr(unsafe.Pointer(&k[0]))
-		}
-		clens[i] = C.size_t(len(k))
-	}
-	vals := make([]C.sett_buf_t, n)
-	st := make([]C.int, n)
-	var cerr *C.sett_error_t
-	rc := C.sett_multi_get(h, (**C.uint8_t)(unsafe.Pointer(&cptrs[0])), &clens[0], C.size_t(n), &vals[0], &st[0], &cerr)
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	out := make([][]byte, n)
-	for i := range vals {
-		if st[i] == C.SETT_OK {
-			out[i] = takeBuf(&vals[i])
-		} else {
-			C.sett_buf_free(&vals[i])
-		}
-	}
-	return out, nil
-}
+// key gives a nil value. Once a lookup waits on the device, the engine
+// reads the rest in parallel.
+func (d *DB) MultiGet(keys [][]byte) ([][]byte, error) { return storeMultiGet(d, keys) }

@@ -181,6 +181,10 @@ func (k *Keyspace) Get(key []byte) ([]byte, error) {
 	return storeGet(k, key)
 }
 
+// MultiGet reads many keys of the keyspace at one consistent point in one
+// cgo call; a missing key gives a nil value.
+func (k *Keyspace) MultiGet(keys [][]byte) ([][]byte, error) { return storeMultiGet(k, keys) }
+
 // Set stores key → value in the keyspace (with its default TTL, if any).
 func (k *Keyspace) Set(key, value []byte) error {
 	return storeSet(k, key, value)

@@ -357,3 +357,30 @@ func TestAZstdKeyspacesTablesShrinkAndKeepTheCodecAfterReopen(t *testing.T) {
 		t.Fatalf("an unknown codec: %v", err)
 	}
 }
+
+func TestAKeyspaceMultiGetReadsOnlyItsOwnKeys(t *testing.T) {
+	db := openTemp(t)
+	a := mustKeyspace(t, db, "a", nil)
+	for _, k := range []string{"k1", "k3"} {
+		if err := a.Set([]byte(k), []byte("a"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSet(t, db, "k2", "d2")
+	vals, err := a.MultiGet([][]byte{[]byte("k3"), []byte("k2"), []byte("k1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(vals[0]) != "ak3" || vals[1] != nil || string(vals[2]) != "ak1" {
+		t.Fatalf("keyspace multiget: %q", vals)
+	}
+	if _, err := a.MultiGet([][]byte{[]byte("k1"), nil}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("keyspace multiget with an empty key: %v", err)
+	}
+	if err := db.DropKeyspace("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.MultiGet([][]byte{[]byte("k1")}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("multiget on a dropped keyspace: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package sett
 
 /*
+#include <stdlib.h>
 #include <sett.h>
 */
 import "C"
@@ -8,6 +9,7 @@ import "C"
 import (
 	"context"
 	"runtime"
+	"unsafe"
 )
 
 // store is what DB (the default keyspace) and Keyspace (a named one) share:
@@ -23,6 +25,7 @@ type store interface {
 	cPut(key, value []byte, cerr **C.sett_error_t) C.int
 	cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int
 	cDelete(key []byte, cerr **C.sett_error_t) C.int
+	cMultiGet(keys **C.uint8_t, lens *C.size_t, n C.size_t, vals *C.sett_buf_t, st *C.int, cerr **C.sett_error_t) C.int
 	cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int
 	cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int
 	cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int
@@ -68,6 +71,14 @@ func (d *DB) cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int {
 func (k *Keyspace) cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int {
 	return C.sett_keyspace_put_with(k.ks, ptr(e.Key), C.size_t(len(e.Key)), ptr(e.Value), C.size_t(len(e.Value)),
 		C.uint8_t(e.UserMeta), ttl, cerr)
+}
+
+func (d *DB) cMultiGet(keys **C.uint8_t, lens *C.size_t, n C.size_t, vals *C.sett_buf_t, st *C.int, cerr **C.sett_error_t) C.int {
+	return C.sett_multi_get(d.db, keys, lens, n, vals, st, cerr)
+}
+
+func (k *Keyspace) cMultiGet(keys **C.uint8_t, lens *C.size_t, n C.size_t, vals *C.sett_buf_t, st *C.int, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_multi_get(k.ks, keys, lens, n, vals, st, cerr)
 }
 
 func (d *DB) cDelete(key []byte, cerr **C.sett_error_t) C.int {
@@ -215,4 +226,50 @@ func storeSubscribe(s store, ctx context.Context, cb func([]Change) error, from 
 		return err
 	}
 	return deliver(ctx, sub, cb)
+}
+
+// storeMultiGet reads many keys of s at one consistent point in one cgo
+// call; a missing key gives a nil value.
+func storeMultiGet(s store, keys [][]byte) ([][]byte, error) {
+	if err := s.rlock(); err != nil {
+		return nil, err
+	}
+	defer s.runlock()
+	n := len(keys)
+	if n == 0 {
+		return nil, nil
+	}
+	// The key pointer array lives in C memory (C may not hold Go pointers to Go
+	// memory); it is typed uintptr so that storing into it is not a Go pointer
+	// write (no write barrier on C memory). The keys themselves are pinned.
+	cptrs := unsafe.Slice((*uintptr)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(uintptr(0))))), n)
+	clens := unsafe.Slice((*C.size_t)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(C.size_t(0))))), n)
+	defer C.free(unsafe.Pointer(&cptrs[0]))
+	defer C.free(unsafe.Pointer(&clens[0]))
+	var pinner runtime.Pinner
+	defer pinner.Unpin()
+	for i, k := range keys {
+		cptrs[i] = 0
+		if len(k) > 0 {
+			pinner.Pin(&k[0])
+			cptrs[i] = uintptr(unsafe.Pointer(&k[0]))
+		}
+		clens[i] = C.size_t(len(k))
+	}
+	vals := make([]C.sett_buf_t, n)
+	st := make([]C.int, n)
+	var cerr *C.sett_error_t
+	rc := s.cMultiGet((**C.uint8_t)(unsafe.Pointer(&cptrs[0])), &clens[0], C.size_t(n), &vals[0], &st[0], &cerr)
+	if err := status(rc, cerr); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, n)
+	for i := range vals {
+		if st[i] == C.SETT_OK {
+			out[i] = takeBuf(&vals[i])
+		} else {
+			C.sett_buf_free(&vals[i])
+		}
+	}
+	return out, nil
 }

@@ -1239,6 +1239,18 @@ int sett_keyspace_get(struct sett_keyspace_t *ks,
                       struct sett_error_t **err);
 
 /**
+ * Reads `n` keys of the keyspace at one consistent point in one call. Same
+ * contract as sett_multi_get().
+ */
+int sett_keyspace_multi_get(struct sett_keyspace_t *ks,
+                            const uint8_t *const *keys,
+                            const size_t *keylens,
+                            size_t n,
+                            struct sett_buf_t *values,
+                            int *statuses,
+                            struct sett_error_t **err);
+
+/**
  * Removes key from the keyspace (no error if absent).
  */
 int sett_keyspace_delete(struct sett_keyspace_t *ks,

@@ -241,6 +241,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_keyspace_put": "Keyspace.put",
     "sett_keyspace_put_with": "Keyspace.put",  # ttl=, meta=
     "sett_keyspace_get": "Keyspace.get",
+    "sett_keyspace_multi_get": "Keyspace.get_many",
     "sett_keyspace_delete": "Keyspace.delete",
     "sett_keyspace_delete_range": "Keyspace.delete_range",
     "sett_keyspace_iter_new": "Keyspace.iter",

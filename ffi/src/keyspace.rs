@@ -289,6 +289,22 @@ pub unsafe extern "C" fn sett_keyspace_get(
     unsafe { store::get(ks, Raw(key, keylen), value, err) }
 }
 
+/// Reads `n` keys of the keyspace at one consistent point in one call. Same
+/// contract as sett_multi_get().
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_multi_get(
+    ks: *mut sett_keyspace_t,
+    keys: *const *const u8,
+    keylens: *const usize,
+    n: usize,
+    values: *mut sett_buf_t,
+    statuses: *mut c_int,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { store::multi_get(ks, keys, keylens, n, values, statuses, err) }
+}
+
 /// Removes key from the keyspace (no error if absent).
 #[no_mangle]
 pub unsafe extern "C" fn sett_keyspace_delete(

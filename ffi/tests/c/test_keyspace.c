@@ -291,6 +291,36 @@ static void test_a_zstd_keyspace_s_tables_shrink_and_keep_the_codec_after_reopen
     sett_db_free(db);
 }
 
+static void test_a_keyspace_multi_get_reads_only_its_own_keys(void) {
+    sett_db_t *db = open_db("multiget");
+    sett_keyspace_t *a = NULL;
+    CHECK_RC(sett_keyspace_open(db, "a", NULL, &a, NULL), SETT_OK);
+    CHECK_RC(sett_keyspace_put(a, B("k1"), 2, B("a1"), 2, NULL), SETT_OK);
+    CHECK_RC(sett_keyspace_put(a, B("k3"), 2, B("a3"), 2, NULL), SETT_OK);
+    CHECK_RC(sett_put(db, B("k2"), 2, B("d2"), 2, NULL), SETT_OK);
+    const uint8_t *keys[3] = {B("k3"), B("k2"), B("k1")};
+    size_t lens[3] = {2, 2, 2};
+    sett_buf_t vals[3];
+    int st[3];
+    CHECK_RC(sett_keyspace_multi_get(a, keys, lens, 3, vals, st, NULL), SETT_OK);
+    CHECK(st[0] == SETT_OK && st[1] == SETT_NOT_FOUND && st[2] == SETT_OK);
+    CHECK(vals[0].len == 2 && memcmp(vals[0].data, "a3", 2) == 0);
+    CHECK(vals[2].len == 2 && memcmp(vals[2].data, "a1", 2) == 0);
+    for (int i = 0; i < 3; i++) sett_buf_free(&vals[i]);
+    /* Bad input: NULL arrays, an empty key, a NULL handle; nothing written. */
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_keyspace_multi_get(a, NULL, lens, 3, vals, st, &err), SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "NULL") != NULL);
+    sett_error_free(err);
+    lens[1] = 0;
+    CHECK_RC(sett_keyspace_multi_get(a, keys, lens, 3, vals, st, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_keyspace_multi_get(NULL, keys, lens, 3, vals, st, NULL), SETT_INVALID_ARGUMENT);
+    CHECK(holds(a, "k1", "a1") && holds(a, "k3", "a3"));
+    sett_keyspace_close(a);
+    CHECK_RC(sett_close(db, NULL), SETT_OK);
+    sett_db_free(db);
+}
+
 static void test_null_pointers_are_invalid_arguments(void) {
     sett_db_t *db = open_db("null");
     sett_keyspace_t *ks = NULL;
@@ -339,6 +369,7 @@ int main(void) {
     test_names_options_drop_and_reopen();
     test_a_keyspace_subscription_sees_its_keys_and_the_db_s_does_not();
     test_null_pointers_are_invalid_arguments();
+    test_a_keyspace_multi_get_reads_only_its_own_keys();
     test_a_zstd_keyspace_s_tables_shrink_and_keep_the_codec_after_reopen();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir_template);

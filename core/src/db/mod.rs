@@ -410,9 +410,8 @@ const DEVICE_READ: std::time::Duration = if cfg!(test) {
 /// Threads a multi-get shares its lookups among once they wait on the
 /// device: two per core, at most 16. Each cold read also costs the CPU a
 /// page fault or a system call, so more threads than that only queue for
-/// the cores: on 2 cores, 32 cold 4 KiB lookups took 0.45x the time of one
-/// after another with 4 threads, 0.76x with 8 and 1.2-1.4x with 16
-/// (docs/read-path.md).
+/// the cores (the measurement is in the commit message of eb91365; no
+/// committed report covers multi-get yet, see docs/read-path.md).
 fn multi_get_readers() -> usize {
     static READERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *READERS.get_or_init(|| {

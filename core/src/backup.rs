@@ -15,7 +15,6 @@ use crate::wal;
 use crate::WriteBatch;
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"SETTBKUP";
@@ -78,7 +77,7 @@ impl DbInner {
         self.check_open()?;
         // State first, then the sequence: see DbInner::iter.
         let st = self.read_state();
-        let read_ts = self.visible_seq.load(Ordering::Acquire);
+        let read_ts = self.commit.visible();
         let _snap = self.snapshot_at(read_ts);
         let now = self.now();
         let dels = st.range_dels.clone();

@@ -46,7 +46,7 @@ impl DbInner {
         }
         self.bulk_active.store(true, Ordering::Release);
         drop(guard);
-        let seq = lock(&self.queue).reserve();
+        let seq = self.commit.reserve();
         let id = {
             let mut m = lock(&self.manifest);
             let m = m.as_mut().ok_or(Error::Closed)?;
@@ -187,13 +187,13 @@ impl BulkLoader {
             vlogs: Arc::new(st.vlogs.with(vfile)),
             range_dels: st.range_dels.clone(),
         });
-        db.publish(self.seq);
+        db.commit.publish(self.seq);
         // Not delivered entry by entry: change-feed subscribers are told to rescan.
         db.feed.interrupt(self.seq - 1);
         self.finished = true;
         // Writers waiting for the load to end wait on the queue.
         db.bulk_active.store(false, Ordering::Release);
-        db.publish_and_wake(self.seq);
+        db.commit.publish_and_wake(self.seq);
         Ok(self.count)
     }
 }
@@ -202,7 +202,7 @@ impl Drop for BulkLoader {
     fn drop(&mut self) {
         if !self.finished {
             // The reserved sequence carries nothing; let readers waiting for it go on.
-            self.db.publish_and_wake(self.seq);
+            self.db.commit.publish_and_wake(self.seq);
             // Abandoned: its files were never recorded; remove them now (open would too).
             let (fs, dir) = (&self.db.opts.fs, &self.db.dir);
             let _ = fs.remove(&filename::vlog(dir, self.vlog.id()));

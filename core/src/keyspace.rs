@@ -383,7 +383,7 @@ impl DbInner {
     fn get_storage(&self, key: &[u8]) -> Result<Option<Item>> {
         self.check_open()?;
         let st = self.read_state();
-        let seq = self.visible_seq.load(Ordering::Acquire);
+        let seq = self.commit.visible();
         self.get_in(&st, key, seq)
     }
 

@@ -385,8 +385,7 @@ impl DbInner {
         let log = guard.as_mut().ok_or(Error::Closed)?;
         let _manual = self.settle(log)?;
         // Not a versioned write: change-feed subscribers are told to rescan.
-        self.feed
-            .interrupt(self.visible_seq.load(Ordering::Acquire));
+        self.feed.interrupt(self.commit.visible());
         self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
         let head = log.vlog.id();
         let st = self.read_state();
@@ -446,8 +445,7 @@ impl DbInner {
         let log = guard.as_mut().ok_or(Error::Closed)?;
         let _manual = self.settle(log)?;
         // Not a versioned write: change-feed subscribers are told to rescan.
-        self.feed
-            .interrupt(self.visible_seq.load(Ordering::Acquire));
+        self.feed.interrupt(self.commit.visible());
         // compaction::drop_prefix says why the deepest level goes first.
         for level in (0..self.opts.num_levels).rev() {
             let v = self.read_state().version.clone();

@@ -1,13 +1,14 @@
 //! `Db`: the handle, what readers see, and point reads.
 //!
 //! The rest of the Db lives in submodules by concern: `recovery` (open),
-//! `write` (the group-commit pipeline and close), `background` (flush and
+//! `commit` (the commit pipeline: sequences, group commit, visibility),
+//! `write` (applying writes, write stalls, memtable switches, close), `background` (flush and
 //! compaction threads, flatten, drops), `gc` (value-log garbage collection),
 //! `checkpoint` (hard-linked copies).
 //!
 //! Lock order, outermost first: `keyspaces` (the catalog's) → the GC's lock
 //! (`GcState::exclusive`) →
-//! `queue` → `log` → `manifest` →
+//! `log` → the commit pipeline's queue → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
 //! guards are never held while taking another lock. `holds` (checkpoint's
 //! value-log file holds) and `keyspace_codecs` are innermost: nothing is
@@ -15,6 +16,7 @@
 
 mod background;
 mod checkpoint;
+mod commit;
 mod gc;
 mod recovery;
 mod verify;
@@ -36,13 +38,12 @@ use crate::memtable::{ChunkPool, Memtable};
 use crate::options::Options;
 use crate::range_del::RangeDels;
 use crate::sequence::Sequence;
-use crate::txn::Oracle;
 use crate::txn::Txn;
 use crate::value::{self, Stored};
 use crate::vlog::{VlogSet, VlogWriter};
 use crate::wal::LogWriter;
 use crate::{PutOptions, WriteBatch};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,8 +51,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+pub(crate) use commit::TxnCheck;
 pub use verify::VerifyReport;
-pub(crate) use write::{Move, TxnCheck, WriterKind};
+pub(crate) use write::{Move, WriterKind};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic on another thread must not make the Db unusable; the state it guards
@@ -169,47 +171,6 @@ impl DbInner {
         if !self.counters.read_seen.load(Ordering::Relaxed) {
             self.counters.read_seen.store(true, Ordering::Relaxed);
         }
-    }
-}
-
-/// The group-commit queue and the sequence numbers it hands out.
-pub(crate) struct Queue {
-    pub(crate) writers: VecDeque<Arc<write::Writer>>,
-    /// The sequence the next batch gets.
-    pub(crate) next_seq: u64,
-    pub(crate) oracle: Oracle,
-    /// Threads blocked on `queue_cv`: a leader that finds none does not pay
-    /// for a wake-up (a futex call) when its group is done.
-    pub(crate) waiting: usize,
-}
-
-impl Queue {
-    /// Hands out the next sequence number (version), for one batch or one
-    /// bulk load. Readers see it once it is published ([`DbInner::publish`]).
-    pub(crate) fn reserve(&mut self) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        seq
-    }
-
-    /// Hands out `seq` itself (a batch with [`WriteBatch::set_version`]): it
-    /// must be above every sequence handed out, and the next one follows it.
-    pub(crate) fn reserve_at(&mut self, seq: u64) -> Result<u64> {
-        if seq < self.next_seq || seq == key::MAX_SEQ {
-            return Err(Error::InvalidArgument(format!(
-                "cannot commit at version {seq}: it must be above {}, the newest this Db \
-                 has handed out, and below {}",
-                self.next_seq - 1,
-                key::MAX_SEQ
-            )));
-        }
-        self.next_seq = seq + 1;
-        Ok(seq)
-    }
-
-    /// The newest sequence handed out: what a transaction beginning now reads at.
-    pub(crate) fn last_reserved(&self) -> u64 {
-        self.next_seq - 1
     }
 }
 
@@ -335,9 +296,8 @@ pub(crate) struct DbInner {
     /// The directory lock; released by close (dropping the File drops the flock).
     dir_lock: Mutex<Option<File>>,
     state: RwLock<Arc<ReadState>>,
-    pub(crate) visible_seq: AtomicU64,
-    pub(crate) queue: Mutex<Queue>,
-    pub(crate) queue_cv: Condvar,
+    /// Sequence numbers, the writers' queue and what readers see.
+    pub(crate) commit: commit::Pipeline,
     pub(crate) log: Mutex<Option<LogState>>,
     pub(crate) manifest: Mutex<Option<Manifest>>,
     pub(crate) bg: Mutex<BgState>,
@@ -755,7 +715,7 @@ impl Db {
 
     /// The newest version visible to reads: what a read or iterator begun now sees.
     pub fn last_version(&self) -> u64 {
-        self.inner.visible_seq.load(Ordering::Acquire)
+        self.inner.commit.visible()
     }
 
     /// Counts and sizes of levels, value log, memtables and in-memory indexes.
@@ -803,7 +763,7 @@ pub(crate) fn subscribe(
     inner.check_open()?;
     let _log = lock(&inner.log);
     inner.check_open()?;
-    let now = inner.visible_seq.load(Ordering::Acquire);
+    let now = inner.commit.visible();
     inner.feed.subscribe(opts, now, strip)
 }
 
@@ -908,7 +868,7 @@ impl DbInner {
         self.check_user_key(key)?;
         // State first, then the sequence: see DbInner::iter.
         let st = self.read_state();
-        let seq = self.visible_seq.load(Ordering::Acquire);
+        let seq = self.commit.visible();
         self.get_in(&st, key, seq)
     }
 
@@ -961,7 +921,7 @@ impl DbInner {
         let keys: Vec<K> = keys.collect::<Result<_>>()?;
         // State first, then the sequence: see DbInner::iter.
         let st = self.read_state();
-        let seq = self.visible_seq.load(Ordering::Acquire);
+        let seq = self.commit.visible();
         let value = |k: &K| Ok(self.get_in(&st, k.as_ref(), seq)?.map(|i| i.value));
         let mut out = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
@@ -989,7 +949,7 @@ impl DbInner {
     /// The oldest sequence any reader may still read at.
     pub(crate) fn smallest_snapshot(&self) -> u64 {
         let s = lock(&self.snapshots);
-        let now = self.visible_seq.load(Ordering::Acquire);
+        let now = self.commit.visible();
         s.keys().next().copied().unwrap_or(now).min(now)
     }
 
@@ -1015,7 +975,7 @@ impl DbInner {
             // wrong total).
             None => {
                 let st = self.read_state();
-                (self.visible_seq.load(Ordering::Acquire), st)
+                (self.commit.visible(), st)
             }
         };
         let snap = self.snapshot_at(seq);
@@ -1068,7 +1028,7 @@ impl DbInner {
             cache_index_filter_misses: cache.meta_misses,
             cache_data_hits: cache.data_hits,
             cache_data_misses: cache.data_misses,
-            last_seq: self.visible_seq.load(Ordering::Acquire),
+            last_seq: self.commit.visible(),
             table_entries: st
                 .version
                 .levels

@@ -229,14 +229,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
                 mstate.range_dels.iter().cloned().chain(mem.range_dels()),
             )),
         })),
-        visible_seq: AtomicU64::new(last_seq),
-        queue: Mutex::new(Queue {
-            writers: VecDeque::new(),
-            next_seq: last_seq + 1,
-            oracle: Oracle::default(),
-            waiting: 0,
-        }),
-        queue_cv: Condvar::new(),
+        commit: super::commit::Pipeline::new(last_seq),
         log: Mutex::new(None),
         manifest: Mutex::new(None),
         bg: Mutex::new(BgState {

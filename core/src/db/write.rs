@@ -1,16 +1,13 @@
-//! The write pipeline: group commit, memtable switches, write stalls, close.
+//! Applying writes: the Db's side of the commit pipeline (db/commit.rs).
 //!
-//! With `sync_writes`, writers queue up; the one at the front leads: it takes
-//! the batches queued behind it (up to `MAX_GROUP_BYTES`), appends their
-//! separated values to the value log and one framed record per batch to the WAL
-//! in one write, fsyncs once, inserts into the memtable, then makes the group
-//! visible. Sequence numbers are handed out in queue order when a writer joins,
-//! under the queue lock, which is also where transactions check for conflicts.
-//! Without `sync_writes` there is no fsync to share: each writer takes the log
-//! lock and commits its own batch the same way (`write_direct`), which saves
-//! the hand-off to a leader and the wake-ups of a group (4 writers: +25%).
-//! Value-log GC's moves always go through the queue.
+//! A group's batches become one framed WAL record each and their separated
+//! values value-log entries, written in one append and fsynced once if any
+//! batch asks; then the group goes into the memtable (followers with large
+//! batches insert their own, on their own threads) and is published.
+//! Value-log GC's moves are applied alone, each only if still live. Also
+//! here: write stalls (`room`), memtable switches, flush and close.
 
+use super::commit::{self, CommitEnv, TxnCheck, Writer};
 use super::*;
 use crate::batch;
 use crate::batch::{OpValue, Space};
@@ -24,8 +21,6 @@ use crate::wal;
 use crate::wal::{WAL_MAGIC, WAL_VERSION};
 use std::time::Duration;
 
-/// A write group stops taking batches past this many bytes.
-const MAX_GROUP_BYTES: usize = 4 << 20;
 /// The WAL buffer is kept for the next group up to this capacity.
 const KEEP_FRAMED_BYTES: usize = 1 << 20;
 /// Per-op bytes added to a batch's size when checking it fits one WAL record.
@@ -89,36 +84,6 @@ pub(crate) enum WriterKind {
     Moves(Vec<Move>),
 }
 
-/// A writer waiting in the queue.
-pub(crate) struct Writer {
-    kind: Mutex<Option<WriterKind>>,
-    is_moves: bool,
-    /// Its group fsyncs the logs if any writer in it asks to.
-    sync: bool,
-    bytes: usize,
-    seq: u64,
-    /// Set by the leader once the group is in the logs: this writer's own
-    /// entries, for it to insert into the memtable beside the leader.
-    job: Mutex<Option<InsertJob>>,
-    result: Mutex<Option<Result<()>>>,
-}
-
-/// A batch's memtable insert, handed by the leader to the batch's own writer
-/// so that the group's inserts run on several threads at once.
-struct InsertJob {
-    mem: Arc<Memtable>,
-    seq: u64,
-    entries: EncodedBatch,
-    done: Arc<Countdown>,
-}
-
-impl InsertJob {
-    fn run(self) {
-        self.mem.insert_batch(self.seq, self.entries.iter());
-        self.done.count_down();
-    }
-}
-
 /// The leader waits on this until every handed-out insert is done.
 struct Countdown {
     left: Mutex<usize>,
@@ -145,47 +110,6 @@ impl Countdown {
 /// A follower's batch is inserted by its own thread when it has at least this
 /// many entries; smaller ones are not worth the wake-up.
 const PARALLEL_INSERT_MIN: usize = 64;
-
-/// A batch's sequence, handed out under the queue lock once a transaction's
-/// reads are checked against the commits since it began; the oracle records
-/// the batch's keys for transactions still open.
-fn reserve_batch(q: &mut Queue, b: &WriteBatch, txn: Option<&TxnCheck>) -> Result<u64> {
-    if let Some(t) = txn {
-        if q.oracle.conflicts(t.read_ts, &t.reads) {
-            return Err(Error::Conflict);
-        }
-    }
-    // A drop marks its keyspaces here, under the same lock: a batch is
-    // either ordered before the drop (and deleted by it) or refused.
-    for ks in &b.keyspaces {
-        ks.check_live()?;
-    }
-    for ks in &b.drops {
-        ks.mark_dropped();
-    }
-    let seq = match b.version {
-        Some(v) => q.reserve_at(v)?,
-        None => q.reserve(),
-    };
-    if q.oracle.tracking() {
-        q.oracle.record(
-            seq,
-            b.ops
-                .iter()
-                .filter(|op| !matches!(op.value, OpValue::RangeEnd(_)))
-                .map(|op| crate::txn::fingerprint(b.key(op)))
-                .collect(),
-            b.has_range_delete(),
-        );
-    }
-    Ok(seq)
-}
-
-/// What a committing transaction asks the oracle to check.
-pub(crate) struct TxnCheck {
-    pub read_ts: u64,
-    pub reads: HashSet<u64>,
-}
 
 impl DbInner {
     fn validate(&self, batch: &WriteBatch) -> Result<usize> {
@@ -227,124 +151,27 @@ impl DbInner {
         Ok(bytes)
     }
 
-    /// Queues a write and waits until a leader (maybe this caller) commits it.
+    /// Commits a batch, or value-log moves, through the pipeline.
     pub(crate) fn write(&self, kind: WriterKind, txn: Option<TxnCheck>) -> Result<()> {
         self.check_writable()?;
-        let (bytes, is_moves, sync) = match &kind {
+        let (bytes, sync) = match &kind {
             WriterKind::Batch(b) if b.is_empty() => return Ok(()),
-            WriterKind::Batch(b) => (
-                self.validate(b)?,
-                false,
-                b.sync.unwrap_or(self.opts.sync_writes),
-            ),
+            WriterKind::Batch(b) => (self.validate(b)?, b.sync.unwrap_or(self.opts.sync_writes)),
             WriterKind::Moves(m) if m.is_empty() => return Ok(()),
             WriterKind::Moves(m) => (
                 m.iter()
                     .map(|m| m.key.len() + m.value.len() + OP_OVERHEAD)
                     .sum(),
-                true,
                 self.opts.sync_writes,
             ),
         };
-        // The path follows the Db's setting, not the batch's: every batch of
-        // one Db takes the same path, so sequences reach the WAL in order.
-        if !is_moves && !self.opts.sync_writes {
-            return self.write_direct(kind, txn, bytes, sync);
-        }
-        let mut q = lock(&self.queue);
-        let seq = match &kind {
-            WriterKind::Batch(b) => reserve_batch(&mut q, b, txn.as_ref())?,
-            WriterKind::Moves(_) => 0,
-        };
-        let me = Arc::new(Writer {
-            kind: Mutex::new(Some(kind)),
-            is_moves,
-            sync,
-            bytes,
-            seq,
-            job: Mutex::new(None),
-            result: Mutex::new(None),
-        });
-        q.writers.push_back(me.clone());
-        loop {
-            if let Some(r) = lock(&me.result).take() {
-                return r;
+        match kind {
+            // The path follows the Db's setting, not the batch's: every batch
+            // of one Db takes the same path, so sequences reach the WAL in order.
+            WriterKind::Batch(b) if !self.opts.sync_writes => {
+                self.commit.commit_direct(self, b, txn, bytes, sync)
             }
-            let job = lock(&me.job).take();
-            if let Some(job) = job {
-                drop(q);
-                job.run();
-                q = lock(&self.queue);
-                continue;
-            }
-            if q.writers.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
-                break;
-            }
-            q = self.wait_queue(q);
-        }
-        // This writer leads: it commits itself and the batches queued behind it.
-        // Value-log moves go alone, so that their liveness check sees every write before them.
-        let mut group = vec![me.clone()];
-        let mut group_bytes = me.bytes;
-        if !me.is_moves {
-            for w in q.writers.iter().skip(1) {
-                if w.is_moves || group_bytes + w.bytes > MAX_GROUP_BYTES {
-                    break;
-                }
-                group_bytes += w.bytes;
-                group.push(w.clone());
-            }
-        }
-        drop(q);
-        let res = if me.is_moves {
-            self.write_moves(&me)
-        } else {
-            self.write_group(&group)
-        };
-        // Even a failed group's sequences are done with: nothing is left to wait for.
-        if let Some(last) = group.last().filter(|w| !w.is_moves) {
-            self.publish(last.seq);
-        }
-        let mut q = lock(&self.queue);
-        for w in &group {
-            q.writers.pop_front();
-            if !Arc::ptr_eq(w, &me) {
-                *lock(&w.result) = Some(res.clone());
-            }
-        }
-        self.notify_queue(&q);
-        res
-    }
-
-    /// Makes every write up to sequence `seq` visible to new reads (sequences
-    /// are published in order: a later group publishes after an earlier one).
-    /// Transactions waiting to begin at `seq` are woken by the caller's
-    /// `notify_queue`, or by [`DbInner::publish_and_wake`].
-    pub(crate) fn publish(&self, seq: u64) {
-        self.visible_seq.fetch_max(seq, Ordering::AcqRel);
-    }
-
-    /// [`DbInner::publish`], then wakes every thread waiting on the queue
-    /// (for a sequence published outside a write group: bulk load).
-    pub(crate) fn publish_and_wake(&self, seq: u64) {
-        self.publish(seq);
-        let _q = lock(&self.queue);
-        self.queue_cv.notify_all();
-    }
-
-    /// Waits on `queue_cv`, counted in `waiting` so that wakers know to notify.
-    pub(crate) fn wait_queue<'a>(&self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
-        q.waiting += 1;
-        let mut q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
-        q.waiting -= 1;
-        q
-    }
-
-    /// Wakes the threads waiting on `queue_cv`, if there are any: a lone
-    /// writer skips the futex call.
-    fn notify_queue(&self, q: &Queue) {
-        if q.waiting > 0 {
-            self.queue_cv.notify_all();
+            kind => self.commit.commit(self, kind, txn, bytes, sync),
         }
     }
 
@@ -358,55 +185,9 @@ impl DbInner {
         Ok(())
     }
 
-    /// A write without `sync_writes`: no group to gather (there is no fsync
-    /// to share), so the writer takes the log lock and commits its own batch,
-    /// with no hand-off to a leader and no wake-up of the writers behind it.
-    /// Its sequence is reserved under the log lock, so sequences reach the
-    /// WAL and become visible in order.
-    /// A batch that asks for a sync ([`WriteBatch::set_sync`]) fsyncs under the log lock.
-    fn write_direct(
-        &self,
-        kind: WriterKind,
-        txn: Option<TxnCheck>,
-        bytes: usize,
-        sync: bool,
-    ) -> Result<()> {
-        let mut guard = lock(&self.log);
-        let WriterKind::Batch(b) = &kind else {
-            return Err(Error::InvalidArgument(
-                "value-log moves go through the queue".into(),
-            ));
-        };
-        let seq = reserve_batch(&mut lock(&self.queue), b, txn.as_ref())?;
-        let me = Arc::new(Writer {
-            kind: Mutex::new(Some(kind)),
-            is_moves: false,
-            sync,
-            bytes,
-            seq,
-            job: Mutex::new(None),
-            result: Mutex::new(None),
-        });
-        let res = match guard.as_mut() {
-            Some(log) => self.write_group_locked(log, std::slice::from_ref(&me)),
-            None => Err(Error::Closed),
-        };
-        // Even a failed write's sequence is done with.
-        self.publish(seq);
-        drop(guard);
-        // Transactions beginning at this sequence may wait for it.
-        let q = lock(&self.queue);
-        self.notify_queue(&q);
-        res
-    }
-
-    fn write_group(&self, group: &[Arc<Writer>]) -> Result<()> {
-        let mut guard = lock(&self.log);
-        let log = guard.as_mut().ok_or(Error::Closed)?;
-        self.write_group_locked(log, group)
-    }
-
-    fn write_group_locked(&self, log: &mut LogState, group: &[Arc<Writer>]) -> Result<()> {
+    /// Writes a group of batches to the logs and the memtable and publishes it.
+    /// Requires: the log lock (`log`).
+    fn apply_batches(&self, log: &mut LogState, group: &[Arc<Writer>]) -> Result<()> {
         self.check_writable()?;
         self.check_no_bulk_load()?;
         self.make_room(log)?;
@@ -422,7 +203,7 @@ impl DbInner {
         // None (one atomic load) while no change-feed subscriber listens.
         let mut feed = self.feed.collector();
         for w in group {
-            let Some(WriterKind::Batch(batch)) = lock(&w.kind).take() else {
+            let Some(WriterKind::Batch(batch)) = w.take() else {
                 continue;
             };
             // Sized for each record's header (at most 12 bytes) and its
@@ -441,7 +222,7 @@ impl DbInner {
                 let key = &data[op.key.clone()];
                 if let OpValue::RangeEnd(end) = &op.value {
                     if let Some(f) = feed.as_mut() {
-                        f.add(w.seq, (&op, &data), 0);
+                        f.add(w.seq(), (&op, &data), 0);
                     }
                     let end = &data[end.clone()];
                     let mut rec = Vec::with_capacity(4 + end.len());
@@ -458,7 +239,7 @@ impl DbInner {
                     })
                 };
                 if let Some(f) = feed.as_mut() {
-                    f.add(w.seq, (&op, &data), expires);
+                    f.add(w.seq(), (&op, &data), expires);
                 }
                 // A keyspace's own threshold, else the Db's.
                 let threshold = op.value_threshold.unwrap_or(threshold);
@@ -488,7 +269,7 @@ impl DbInner {
             let synced = log.wal.synced();
             wal::frame_with(&mut framed, |buf| {
                 let ranges = ranges.iter().map(|(k, v)| (&k[..], &v[..]));
-                batch::encode_wal_record_to(buf, synced, w.seq, entries.iter().chain(ranges));
+                batch::encode_wal_record_to(buf, synced, w.seq(), entries.iter().chain(ranges));
             });
             for (start, rec) in ranges {
                 let end = value::decode_range_delete(&rec)
@@ -497,21 +278,22 @@ impl DbInner {
                 tombs.push(RangeTombstone {
                     start,
                     end,
-                    seq: w.seq,
+                    seq: w.seq(),
                 });
             }
             applied.push((w.clone(), entries));
-            last = w.seq;
+            last = w.seq();
         }
-        let sync = group.iter().any(|w| w.sync);
+        let sync = group.iter().any(|w| w.wants_sync());
         let appended = self.append_logs(log, &framed, sync);
         // A huge group's buffer is not kept.
         if framed.capacity() <= KEEP_FRAMED_BYTES {
             log.framed = framed;
         }
         appended?;
-        // The GC's moves are not writes: they must not end the Db's idleness.
-        let batches = applied.iter().filter(|(w, _)| !w.is_moves).count() as u64;
+        // Only batches count as writes (value-log moves, applied apart, must
+        // not end the Db's idleness).
+        let batches = applied.len() as u64;
         if !tombs.is_empty() {
             // Before the group is published: a read that sees its sequence sees them.
             for t in &tombs {
@@ -526,7 +308,7 @@ impl DbInner {
             });
         }
         self.insert_group(&mem, applied);
-        self.publish(last);
+        self.commit.publish(last);
         // Visible now; still under the log lock, so groups reach the feed in version order.
         if let Some(f) = feed {
             self.feed.publish(f);
@@ -548,7 +330,7 @@ impl DbInner {
         if !applied.iter().enumerate().any(|x| parallel(&x)) {
             // Nothing worth handing out (a lone writer's case): no countdown, no wake-up.
             for (w, entries) in &applied {
-                mem.insert_batch(w.seq, entries.iter());
+                mem.insert_batch(w.seq(), entries.iter());
             }
             return;
         }
@@ -560,20 +342,20 @@ impl DbInner {
             left: Mutex::new(handed.len()),
             cv: Condvar::new(),
         });
-        if !handed.is_empty() {
-            for (_, (w, entries)) in handed {
-                *lock(&w.job) = Some(InsertJob {
-                    mem: mem.clone(),
-                    seq: w.seq,
-                    entries,
-                    done: done.clone(),
+        let jobs = handed
+            .into_iter()
+            .map(|(_, (w, entries))| {
+                let (mem, done, seq) = (mem.clone(), done.clone(), w.seq());
+                let job: commit::Job = Box::new(move || {
+                    mem.insert_batch(seq, entries.iter());
+                    done.count_down();
                 });
-            }
-            let q = lock(&self.queue);
-            self.notify_queue(&q);
-        }
+                (w, job)
+            })
+            .collect();
+        self.commit.hand_off(jobs);
         for (_, (w, entries)) in own {
-            mem.insert_batch(w.seq, entries.iter());
+            mem.insert_batch(w.seq(), entries.iter());
         }
         done.wait();
     }
@@ -609,13 +391,12 @@ impl DbInner {
 
     /// Applies value-log moves that are still live: each becomes a one-entry WAL
     /// record at the entry's own version, pointing at its new place.
-    fn write_moves(&self, w: &Writer) -> Result<()> {
-        let mut guard = lock(&self.log);
-        let log = guard.as_mut().ok_or(Error::Closed)?;
+    /// Requires: the log lock (`log`).
+    fn apply_moves(&self, log: &mut LogState, w: &Writer) -> Result<()> {
         self.check_writable()?;
         self.check_no_bulk_load()?;
         self.make_room(log)?;
-        let Some(WriterKind::Moves(moves)) = lock(&w.kind).take() else {
+        let Some(WriterKind::Moves(moves)) = w.take() else {
             return Ok(());
         };
         let st = self.read_state();
@@ -899,6 +680,23 @@ impl DbInner {
         // Another process (or a new Db in this one) may open the directory now.
         lock(&self.dir_lock).take();
         result
+    }
+}
+
+/// The Db as the commit pipeline's environment.
+impl CommitEnv for DbInner {
+    type Log = LogState;
+
+    fn with_log<R>(&self, f: impl FnOnce(&mut LogState) -> Result<R>) -> Result<R> {
+        let mut guard = lock(&self.log);
+        f(guard.as_mut().ok_or(Error::Closed)?)
+    }
+
+    fn apply(&self, log: &mut LogState, group: &[Arc<Writer>]) -> Result<()> {
+        match group {
+            [w] if w.is_moves() => self.apply_moves(log, w),
+            _ => self.apply_batches(log, group),
+        }
     }
 }
 

@@ -20,7 +20,6 @@ use crate::keyspace::{Keyspace, Region, Shared};
 use crate::value::{self, Stored};
 use crate::{PutOptions, WriteBatch};
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// How many times [`crate::Db::update`] runs its closure before giving up on conflicts.
@@ -89,32 +88,22 @@ impl DbInner {
         } else {
             self.check_open()?;
         }
-        let mut q = lock(&self.queue);
-        let read_ts = q.last_reserved();
-        // Registered before the state is taken, under the queue lock: a flush
-        // or compaction that starts from now on keeps the versions read_ts
+        // The snapshot is registered under the queue lock: a flush or
+        // compaction that starts from now on keeps the versions read_ts
         // needs, and one that started before saw a sequence at most read_ts.
-        let snapshot = self.snapshot_at(read_ts);
-        if update {
-            q.oracle.begin(read_ts);
-        }
-        // Every sequence up to read_ts is handed out; wait until they are applied.
-        while self.visible_seq.load(Ordering::Acquire) < read_ts {
-            if self.is_closed() {
-                if update {
-                    q.oracle.end(read_ts);
+        let (read_ts, snapshot) = self.commit.begin_txn(
+            update,
+            |read_ts| self.snapshot_at(read_ts),
+            || {
+                if self.is_closed() {
+                    return Err(Error::Closed);
                 }
-                return Err(Error::Closed);
-            }
-            if let Some(e) = self.poisoned() {
-                if update {
-                    q.oracle.end(read_ts);
+                match self.poisoned() {
+                    Some(e) => Err(Error::Poisoned(e.to_string())),
+                    None => Ok(()),
                 }
-                return Err(Error::Poisoned(e.to_string()));
-            }
-            q = self.wait_queue(q);
-        }
-        drop(q);
+            },
+        )?;
         Ok(Txn {
             db: self.clone(),
             read_ts,
@@ -442,7 +431,7 @@ impl Txn {
         if !self.ended {
             self.ended = true;
             if self.update {
-                lock(&self.db.queue).oracle.end(self.read_ts);
+                self.db.commit.end_txn(self.read_ts);
             }
         }
     }

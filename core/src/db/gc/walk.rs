@@ -76,7 +76,7 @@ impl DbInner {
         // The state first, then the sequence (as `iter`): every table of the
         // state was built before the sequence was read.
         let st = self.read_state();
-        let seq = self.visible_seq.load(Ordering::Acquire);
+        let seq = self.commit.visible();
         let now = self.now();
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
         for m in std::iter::once(&st.mem).chain(&st.imm) {

@@ -89,7 +89,7 @@ mod keyspace;
 mod levels;
 mod manifest;
 mod memtable;
-mod options;
+pub mod options;
 mod page_pool;
 mod range_del;
 mod read_guard;

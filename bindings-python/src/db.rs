@@ -10,7 +10,8 @@ use crate::stream::PyStream;
 use crate::txn::Txn;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
+use sett_core::options::{option_spec, OptionBounds, OptionKind, OptionValue, OPTIONS};
 use sett_core::{Compression, GcOutcome, Options};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,46 +22,90 @@ pub struct Db {
     pub(crate) inner: Arc<sett_core::Db>,
 }
 
+/// Sets one keyword argument of `open()` through core's table of options
+/// (`sett::options::OPTIONS`): an unknown name is a TypeError, a value of the
+/// wrong type a TypeError naming the option, a bad codec name a ValueError,
+/// and a value outside the option's bounds an InvalidOptionError naming the
+/// option and its bounds; `o` is left unchanged by each.
 fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    let spec = option_spec(name).ok_or_else(|| {
+        PyTypeError::new_err(format!("unknown option {name:?}: not in sett.OPTIONS"))
+    })?;
+    let name = spec.name;
     let bad = |e: PyErr| PyTypeError::new_err(format!("option {name}: {e}"));
-    match name {
-        "value_threshold" => o.value_threshold = v.extract().map_err(bad)?,
-        "memtable_size" => o.memtable_size = v.extract().map_err(bad)?,
-        "max_memtables" => o.max_memtables = v.extract().map_err(bad)?,
-        "block_size" => o.block_size = v.extract().map_err(bad)?,
-        "compression" => o.compression = compression(name, &v.extract::<String>().map_err(bad)?)?,
-        "compression_per_level" => {
-            let names: Vec<String> = v.extract().map_err(bad)?;
-            o.compression_per_level = names
-                .iter()
-                .map(|n| compression(name, n))
-                .collect::<PyResult<_>>()?;
+    let value = match spec.kind {
+        OptionKind::Bool => OptionValue::Bool(v.extract().map_err(bad)?),
+        OptionKind::U32 | OptionKind::I32 | OptionKind::Usize | OptionKind::U64 => {
+            // A Python int of any size: one outside the option's range is
+            // refused by its bounds, with them in the message.
+            let big: i128 = v.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "option {name}: takes an int ({}), not {}",
+                    spec.bounds_text()
+                        .unwrap_or_else(|| spec.kind.name().into()),
+                    type_name(v)
+                ))
+            })?;
+            OptionValue::Int(big)
         }
-        "zstd_level" => o.zstd_level = v.extract().map_err(bad)?,
-        "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract().map_err(bad)?,
-        "cache_size" => o.cache_size = v.extract().map_err(bad)?,
-        "table_size" => o.table_size = v.extract().map_err(bad)?,
-        "level_base_size" => o.level_base_size = v.extract().map_err(bad)?,
-        "level_multiplier" => o.level_multiplier = v.extract().map_err(bad)?,
-        "num_levels" => o.num_levels = v.extract().map_err(bad)?,
-        "l0_compaction_trigger" => o.l0_compaction_trigger = v.extract().map_err(bad)?,
-        "l0_slowdown_trigger" => o.l0_slowdown_trigger = v.extract().map_err(bad)?,
-        "l0_stop_trigger" => o.l0_stop_trigger = v.extract().map_err(bad)?,
-        "compaction_threads" => o.compaction_threads = v.extract().map_err(bad)?,
-        "sync_writes" => o.sync_writes = v.extract().map_err(bad)?,
-        "vlog_file_size" => o.vlog_file_size = v.extract().map_err(bad)?,
-        "vlog_gc_ratio" => o.vlog_gc_ratio = v.extract().map_err(bad)?,
-        "vlog_gc_idle_ratio" => o.vlog_gc_idle_ratio = v.extract().map_err(bad)?,
-        "vlog_gc_rate" => o.vlog_gc_rate = v.extract().map_err(bad)?,
-        "vlog_gc_write_factor" => o.vlog_gc_write_factor = v.extract().map_err(bad)?,
-        "max_key_size" => o.max_key_size = v.extract().map_err(bad)?,
-        "max_value_size" => o.max_value_size = v.extract().map_err(bad)?,
-        "read_only" => o.read_only = v.extract().map_err(bad)?,
-        "max_txn_size" => o.max_txn_size = v.extract().map_err(bad)?,
-        "change_feed_history_bytes" => o.change_feed_history_bytes = v.extract().map_err(bad)?,
-        other => return Err(PyTypeError::new_err(format!("unknown option {other:?}"))),
+        OptionKind::F64 => OptionValue::Float(v.extract().map_err(bad)?),
+        OptionKind::Codec => {
+            OptionValue::Codec(compression(name, &v.extract::<String>().map_err(bad)?)?)
+        }
+        OptionKind::CodecList => {
+            let names: Vec<String> = v.extract().map_err(bad)?;
+            OptionValue::Codecs(
+                names
+                    .iter()
+                    .map(|n| compression(name, n))
+                    .collect::<PyResult<_>>()?,
+            )
+        }
+    };
+    o.set(name, value).map_err(to_py)
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// `sett.OPTIONS`: core's table of options, one dict per option (name, type,
+/// default, min, max, bounds, doc), in the table's order.
+pub(crate) fn options_table(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let out = PyList::empty_bound(py);
+    for spec in OPTIONS {
+        let d = PyDict::new_bound(py);
+        d.set_item("name", spec.name)?;
+        d.set_item("type", spec.kind.name())?;
+        d.set_item("default", option_value(py, &spec.default))?;
+        let (min, max): (PyObject, PyObject) = match (spec.bounds, spec.int_range()) {
+            (OptionBounds::Float { min, below }, _) => (min.into_py(py), below.into_py(py)),
+            (_, Some((lo, hi))) => (lo.into_py(py), hi.into_py(py)),
+            _ => (py.None(), py.None()),
+        };
+        d.set_item("min", min)?;
+        d.set_item("max", max)?;
+        d.set_item("bounds", spec.bounds_text())?;
+        d.set_item("doc", spec.doc)?;
+        out.append(d)?;
     }
-    Ok(())
+    Ok(out)
+}
+
+fn option_value(py: Python<'_>, v: &OptionValue) -> PyObject {
+    match v {
+        OptionValue::Bool(b) => b.into_py(py),
+        OptionValue::Int(i) => i.into_py(py),
+        OptionValue::Float(f) => f.into_py(py),
+        OptionValue::Codec(c) => c.name().into_py(py),
+        OptionValue::Codecs(list) => list
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .into_py(py),
+    }
 }
 
 /// A codec by name ("none", "lz4" or "zstd"); another name is a ValueError

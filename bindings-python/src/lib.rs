@@ -26,6 +26,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _sett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("OPTIONS", db::options_table(m.py())?)?;
     m.add_class::<store::Store>()?;
     m.add_class::<db::Db>()?;
     m.add_class::<batch::Batch>()?;

@@ -67,7 +67,17 @@ from ._sett import (
     UnsupportedVersionError,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._sett import OpenOptions, OptionInfo
+
 __version__: str = _sett.__version__
+
+#: Core's table of options (sett::options::OPTIONS), one dict per option in its
+#: order: name, type, default, min, max, bounds (in words) and doc. open()'s
+#: keyword arguments are its names; docs/options.md renders it.
+OPTIONS: "List[OptionInfo]" = _sett.OPTIONS
 
 __all__ = [
     "Batch",
@@ -86,6 +96,7 @@ __all__ = [
     "Iter",
     "Keyspace",
     "LockedError",
+    "OPTIONS",
     "NotFoundError",
     "PoisonedError",
     "ReadOnlyError",
@@ -183,10 +194,11 @@ class Db(_sett.Db):
 
 
 def open(  # noqa: A001 (mirrors sett.open of the docs)
-    path: Union[str, "os.PathLike[str]"], **options: Union[int, bool, float, str, List[str]]
+    path: Union[str, "os.PathLike[str]"], **options: "Unpack[OpenOptions]"
 ) -> Db:
     """Opens (or creates) the database in directory ``path``. Options are the
-    Rust ``Options`` fields: value_threshold, memtable_size, sync_writes,
+    names of core's table of options, ``sett.OPTIONS`` (docs/options.md, with
+    defaults and bounds): value_threshold, memtable_size, sync_writes,
     read_only, max_value_size, ... Table compression: ``compression="lz4"``
     (or ``"zstd"``, ``"none"``, the default) for every level, or
     ``compression_per_level=["none", "none", "lz4", "zstd"]`` (entry N for
@@ -194,6 +206,6 @@ def open(  # noqa: A001 (mirrors sett.open of the docs)
     budget for reading: ``cache_size`` in bytes (default 256 MiB), reported by
     ``stats()`` as ``cache_capacity`` and ``cache_usage``. An unknown
     option is a TypeError, a value of the wrong type a TypeError naming it, an
-    unknown codec name a ValueError naming it; a value out of range raises
-    InvalidOptionError naming it."""
+    unknown codec name a ValueError naming it; a value outside the option's
+    bounds raises InvalidOptionError naming the option and its bounds."""
     return Db(path, **options)

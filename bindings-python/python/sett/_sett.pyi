@@ -13,10 +13,13 @@ from typing import (
     Protocol,
     Tuple,
     Type,
+    TypedDict,
     TypeVar,
     Union,
     overload,
 )
+
+from typing_extensions import Unpack
 
 Bytes = Union[bytes, bytearray]
 _D = TypeVar("_D", bound="Db")
@@ -324,8 +327,62 @@ class BulkLoader:
 #: compression_per_level.
 OptionValue = Union[int, bool, float, str, List[str]]
 
+class OpenOptions(TypedDict, total=False):
+    """The keyword arguments of open() / Db(): core's table of options, one
+    key per entry of OPTIONS (defaults and bounds in docs/options.md)."""
+
+    value_threshold: int
+    memtable_size: int
+    max_memtables: int
+    block_size: int
+    compression: str
+    compression_per_level: List[str]
+    zstd_level: int
+    bloom_bits_per_key: int
+    cache_size: int
+    table_size: int
+    level_base_size: int
+    level_multiplier: int
+    num_levels: int
+    l0_compaction_trigger: int
+    l0_slowdown_trigger: int
+    l0_stop_trigger: int
+    compaction_threads: int
+    sync_writes: bool
+    vlog_file_size: int
+    vlog_gc_ratio: float
+    vlog_gc_idle_ratio: float
+    vlog_gc_rate: int
+    vlog_gc_write_factor: int
+    max_key_size: int
+    max_value_size: int
+    read_only: bool
+    max_txn_size: int
+    change_feed_history_bytes: int
+
+class OptionInfo(TypedDict):
+    """One entry of OPTIONS: core's table of options."""
+
+    name: str
+    #: "bool", "u32", "i32", "usize", "u64", "f64", "codec" or "codec list".
+    type: str
+    default: Union[int, bool, float, str, List[str]]
+    #: The least value accepted (ints: the bounds within the type's range;
+    #: floats: inclusive); None for bools and codecs.
+    min: Optional[Union[int, float]]
+    #: The largest int accepted, or the first float refused; None for bools and codecs.
+    max: Optional[Union[int, float]]
+    #: The bounds in words ("4 KiB..=4 GiB", "[0, 1)"), None if any value of the type goes.
+    bounds: Optional[str]
+    doc: str
+
+#: Core's table of options, in its order: what open() accepts, with defaults and bounds.
+OPTIONS: List[OptionInfo]
+
 class Db(Store):
-    def __init__(self, path: Union[str, os.PathLike[str]], **options: OptionValue) -> None: ...
+    def __init__(
+        self, path: Union[str, os.PathLike[str]], **options: Unpack[OpenOptions]
+    ) -> None: ...
     def batch(self) -> Batch:
         """A native write batch to fill and commit atomically (a context manager)."""
     def sequence(self, key: Bytes, bandwidth: int) -> Sequence:

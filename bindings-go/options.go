@@ -108,7 +108,8 @@ type Options struct {
 	// a process crash).
 	SyncWrites bool
 	// ReadOnly: open read-only; several read-only opens, also from other
-	// processes, may share a directory. Writes return ErrReadOnly.
+	// processes, may share a directory. Writes return ErrReadOnly (default
+	// false).
 	ReadOnly bool
 	// ChangeFeedHistoryBytes: bytes of recent changes kept in memory so that
 	// DB.Subscribe can start from a past version (default 4 MiB; negative

@@ -1,11 +1,11 @@
 """What each binding reaches, checked against one source each.
 
-Options: the fields of core's `Options` struct (core/src/options.rs) are the
-list. Each must have a C setter `sett_options_set_<field>` in include/sett.h,
-be accepted as a keyword by `sett.open` (checked at run time against the
-installed module), and be a field of the Go package's `Options` struct
-(bindings-go/*.go; Go names are compared without underscores and case) -- or
-be listed below with a reason.
+Options: core's table of options (sett::options::OPTIONS, exposed here as
+sett.OPTIONS) is the list. Every name must be accepted as a keyword by
+`sett.open` (checked at run time against the installed module) and have a C
+setter `sett_options_set_<name>` in include/sett.h; the header's setter types
+and stated defaults, Go's `Options` struct and the stubs' `OpenOptions` are
+checked against the same table by ffi/tests/options_table.rs.
 
 C functions: every function declared in include/sett.h must be reached from
 Python. The extension calls the Rust core directly, not the C ABI, so
@@ -19,33 +19,22 @@ from __future__ import annotations
 
 import pathlib
 import re
-import warnings
-from typing import Dict, List, Set
+from typing import Dict, List
 
 import pytest
 import sett
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEADER = ROOT / "include" / "sett.h"
-CORE_OPTIONS = ROOT / "core" / "src" / "options.rs"
 
 # --- options -------------------------------------------------------------
 
-#: Core options that no binding sets, and why.
-OPTION_NOT_IN_BINDINGS: Dict[str, str] = {
-    "dir": "the path argument of sett_open / sett.open(path) / Open(dir), not an option setter",
-    "clock": "a Rust closure for tests that move time by hand; TTLs use the system clock",
-    "fs": "the file-system layer for the power-loss tests (SimFs); bindings use the real one",
-}
 
-
-def core_option_fields() -> List[str]:
-    src = CORE_OPTIONS.read_text()
-    m = re.search(r"pub struct Options \{(.*?)\n\}", src, re.S)
-    assert m, f"no `pub struct Options` in {CORE_OPTIONS}"
-    fields = re.findall(r"^\s*pub (\w+):", m.group(1), re.M)
-    assert len(fields) >= 10, fields
-    return fields
+def table_option_names() -> List[str]:
+    names = [o["name"] for o in sett.OPTIONS]
+    assert len(names) >= 20, names
+    assert len(set(names)) == len(names), "a name twice in sett.OPTIONS"
+    return names
 
 
 def header_functions() -> List[str]:
@@ -57,98 +46,28 @@ def header_functions() -> List[str]:
     return names
 
 
-def go_options_fields() -> "tuple[pathlib.Path, Set[str]]":
-    for f in sorted(ROOT.glob("bindings-go/*.go")):
-        if f.name.endswith("_test.go"):
-            continue
-        m = re.search(r"^type Options struct \{(.*?)^\}", f.read_text(), re.S | re.M)
-        if not m:
-            continue
-        names: Set[str] = set()
-        for line in m.group(1).splitlines():
-            line = line.split("//")[0].strip()
-            if not line:
-                continue
-            decl = re.match(r"([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s+\S", line)
-            if decl:
-                names.update(n.strip() for n in decl.group(1).split(","))
-        return f, names
-    pytest.fail("no `type Options struct` in bindings-go/*.go")
-
-
-def _norm(name: str) -> str:
-    return name.replace("_", "").lower()
-
-
-#: The Go package names options as Badger does where Badger has the setting.
-GO_NAMES: Dict[str, str] = {
-    "memtable_size": "MemTableSize",
-    "max_memtables": "NumMemtables",
-    "table_size": "BaseTableSize",
-    "level_base_size": "BaseLevelSize",
-    "level_multiplier": "LevelSizeMultiplier",
-    "num_levels": "MaxLevels",
-    "l0_compaction_trigger": "NumLevelZeroTables",
-    "l0_slowdown_trigger": "NumLevelZeroTablesSlowdown",
-    "l0_stop_trigger": "NumLevelZeroTablesStall",
-    "compaction_threads": "NumCompactors",
-    "vlog_file_size": "ValueLogFileSize",
-    "vlog_gc_ratio": "ValueLogGCRatio",
-    "vlog_gc_idle_ratio": "ValueLogGCIdleRatio",
-    "vlog_gc_rate": "ValueLogGCRate",
-    "vlog_gc_write_factor": "ValueLogGCWriteFactor",
-    "zstd_level": "ZSTDCompressionLevel",
-}
-
-
-def _go_norm(core_name: str) -> str:
-    return _norm(GO_NAMES.get(core_name, core_name))
-
-
-def test_every_core_option_has_a_c_setter():
+def test_every_table_option_has_a_c_setter_and_no_setter_is_extra():
     declared = set(header_functions())
-    missing = [
-        f
-        for f in core_option_fields()
-        if f not in OPTION_NOT_IN_BINDINGS and f"sett_options_set_{f}" not in declared
-    ]
-    assert not missing, f"core options without sett_options_set_*: {missing}"
+    table = table_option_names()
+    missing = [n for n in table if f"sett_options_set_{n}" not in declared]
+    assert not missing, f"options without sett_options_set_*: {missing}"
     setters = {n[len("sett_options_set_") :] for n in declared if n.startswith("sett_options_set_")}
-    assert setters <= set(core_option_fields()), setters - set(core_option_fields())
+    assert setters <= set(table), setters - set(table)
 
 
-def test_every_core_option_is_a_python_keyword(tmp_path):
+def test_every_table_option_is_a_python_keyword(tmp_path):
     missing = []
-    for f in core_option_fields():
-        if f in OPTION_NOT_IN_BINDINGS:
-            continue
+    for f in table_option_names():
         # A value of the wrong type: a known option fails naming itself before
         # anything is opened; an unknown one fails as "unknown option". (A
         # string option, such as compression, refuses this one as a ValueError.)
         with pytest.raises((TypeError, ValueError)) as e:
-            sett.open(tmp_path / f, **{f: "not a value"})  # type: ignore[arg-type]
+            sett.open(tmp_path / f, **{f: "not a value"})  # type: ignore[misc]
         if not str(e.value).startswith(f"option {f}"):
             missing.append((f, str(e.value)))
     assert not missing, f"options sett.open does not take: {missing}"
     with pytest.raises(TypeError, match="unknown option"):
-        sett.open(tmp_path / "x", no_such_option=1)
-
-
-def test_every_core_option_is_in_the_go_options_struct():
-    path, names = go_options_fields()
-    have = {_norm(n) for n in names}
-    core = core_option_fields()
-    missing = [f for f in core if f not in OPTION_NOT_IN_BINDINGS and _go_norm(f) not in have]
-    assert not missing, f"core options missing from Options in {path}: {missing}"
-    # Go-only fields (say, a logger) are allowed; they are only reported.
-    unknown = sorted(n for n in names if _norm(n) not in {_go_norm(f) for f in core})
-    if unknown:
-        warnings.warn(f"Go Options fields with no core option: {unknown}", stacklevel=1)
-
-
-def test_option_exceptions_are_core_options():
-    assert set(OPTION_NOT_IN_BINDINGS) <= set(core_option_fields())
-    assert set(GO_NAMES) <= set(core_option_fields())
+        sett.open(tmp_path / "x", no_such_option=1)  # type: ignore[call-arg]
 
 
 # --- C functions -> Python -------------------------------------------------

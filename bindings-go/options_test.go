@@ -98,21 +98,26 @@ func TestOptionsReachTheEngine(t *testing.T) {
 	}
 }
 
-func TestOutOfRangeOptionsAreRefusedNamingTheOption(t *testing.T) {
+func TestOutOfRangeOptionsAreRefusedNamingTheOptionAndItsBounds(t *testing.T) {
 	cases := []struct {
 		o    Options
 		name string
+		// The bounds of core's table of options, as the message states them
+		// (empty: refused by Go before C, as negative).
+		bounds string
 	}{
-		{Options{BlockSize: 10}, "block_size"},
-		{Options{MemTableSize: 100}, "memtable_size"},
-		{Options{ValueLogFileSize: 100}, "vlog_file_size"},
-		{Options{MemTableSize: -1}, "MemTableSize"},
-		{Options{BaseTableSize: -5}, "BaseTableSize"},
+		{Options{BlockSize: 10}, "block_size", "10 is outside 256..=1 MiB"},
+		{Options{MemTableSize: 100}, "memtable_size", "100 is outside 4 KiB..=4 GiB"},
+		{Options{ValueLogFileSize: 100}, "vlog_file_size", "100 is outside 4 KiB..=1 TiB"},
+		{Options{CacheSize: 1000}, "cache_size", "1000 is outside at least 1 MiB"},
+		{Options{MemTableSize: -1}, "MemTableSize", ""},
+		{Options{BaseTableSize: -5}, "BaseTableSize", ""},
 	}
 	for _, c := range cases {
 		_, err := Open(t.TempDir(), &c.o)
-		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.name) {
-			t.Errorf("%+v: %v, want ErrInvalidOption naming %s", c.o, err, c.name)
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.name) ||
+			!strings.Contains(err.Error(), c.bounds) {
+			t.Errorf("%+v: %v, want ErrInvalidOption naming %s and %q", c.o, err, c.name, c.bounds)
 		}
 	}
 }

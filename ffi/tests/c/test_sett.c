@@ -87,6 +87,8 @@ static void test_options_and_open_errors(void) {
     CHECK_RC(sett_options_set_bloom_bits_per_key(o, 1000), SETT_OK);
     CHECK_RC(sett_open(path, o, &db, &err), SETT_INVALID_OPTION);
     CHECK(strstr(sett_error_message(err), "bloom_bits_per_key") != NULL);
+    /* The message states the bounds of core's table of options. */
+    CHECK(strstr(sett_error_message(err), "1000 is outside 0..=64") != NULL);
     sett_error_free(err);
     err = NULL;
     CHECK_RC(sett_options_set_bloom_bits_per_key(o, 10), SETT_OK);

@@ -2,6 +2,7 @@
 
 use crate::progress::{rss, Phase, Progress, ProgressFlags};
 use serde_json::{json, Value};
+use sett::options::OptionValue;
 use sett::{Compression, Db, IterOptions, Options, WriteBatch};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -203,20 +204,11 @@ fn parse_tuning(s: &str) -> Result<(String, u64), String> {
     Ok((name.to_string(), v))
 }
 
-/// Sets one option `parse_tuning` accepted; a value out of range is refused
-/// by the Db's own checks at open.
-fn set_tuning(o: &mut Options, name: &str, v: u64) {
-    let n = usize::try_from(v).unwrap_or(usize::MAX);
-    match name {
-        "memtable_size" => o.memtable_size = n,
-        "max_memtables" => o.max_memtables = n,
-        "table_size" => o.table_size = v,
-        "level_base_size" => o.level_base_size = v,
-        "level_multiplier" => o.level_multiplier = v,
-        "l0_compaction_trigger" => o.l0_compaction_trigger = n,
-        "l0_slowdown_trigger" => o.l0_slowdown_trigger = n,
-        _ => o.l0_stop_trigger = n,
-    }
+/// Sets one option `parse_tuning` accepted, through core's table of options:
+/// a value outside the option's bounds is refused naming the option and its
+/// bounds; rules between options are checked at open.
+fn set_tuning(o: &mut Options, name: &str, v: u64) -> Result<(), sett::Error> {
+    o.set(name, OptionValue::Int(i128::from(v)))
 }
 
 /// SplitMix64: fast, seedable, good enough for benchmark keys and values.
@@ -450,7 +442,7 @@ fn run_one(
         opts.zstd_level = l;
     }
     for (name, v) in &c.tuning {
-        set_tuning(&mut opts, name, *v);
+        set_tuning(&mut opts, name, *v)?;
     }
     say!(
         c,
@@ -683,9 +675,17 @@ mod tests {
     #[test]
     fn every_tuning_option_named_reaches_the_options_and_unknown_ones_are_refused() {
         let mut o = Options::new("/unused");
+        let mut want = Vec::new();
         for (i, name) in TUNING.iter().enumerate() {
-            let (n, v) = parse_tuning(&format!("{name}={}", 1000 + i)).expect(name);
-            set_tuning(&mut o, &n, v);
+            // The least value the table accepts, plus a little: in bounds, and
+            // different for every option.
+            let (lo, _) = sett::options::option_spec(name)
+                .and_then(|s| s.int_range())
+                .expect(name);
+            let v = u64::try_from(lo).expect(name) + 1 + i as u64;
+            let (n, v) = parse_tuning(&format!("{name}={v}")).expect(name);
+            set_tuning(&mut o, &n, v).expect(name);
+            want.push(v);
         }
         let set = [
             o.memtable_size as u64,
@@ -697,11 +697,23 @@ mod tests {
             o.l0_slowdown_trigger as u64,
             o.l0_stop_trigger as u64,
         ];
-        assert_eq!(set.to_vec(), (1000..1008).collect::<Vec<u64>>());
+        assert_eq!(set.to_vec(), want);
         assert!(parse_tuning("block_size=4096")
             .unwrap_err()
             .contains("not one of"));
         assert!(parse_tuning("memtable_size").is_err());
         assert!(parse_tuning("memtable_size=64M").is_err());
+    }
+
+    #[test]
+    fn a_tuning_value_out_of_bounds_is_refused_naming_the_option_and_its_bounds() {
+        let mut o = Options::new("/unused");
+        let (n, v) = parse_tuning("max_memtables=1000").unwrap();
+        let err = set_tuning(&mut o, &n, v).unwrap_err().to_string();
+        assert!(
+            err.contains("max_memtables") && err.contains("2..=64"),
+            "{err}"
+        );
+        assert_eq!(o.max_memtables, Options::new("/unused").max_memtables);
     }
 }

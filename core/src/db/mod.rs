@@ -147,7 +147,7 @@ pub(crate) struct BgState {
     pub(crate) idle: bool,
     /// `Counters::batches` when `idle` was last set.
     pub(crate) idle_at_batches: u64,
-    /// `Counters::batches` at the GC loop's last look (`DbInner::look_idle`).
+    /// `Counters::batches` at the GC loop's last look (`gc::GcEnv::look_idle`).
     pub(crate) seen_batches: u64,
     /// When the GC loop last saw a batch written, or a read
     /// (`Counters::read_seen`); `None`: not since open.
@@ -260,13 +260,8 @@ pub(crate) struct Counters {
     pub(crate) groups: AtomicU64,
     pub(crate) wal_syncs: AtomicU64,
     pub(crate) compactions_running: AtomicU64,
-    pub(crate) gc_files_rewritten: AtomicU64,
-    pub(crate) gc_files_deleted: AtomicU64,
-    pub(crate) gc_bytes_reclaimed: AtomicU64,
-    pub(crate) gc_micros: AtomicU64,
-    pub(crate) gc_walks: AtomicU64,
     /// Value-log bytes the GC's moves appended: left out of the write rate
-    /// and the appends the GC keeps pace with (`DbInner::vlog_appended`).
+    /// and the appends the GC keeps pace with (`gc::GcEnv::vlog_appended`).
     pub(crate) gc_moved_bytes: AtomicU64,
     /// Bytes of value-log files sealed so far (with the head's length: bytes
     /// appended), from which the GC reads the write rate it keeps pace with.
@@ -1003,6 +998,7 @@ impl DbInner {
 
     fn stats(&self) -> Stats {
         let (gc_pending_files, gc_pending_bytes) = self.gc_due();
+        let gc = self.gc.counts();
         let st = self.read_state();
         let cache = self.cache.stats();
         let discard = lock(&self.manifest)
@@ -1047,11 +1043,11 @@ impl DbInner {
             )
             .len() as u64,
             compactions_running: self.counters.compactions_running.load(Ordering::Relaxed),
-            gc_files_rewritten: self.counters.gc_files_rewritten.load(Ordering::Relaxed),
-            gc_files_deleted: self.counters.gc_files_deleted.load(Ordering::Relaxed),
-            gc_bytes_reclaimed: self.counters.gc_bytes_reclaimed.load(Ordering::Relaxed),
-            gc_micros: self.counters.gc_micros.load(Ordering::Relaxed),
-            gc_walks: self.counters.gc_walks.load(Ordering::Relaxed),
+            gc_files_rewritten: gc.files_rewritten,
+            gc_files_deleted: gc.files_deleted,
+            gc_bytes_reclaimed: gc.bytes_reclaimed,
+            gc_micros: gc.micros,
+            gc_walks: gc.walks,
             gc_pending_files,
             gc_pending_bytes,
             gc_damaged_files: self.gc_damaged_files(),

@@ -454,7 +454,7 @@ impl DbInner {
         for id in replayed {
             remove(&self.opts.fs, &filename::wal(&self.dir, *id))?;
         }
-        // Before the file is published (gc::DbInner::gc_head says why).
+        // Before the file is published (`gc::GcEnv::head_vlog` says why).
         self.counters
             .vlog_head_id
             .store(u64::from(vlog.id()), Ordering::SeqCst);

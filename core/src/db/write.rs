@@ -487,7 +487,7 @@ impl DbInner {
         sync_dir(&self.opts.fs, &self.dir)?;
         m.log(&[Edit::AddVlog(id)])?;
         self.gc.note_head_sealed(old_id, id);
-        // Before the new file is published (gc::DbInner::gc_head says why).
+        // Before the new file is published (`gc::GcEnv::head_vlog` says why).
         self.counters
             .vlog_head_id
             .store(u64::from(id), Ordering::SeqCst);

@@ -5,8 +5,8 @@ use super::*;
 
 /// The moves of one file, handed to the write pipeline in chunks of
 /// `MOVE_CHUNK` bytes; entries that have expired are left behind.
-pub(super) struct Mover<'a> {
-    pub(super) db: &'a DbInner,
+pub(super) struct Mover<'a, E: GcEnv> {
+    pub(super) env: &'a E,
     pub(super) now: u64,
     pub(super) chunk: Vec<Move>,
     pub(super) chunk_bytes: usize,
@@ -18,10 +18,10 @@ pub(super) struct Mover<'a> {
     pub(super) moves: Duration,
 }
 
-impl<'a> Mover<'a> {
-    pub(super) fn new(db: &'a DbInner, now: u64, timed: bool) -> Mover<'a> {
+impl<'a, E: GcEnv> Mover<'a, E> {
+    pub(super) fn new(env: &'a E, now: u64, timed: bool) -> Mover<'a, E> {
         Mover {
-            db,
+            env,
             now,
             chunk: Vec::new(),
             chunk_bytes: 0,
@@ -52,8 +52,7 @@ impl<'a> Mover<'a> {
             return Ok(());
         }
         let t = self.timed.then(Instant::now);
-        self.db
-            .write(WriterKind::Moves(std::mem::take(&mut self.chunk)), None)?;
+        self.env.write_moves(std::mem::take(&mut self.chunk))?;
         self.moves += t.map_or(Duration::ZERO, |t| t.elapsed());
         Ok(())
     }
@@ -65,25 +64,21 @@ impl<'a> Mover<'a> {
     }
 }
 
-impl DbInner {
-    pub(crate) fn run_value_log_gc(self: &Arc<Self>, ratio: f64) -> Result<GcOutcome> {
-        if !(ratio > 0.0 && ratio < 1.0) {
-            return Err(Error::InvalidArgument(format!(
-                "GC discard ratio {ratio} is outside (0, 1)"
-            )));
-        }
-        self.collect_one(ratio, 0)
-    }
-
+impl GcState {
     /// One round of at most one file (`Db::run_value_log_gc`): the file with
     /// the largest garbage share if it is at least `ratio`, reading and
     /// rewriting at most `rate` bytes a second (0: no limit).
-    pub(super) fn collect_one(self: &Arc<Self>, ratio: f64, rate: u64) -> Result<GcOutcome> {
+    pub(crate) fn collect_one<E: GcEnv>(
+        &self,
+        env: &E,
+        ratio: f64,
+        rate: u64,
+    ) -> Result<GcOutcome> {
         let pace = Pace {
             rate,
             writing: false,
         };
-        let outcomes = self.collect(ratio, pace, false, 1)?;
+        let outcomes = self.collect(env, ratio, pace, false, 1)?;
         Ok(outcomes
             .first()
             .copied()
@@ -99,19 +94,21 @@ impl DbInner {
     /// deleting, the manifest record) are paid once for all its files, so a
     /// GC that fell behind catches up faster than writes make garbage.
     /// Returns what happened to each file collected (none: nothing to collect).
-    pub(super) fn collect(
-        self: &Arc<Self>,
+    pub(super) fn collect<E: GcEnv>(
+        &self,
+        env: &E,
         ratio: f64,
         pace: Pace,
         background: bool,
         max_bytes: u64,
     ) -> Result<Vec<GcOutcome>> {
-        let _one_at_a_time = lock(&self.gc.lock);
+        let _one_at_a_time = lock(&self.lock);
         let started = Instant::now();
         let mut trace = Trace::start(pace.rate);
-        let outcomes = self.collect_locked(ratio, pace, background, max_bytes, started, &mut trace);
-        self.counters
-            .gc_micros
+        let outcomes =
+            self.collect_locked(env, ratio, pace, background, max_bytes, started, &mut trace);
+        self.counts
+            .micros
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         if trace.on() {
             trace.finish(&match &outcomes {
@@ -122,8 +119,10 @@ impl DbInner {
         outcomes
     }
 
-    pub(super) fn collect_locked(
-        self: &Arc<Self>,
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn collect_locked<E: GcEnv>(
+        &self,
+        env: &E,
         ratio: f64,
         pace: Pace,
         background: bool,
@@ -131,14 +130,12 @@ impl DbInner {
         started: Instant,
         trace: &mut Trace,
     ) -> Result<Vec<GcOutcome>> {
-        self.check_writable()?;
-        let mut head = self.gc_head(&self.read_state());
-        let discard = lock(&self.manifest)
-            .as_ref()
-            .map(|m| m.state().discard.clone())
-            .unwrap_or_default();
-        let share = |f: &crate::vlog::VlogFile| garbage_share(&discard, f);
-        let appended = self.vlog_appended();
+        env.check_writable()?;
+        let opts = env.opts();
+        let mut head = env.head_vlog();
+        let discard = env.discard();
+        let share = |f: &VlogFile| garbage_share(&discard, f);
+        let appended = env.vlog_appended();
         // The head is only ever appended to, so it cannot be collected; but a
         // head that compactions found mostly garbage is sealed (a new head is
         // started) once it is large enough, so that it can be: otherwise a
@@ -146,29 +143,17 @@ impl DbInner {
         // The background GC does not wait for the log lock here: a writer
         // that takes it back to back kept it out for seconds, and a busy
         // writer seals the head itself at `vlog_head_target`.
-        if let Some(h) = self.read_state().vlogs.get(head) {
-            if h.len()? >= self.seal_head_at() && share(&h)? >= ratio {
-                let mut guard = match self.log.try_lock() {
-                    Ok(g) => Some(g),
-                    Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                    Err(std::sync::TryLockError::WouldBlock) if !background => {
-                        Some(lock(&self.log))
-                    }
-                    Err(std::sync::TryLockError::WouldBlock) => None,
-                };
-                if let Some(log) = guard.as_mut() {
-                    let log = log.as_mut().ok_or(Error::Closed)?;
-                    if log.vlog.id() == head {
-                        self.rotate_vlog(log).inspect_err(|e| self.poison_with(e))?;
-                    }
-                    head = log.vlog.id();
+        if let Some(h) = env.read_state().vlogs.get(head) {
+            if h.len()? >= seal_head_at(opts) && share(&h)? >= ratio {
+                if let Some(now) = env.seal_head(head, !background)? {
+                    head = now;
                 }
             }
         }
         trace.mark(Phase::Seal);
-        let st = self.read_state();
-        let head = head.min(self.gc_head(&st));
-        let damaged = lock(&self.gc.samples).damaged.clone();
+        let st = env.read_state();
+        let head = head.min(env.head_vlog());
+        let damaged = lock(&self.samples).damaged.clone();
         let sealed: Vec<_> = st
             .vlogs
             .all()
@@ -177,18 +162,18 @@ impl DbInner {
             .collect();
         drop(st);
         // The idle tier judges files by walks over the tree, not lookups.
-        let walking = background && ratio < self.opts.vlog_gc_ratio;
+        let walking = background && ratio < opts.vlog_gc_ratio;
         if !walking {
             // Its entries go stale with writes: keep only when it was taken.
-            if let Some(w) = lock(&self.gc.samples).walked.as_mut() {
+            if let Some(w) = lock(&self.samples).walked.as_mut() {
                 w.live = HashMap::new();
             }
         }
         if !walking {
             // (A walk measures every file: no lookups beside it.)
-            self.resample(&sealed, &discard, ratio, appended, trace)?;
+            self.resample(env, &sealed, &discard, ratio, appended, trace)?;
         }
-        let shares_now = |sealed: &[Arc<crate::vlog::VlogFile>]| -> Result<Vec<_>> {
+        let shares_now = |sealed: &[Arc<VlogFile>]| -> Result<Vec<_>> {
             let mut shares = Vec::with_capacity(sealed.len());
             for f in sealed {
                 shares.push((self.estimated_share(&discard, f)?, f.clone()));
@@ -200,19 +185,14 @@ impl DbInner {
             for f in &sealed {
                 sealed_bytes += f.len()?;
             }
-            if self.walk_due(sealed_bytes) {
-                let record = walk_set(
-                    &[],
-                    shares_now(&sealed)?,
-                    ratio,
-                    walk_record_bytes(&self.opts),
-                )?;
-                self.walk(&sealed, &record, trace)?;
+            if self.walk_due(env, sealed_bytes) {
+                let record = walk_set(&[], shares_now(&sealed)?, ratio, walk_record_bytes(opts))?;
+                self.walk(env, &sealed, &record, trace)?;
             }
         }
         trace.mark(Phase::Sample);
         if background {
-            self.switch_ahead(&sealed, trace)?;
+            self.switch_ahead(env, &sealed, trace)?;
         }
         let shares = shares_now(&sealed)?;
         let mut files = pick(shares.clone(), ratio, max_bytes)?;
@@ -238,7 +218,7 @@ impl DbInner {
         // file waiting too. A caller of `run_value_log_gc` waits: one flush
         // covers every file of its round, all sealed before it.
         let replaced_by: Vec<Option<u64>> = {
-            let sealed_for = lock(&self.gc.sealed_for);
+            let sealed_for = lock(&self.sealed_for);
             files
                 .iter()
                 .map(|f| sealed_for.get(&f.id()).copied())
@@ -250,7 +230,7 @@ impl DbInner {
         // head that replaced a file sealed while that WAL was current: a
         // test of it asked for a flush on nearly every round.)
         let oldest_wal = {
-            let st = self.read_state();
+            let st = env.read_state();
             st.imm
                 .iter()
                 .map(|m| m.wal_id())
@@ -258,7 +238,7 @@ impl DbInner {
         };
         let flushed = |next: Option<u64>| next.is_some_and(|next| oldest_wal > next);
         trace.mark(Phase::Pick);
-        let mem = self.read_state().mem.clone();
+        let mem = env.read_state().mem.clone();
         if background && replaced_by.iter().all(|&r| r.is_some()) && !mem.is_empty() {
             // An empty memtable's WAL points nowhere: then the flush below
             // waits only for older memtables, as `flush` does.
@@ -266,7 +246,8 @@ impl DbInner {
                 .iter()
                 .any(|&r| r.is_some_and(|next| mem.wal_id() <= next));
             if switch {
-                self.gc_switch(trace)?;
+                env.switch_memtable(trace)?;
+                trace.mark(Phase::FlushSwitch);
             }
             let mut kept = Vec::with_capacity(files.len());
             for (f, r) in files.into_iter().zip(replaced_by) {
@@ -279,18 +260,18 @@ impl DbInner {
                 return Ok(Vec::new());
             }
         } else if !replaced_by.into_iter().all(flushed) {
-            self.gc_flush(trace)?;
+            flush(env, trace)?;
         }
         drop(mem);
         trace.collected = files.iter().map(|f| f.id()).collect();
         if walking {
-            let covered = lock(&self.gc.samples)
+            let covered = lock(&self.samples)
                 .walked
                 .as_ref()
                 .is_some_and(|w| w.covers(&trace.collected));
             if !covered {
-                let record = walk_set(&files, shares, ratio, walk_record_bytes(&self.opts))?;
-                self.walk(&sealed, &record, trace)?;
+                let record = walk_set(&files, shares, ratio, walk_record_bytes(opts))?;
+                self.walk(env, &sealed, &record, trace)?;
                 // The walk measured them: only those still due are collected.
                 let mut due = Vec::with_capacity(files.len());
                 for f in files {
@@ -308,7 +289,7 @@ impl DbInner {
         }
         // Taken out for the moves (stats read the samples meanwhile), put back after.
         let walked = if walking {
-            lock(&self.gc.samples).walked.take()
+            lock(&self.samples).walked.take()
         } else {
             None
         };
@@ -316,9 +297,7 @@ impl DbInner {
         for f in &files {
             round_bytes += f.len()?;
         }
-        let rate = if pace.writing
-            && round_bytes >= CATCH_UP_FILES * self.gc.head_target.load(Ordering::Relaxed)
-        {
+        let rate = if pace.writing && round_bytes >= CATCH_UP_FILES * self.head_target() {
             0
         } else {
             pace.rate
@@ -336,10 +315,10 @@ impl DbInner {
         for file in files {
             let file_bytes = file.len()?;
             let (moved_values, moved_bytes) =
-                match self.move_live(&file, walked.as_ref(), &mut pacer, done, trace) {
+                match move_live(env, &file, walked.as_ref(), &mut pacer, done, trace) {
                     Ok(moved) => moved,
                     Err(e) if e.is_corruption() => {
-                        lock(&self.gc.samples).damaged.insert(file.id());
+                        lock(&self.samples).damaged.insert(file.id());
                         damage.get_or_insert(e);
                         continue;
                     }
@@ -365,7 +344,7 @@ impl DbInner {
         }
         let files = kept;
         if let Some(w) = walked {
-            lock(&self.gc.samples).walked = Some(w);
+            lock(&self.samples).walked = Some(w);
         }
         // A caller of `run_value_log_gc` learns of the damage; the
         // background GC counts it (`Stats::gc_damaged_files`) and goes on.
@@ -376,150 +355,27 @@ impl DbInner {
         if files.is_empty() {
             return finish(outcomes);
         }
-        self.sync_before_delete()?;
+        env.sync_for_delete()?;
         trace.mark(Phase::Sync);
-        let edits: Vec<Edit> = files.iter().map(|f| Edit::DeleteVlog(f.id())).collect();
-        lock(&self.manifest)
-            .as_mut()
-            .ok_or(Error::Closed)?
-            .log(&edits)
-            .inspect_err(|e| self.poison_with(e))?;
+        let ids: Vec<u32> = files.iter().map(|f| f.id()).collect();
+        env.log_vlogs_deleted(&ids)?;
         // Counted before the files leave the read state: stats never show
         // the backlog gone (`gc_due`) without the collection that did it.
         for outcome in &outcomes {
             self.count(outcome);
         }
-        self.update_state(|s| {
-            let mut vlogs = (*s.vlogs).clone();
-            for f in &files {
-                vlogs = vlogs.without(f.id());
-            }
-            ReadState {
-                mem: s.mem.clone(),
-                imm: s.imm.clone(),
-                version: s.version.clone(),
-                vlogs: Arc::new(vlogs),
-                range_dels: s.range_dels.clone(),
-            }
-        });
         {
-            let mut sealed_for = lock(&self.gc.sealed_for);
-            for f in &files {
-                sealed_for.remove(&f.id());
+            let mut sealed_for = lock(&self.sealed_for);
+            for id in &ids {
+                sealed_for.remove(id);
             }
         }
-        for f in &files {
-            self.remove_vlog_file(f.id(), f.path())?;
-        }
+        env.delete_vlogs(&files)?;
         // The last handles: unmapping and closing an unlinked file frees its
         // pages and blocks (30-85 ms a round under load), part of the deletion.
         drop(files);
         trace.mark(Phase::Delete);
         finish(outcomes)
-    }
-
-    /// Moves each entry of `file` that is still the newest version of its
-    /// key to the head of the log (through the write pipeline, in chunks),
-    /// keeping `done_before` bytes of the round plus this file's within
-    /// `pacer`'s limit. Returns the values and bytes moved.
-    /// With `walked` (which recorded `file`), the walk's live entries are
-    /// moved without a lookup each.
-    ///
-    /// Every live entry is moved, or the result is an error and the caller
-    /// keeps the file: where the walk in file order stops short of the end
-    /// (a torn tail, or damage), the tree names the live entries past the
-    /// stop and each is read by its pointer. A damaged live entry is
-    /// [`Error::Corruption`] naming the file and its offset; damage in
-    /// garbage costs nothing.
-    pub(super) fn move_live(
-        self: &Arc<Self>,
-        file: &crate::vlog::VlogFile,
-        walked: Option<&Walked>,
-        pacer: &mut Pacer,
-        done_before: u64,
-        trace: &mut Trace,
-    ) -> Result<(u64, u64)> {
-        let timed = trace.on();
-        let (mut lookups, mut sleeps) = (Duration::ZERO, Duration::ZERO);
-        let clock = || timed.then(Instant::now);
-        let since = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
-        let mut mover = Mover::new(self, self.now(), timed);
-        let end = file.for_each_entry(|ptr, key, value| {
-            // Bytes read so far, plus what was moved: what the rate limits.
-            let done = done_before + ptr.offset + u64::from(ptr.len) + mover.bytes;
-            if pacer.due(done) {
-                let t = clock();
-                pacer.step(self, done)?;
-                sleeps += since(t);
-            }
-            let live = match walked {
-                Some(w) => w
-                    .entry(ptr.file, ptr.offset)
-                    .map(|e| (e.version, e.user_meta, e.expires_at)),
-                None => {
-                    let t = clock();
-                    let st = self.read_state();
-                    let found = st.lookup(key, crate::key::MAX_SEQ)?;
-                    lookups += since(t);
-                    found.and_then(|(version, raw)| {
-                        let rec = value::decode(&raw)?;
-                        (rec.stored == Stored::Pointer(ptr)).then_some((
-                            version,
-                            rec.user_meta,
-                            rec.expires_at,
-                        ))
-                    })
-                }
-            };
-            let Some((version, user_meta, expires_at)) = live else {
-                return Ok(());
-            };
-            mover.push(Move {
-                key: key.to_vec(),
-                value: value.to_vec(),
-                version,
-                user_meta,
-                expires_at,
-                old: ptr,
-                walked_at: walked.map(|w| w.seq),
-            })
-        })?;
-        if let WalkEnd::Stopped { offset: stop, .. } = end {
-            let t = clock();
-            let fresh;
-            let w = match walked.filter(|w| w.covers(&[file.id()])) {
-                Some(w) => w,
-                None => {
-                    fresh = self.walk_live(&HashSet::from([file.id()]))?;
-                    &fresh
-                }
-            };
-            lookups += since(t);
-            let past = w.live.get(&file.id()).map_or(&[][..], |e| &e[..]);
-            for e in past.iter().filter(|e| e.offset >= stop) {
-                let ptr = ValuePointer {
-                    file: file.id(),
-                    offset: e.offset,
-                    len: e.len,
-                };
-                let (key, value) = file.read_entry(ptr)?;
-                mover.push(Move {
-                    key,
-                    value,
-                    version: e.version,
-                    user_meta: e.user_meta,
-                    expires_at: e.expires_at,
-                    old: ptr,
-                    walked_at: Some(w.seq),
-                })?;
-            }
-        }
-        let (values, bytes, moves) = mover.finish()?;
-        trace.add(Phase::Lookup, lookups);
-        trace.add(Phase::Move, moves);
-        trace.add(Phase::Throttle, sleeps);
-        trace.mark(Phase::Read);
-        Ok((values, bytes))
     }
 
     /// Switches the memtable when its WAL may point into `SWITCH_AHEAD_FILES`
@@ -529,84 +385,23 @@ impl DbInner {
     /// (tens to hundreds of ms under load) before it could be deleted
     /// (see docs/gc-pacing.md). Switched ahead, the
     /// WAL is flushed by the time the files' keys are overwritten.
-    pub(super) fn switch_ahead(
+    pub(super) fn switch_ahead<E: GcEnv>(
         &self,
-        sealed: &[Arc<crate::vlog::VlogFile>],
+        env: &E,
+        sealed: &[Arc<VlogFile>],
         trace: &mut Trace,
     ) -> Result<()> {
-        let mem_wal = self.read_state().mem.wal_id();
+        let mem_wal = env.read_state().mem.wal_id();
         let spanned = {
-            let sealed_for = lock(&self.gc.sealed_for);
+            let sealed_for = lock(&self.sealed_for);
             sealed
                 .iter()
                 .filter(|f| sealed_for.get(&f.id()).is_some_and(|&next| next > mem_wal))
                 .count()
         };
         if spanned >= SWITCH_AHEAD_FILES {
-            self.gc_switch(trace)?;
-        }
-        Ok(())
-    }
-
-    /// Switches the memtable (its flush follows in the background) unless
-    /// it is empty: the background GC's request for a flush it does not wait
-    /// for. Writers wait for the switch, as for any memtable switch.
-    pub(super) fn gc_switch(&self, trace: &mut Trace) -> Result<()> {
-        let mut guard = lock(&self.log);
-        trace.mark(Phase::FlushLock);
-        let log = guard.as_mut().ok_or(Error::Closed)?;
-        if !self.read_state().mem.is_empty() {
-            self.switch_memtable(log)?;
-        }
-        trace.mark(Phase::FlushSwitch);
-        Ok(())
-    }
-
-    /// `flush`, with its phases traced: the GC's flush of the WALs that may
-    /// point into the files it collects.
-    pub(super) fn gc_flush(&self, trace: &mut Trace) -> Result<()> {
-        let through = {
-            let mut guard = lock(&self.log);
-            trace.mark(Phase::FlushLock);
-            let log = guard.as_mut().ok_or(Error::Closed)?;
-            if !self.read_state().mem.is_empty() {
-                self.switch_memtable(log)?;
-            }
-            self.read_state().imm.iter().map(|m| m.wal_id()).max()
-        };
-        trace.mark(Phase::FlushSwitch);
-        if let Some(wal_id) = through {
-            self.wait_flushed_through(wal_id)?;
-        }
-        trace.mark(Phase::FlushWait);
-        Ok(())
-    }
-
-    /// Makes durable what a deletion relies on: the moves, and the versions
-    /// that made the file's other entries garbage (a power cut that lost them
-    /// would bring back older versions pointing into the deleted file). Those
-    /// are in the head value-log file and the memtable's WAL (a memtable
-    /// switch and a rotation sync the WAL and file they end). Synced through
-    /// handles of its own, not under the log lock: writers go on meanwhile.
-    /// (Every write group puts its bytes in the files before its entries are
-    /// visible, so what the scan saw is in them.)
-    pub(super) fn sync_before_delete(&self) -> Result<()> {
-        let st = self.read_state();
-        if let Some(head) = st.vlogs.get(self.gc_head(&st)) {
-            head.sync(&self.opts.fs)?;
-        }
-        {
-            let path = filename::wal(&self.dir, st.mem.wal_id());
-            match std::fs::File::open(&path) {
-                Ok(f) => self
-                    .opts
-                    .fs
-                    .sync(&f, &path)
-                    .map_err(|e| Error::io(format!("syncing {}", path.display()), e))?,
-                // Flushed meanwhile: its versions are in a table.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(format!("opening {}", path.display()), e)),
-            }
+            env.switch_memtable(trace)?;
+            trace.mark(Phase::FlushSwitch);
         }
         Ok(())
     }
@@ -615,16 +410,129 @@ impl DbInner {
     pub(super) fn count(&self, outcome: &GcOutcome) {
         let (files, freed) = match outcome {
             GcOutcome::NothingToCollect => return,
-            GcOutcome::Deleted { freed_bytes, .. } => {
-                (&self.counters.gc_files_deleted, freed_bytes)
-            }
-            GcOutcome::Rewritten { freed_bytes, .. } => {
-                (&self.counters.gc_files_rewritten, freed_bytes)
-            }
+            GcOutcome::Deleted { freed_bytes, .. } => (&self.counts.files_deleted, freed_bytes),
+            GcOutcome::Rewritten { freed_bytes, .. } => (&self.counts.files_rewritten, freed_bytes),
         };
         files.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .gc_bytes_reclaimed
+        self.counts
+            .bytes_reclaimed
             .fetch_add(*freed, Ordering::Relaxed);
     }
+}
+
+/// The GC's flush of the WALs that may point into the files it collects
+/// (`DbInner::flush`, with its phases traced): a memtable switch, then a
+/// wait until every memtable up to it is in a table.
+fn flush<E: GcEnv>(env: &E, trace: &mut Trace) -> Result<()> {
+    let through = env.switch_memtable(trace)?;
+    trace.mark(Phase::FlushSwitch);
+    if let Some(wal_id) = through {
+        env.wait_flushed_through(wal_id)?;
+    }
+    trace.mark(Phase::FlushWait);
+    Ok(())
+}
+
+/// Moves each entry of `file` that is still the newest version of its
+/// key to the head of the log (through the write pipeline, in chunks),
+/// keeping `done_before` bytes of the round plus this file's within
+/// `pacer`'s limit. Returns the values and bytes moved.
+/// With `walked` (which recorded `file`), the walk's live entries are
+/// moved without a lookup each.
+///
+/// Every live entry is moved, or the result is an error and the caller
+/// keeps the file: where the walk in file order stops short of the end
+/// (a torn tail, or damage), the tree names the live entries past the
+/// stop and each is read by its pointer. A damaged live entry is
+/// [`Error::Corruption`] naming the file and its offset; damage in
+/// garbage costs nothing.
+pub(super) fn move_live<E: GcEnv>(
+    env: &E,
+    file: &VlogFile,
+    walked: Option<&Walked>,
+    pacer: &mut Pacer,
+    done_before: u64,
+    trace: &mut Trace,
+) -> Result<(u64, u64)> {
+    let timed = trace.on();
+    let (mut lookups, mut sleeps) = (Duration::ZERO, Duration::ZERO);
+    let clock = || timed.then(Instant::now);
+    let since = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
+    let mut mover = Mover::new(env, env.now(), timed);
+    let end = file.for_each_entry(|ptr, key, value| {
+        // Bytes read so far, plus what was moved: what the rate limits.
+        let done = done_before + ptr.offset + u64::from(ptr.len) + mover.bytes;
+        if pacer.due(done) {
+            let t = clock();
+            pacer.step(env, done)?;
+            sleeps += since(t);
+        }
+        let live = match walked {
+            Some(w) => w
+                .entry(ptr.file, ptr.offset)
+                .map(|e| (e.version, e.user_meta, e.expires_at)),
+            None => {
+                let t = clock();
+                let st = env.read_state();
+                let found = st.lookup(key, crate::key::MAX_SEQ)?;
+                lookups += since(t);
+                found.and_then(|(version, raw)| {
+                    let rec = value::decode(&raw)?;
+                    (rec.stored == Stored::Pointer(ptr)).then_some((
+                        version,
+                        rec.user_meta,
+                        rec.expires_at,
+                    ))
+                })
+            }
+        };
+        let Some((version, user_meta, expires_at)) = live else {
+            return Ok(());
+        };
+        mover.push(Move {
+            key: key.to_vec(),
+            value: value.to_vec(),
+            version,
+            user_meta,
+            expires_at,
+            old: ptr,
+            walked_at: walked.map(|w| w.seq),
+        })
+    })?;
+    if let WalkEnd::Stopped { offset: stop, .. } = end {
+        let t = clock();
+        let fresh;
+        let w = match walked.filter(|w| w.covers(&[file.id()])) {
+            Some(w) => w,
+            None => {
+                fresh = walk::walk_live(env, &HashSet::from([file.id()]))?;
+                &fresh
+            }
+        };
+        lookups += since(t);
+        let past = w.live.get(&file.id()).map_or(&[][..], |e| &e[..]);
+        for e in past.iter().filter(|e| e.offset >= stop) {
+            let ptr = ValuePointer {
+                file: file.id(),
+                offset: e.offset,
+                len: e.len,
+            };
+            let (key, value) = file.read_entry(ptr)?;
+            mover.push(Move {
+                key,
+                value,
+                version: e.version,
+                user_meta: e.user_meta,
+                expires_at: e.expires_at,
+                old: ptr,
+                walked_at: Some(w.seq),
+            })?;
+        }
+    }
+    let (values, bytes, moves) = mover.finish()?;
+    trace.add(Phase::Lookup, lookups);
+    trace.add(Phase::Move, moves);
+    trace.add(Phase::Throttle, sleeps);
+    trace.mark(Phase::Read);
+    Ok((values, bytes))
 }

@@ -45,27 +45,31 @@
 //! merged down then (`compaction::due`).
 
 use super::*;
-use crate::manifest::Edit;
 use crate::value::ValuePointer;
-use crate::vlog::{WalkEnd, ENTRY_HEADER_LEN};
+use crate::vlog::{VlogFile, WalkEnd, ENTRY_HEADER_LEN};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use trace::{Phase, Trace};
 use walk::Walked;
 
 mod collect;
+mod env;
 mod pace;
 mod policy;
 mod sample;
 mod trace;
 mod walk;
 
+pub(crate) use env::GcEnv;
 use pace::*;
 use policy::*;
 use sample::*;
 
-/// What the value-log GC owns on the Db. Other parts of the Db reach it
-/// through the verbs below; the rest is the GC's own.
+/// What the value-log GC owns: the Db holds one and reaches it through the
+/// verbs below (and `DbInner`'s GC entry points at the end of this file);
+/// the GC reaches the Db only through [`GcEnv`]. Its mutexes are leaves of
+/// the Db's lock order but for `lock`: no `GcEnv` verb is called while
+/// `samples` or `sealed_for` is held.
 pub(crate) struct GcState {
     /// One collection at a time.
     lock: Mutex<()>,
@@ -77,6 +81,28 @@ pub(crate) struct GcState {
     /// Value-log files sealed as heads since open, with the id of the head
     /// that replaced each: a WAL with a smaller id may point into it.
     sealed_for: Mutex<HashMap<u32, u64>>,
+    /// What `Stats` reports of the GC.
+    counts: Counts,
+}
+
+/// The GC's counters for `Stats` (see its fields of the same names).
+#[derive(Default)]
+struct Counts {
+    files_rewritten: AtomicU64,
+    files_deleted: AtomicU64,
+    bytes_reclaimed: AtomicU64,
+    micros: AtomicU64,
+    walks: AtomicU64,
+}
+
+/// A reading of the GC's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct GcCounts {
+    pub(crate) files_rewritten: u64,
+    pub(crate) files_deleted: u64,
+    pub(crate) bytes_reclaimed: u64,
+    pub(crate) micros: u64,
+    pub(crate) walks: u64,
 }
 
 impl GcState {
@@ -86,10 +112,12 @@ impl GcState {
             samples: Mutex::new(Samples::default()),
             head_target: AtomicU64::new(initial_head_target(opts)),
             sealed_for: Mutex::new(HashMap::new()),
+            counts: Counts::default(),
         }
     }
 
     /// The length at which the head value-log file is sealed.
+    /// Requires: nothing (an atomic).
     pub(crate) fn head_target(&self) -> u64 {
         self.head_target.load(Ordering::Relaxed)
     }
@@ -105,6 +133,24 @@ impl GcState {
     /// lock order (db/mod.rs) is held.
     pub(crate) fn exclusive(&self) -> MutexGuard<'_, ()> {
         lock(&self.lock)
+    }
+
+    /// The GC's counters now. Requires: nothing (atomics).
+    pub(crate) fn counts(&self) -> GcCounts {
+        let c = &self.counts;
+        GcCounts {
+            files_rewritten: c.files_rewritten.load(Ordering::Relaxed),
+            files_deleted: c.files_deleted.load(Ordering::Relaxed),
+            bytes_reclaimed: c.bytes_reclaimed.load(Ordering::Relaxed),
+            micros: c.micros.load(Ordering::Relaxed),
+            walks: c.walks.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Value-log files GC found a damaged live entry in (and left in place).
+    /// Requires: `samples` not held.
+    pub(crate) fn damaged_files(&self) -> u64 {
+        lock(&self.samples).damaged.len() as u64
     }
 }
 
@@ -133,33 +179,13 @@ pub enum GcOutcome {
     },
 }
 
-impl DbInner {
-    /// Bytes appended to the value log since open by writes, not by the
-    /// GC's own moves (read without the log lock: a writer that takes it
-    /// back to back would starve the GC). The moves counted as writes let
-    /// an idle GC raise its own rate limit (4x what it moved) and pay
-    /// itself lookups for samples.
-    fn vlog_appended(&self) -> u64 {
-        (self.counters.vlog_sealed_bytes.load(Ordering::Relaxed)
-            + self.counters.vlog_head_len.load(Ordering::Relaxed))
-        .saturating_sub(self.counters.gc_moved_bytes.load(Ordering::Relaxed))
-    }
-
-    /// The head value-log file as of read state `st` (taken before): no file
-    /// of `st` at or past the returned id may be collected. Read without the
-    /// log lock, which a writer taking it back to back kept from the GC for
-    /// seconds. A rotation stores the new head's id before it publishes the
-    /// file, so a state that holds a file holds no newer head than this.
-    fn gc_head(&self, _st: &ReadState) -> u32 {
-        self.counters.vlog_head_id.load(Ordering::SeqCst) as u32
-    }
-
+impl GcState {
     /// The GC's rate limit now (`gc_rate` over `write_rate` of `appends`,
     /// samples of the bytes appended within `WRITE_RATE_WINDOW`; the newest
     /// sample is kept however old, so that a long round does not read as no
     /// writes), and whether anything was appended since the last call.
-    fn gc_pace(&self, appends: &mut VecDeque<(Instant, u64)>) -> (u64, bool) {
-        let appended = self.vlog_appended();
+    fn pace<E: GcEnv>(&self, env: &E, appends: &mut VecDeque<(Instant, u64)>) -> (u64, bool) {
+        let appended = env.vlog_appended();
         let now = Instant::now();
         while appends.len() > 1
             && appends
@@ -171,41 +197,39 @@ impl DbInner {
         let rate_now = write_rate(appends, now, appended);
         let writing = appends.back().is_some_and(|&(_, b)| b != appended);
         appends.push_back((now, appended));
-        let rate = gc_rate(
-            self.opts.vlog_gc_rate,
-            self.opts.vlog_gc_write_factor,
-            rate_now,
-        );
+        let opts = env.opts();
+        let rate = gc_rate(opts.vlog_gc_rate, opts.vlog_gc_write_factor, rate_now);
         (rate, writing)
     }
 
     /// Whether the idle tier should walk the tree before it picks: no walk
     /// since open, or the value log grew by a `HEAD_PER_LIVE`th since the
     /// last one, or writes came after it.
-    fn walk_due(&self, sealed_bytes: u64) -> bool {
-        let samples = lock(&self.gc.samples);
+    fn walk_due<E: GcEnv>(&self, env: &E, sealed_bytes: u64) -> bool {
+        let samples = lock(&self.samples);
         let Some(w) = &samples.walked else {
             return sealed_bytes > 0;
         };
-        w.batches != self.counters.batches.load(Ordering::Relaxed)
-            && self.vlog_appended().saturating_sub(w.appended) >= sealed_bytes / HEAD_PER_LIVE
+        w.batches != env.batches()
+            && env.vlog_appended().saturating_sub(w.appended) >= sealed_bytes / HEAD_PER_LIVE
     }
 
     /// Walks the tree (`walk`) recording the live entries of `record`, and
     /// takes its live bytes as the garbage share of every sealed file of
     /// `sealed`, replacing their samples. Kept for the rounds after.
-    fn walk(
+    fn walk<E: GcEnv>(
         &self,
-        sealed: &[Arc<crate::vlog::VlogFile>],
+        env: &E,
+        sealed: &[Arc<VlogFile>],
         record: &HashSet<u32>,
         trace: &mut Trace,
     ) -> Result<()> {
-        let appended = self.vlog_appended();
-        let mut walked = self.walk_live(record)?;
+        let appended = env.vlog_appended();
+        let mut walked = walk::walk_live(env, record)?;
         walked.appended = appended;
-        self.counters.gc_walks.fetch_add(1, Ordering::Relaxed);
+        self.counts.walks.fetch_add(1, Ordering::Relaxed);
         trace.walks += 1;
-        let mut samples = lock(&self.gc.samples);
+        let mut samples = lock(&self.samples);
         for f in sealed {
             let size = f
                 .len()?
@@ -227,12 +251,9 @@ impl DbInner {
 
     /// Re-sizes the head file from the live value-log bytes (total less the
     /// estimated garbage of each file).
-    fn update_head_target(&self) {
-        let discard = lock(&self.manifest)
-            .as_ref()
-            .map(|m| m.state().discard.clone())
-            .unwrap_or_default();
-        let st = self.read_state();
+    fn update_head_target<E: GcEnv>(&self, env: &E) {
+        let discard = env.discard();
+        let st = env.read_state();
         let mut live = 0u64;
         for f in st.vlogs.all() {
             let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f), f.len()) else {
@@ -240,51 +261,41 @@ impl DbInner {
             };
             live += (len as f64 * (1.0 - share.min(1.0))) as u64;
         }
-        self.gc
-            .head_target
-            .store(head_target(&self.opts, live), Ordering::Relaxed);
+        self.head_target
+            .store(head_target(env.opts(), live), Ordering::Relaxed);
     }
 
-    /// The background GC: see the module's documentation.
-    pub(crate) fn gc_loop(self: Arc<Self>) {
+    /// The background GC: see the module's documentation. Returns when the
+    /// Db shuts down or is poisoned.
+    pub(crate) fn run_loop<E: GcEnv>(&self, env: &E) {
         // A Db that nobody has written to since it opened is idle at once:
         // the first round runs now, and what waits for idleness (the L0
         // merge, the idle tier) does not wait out a timer first.
         let mut wait = Duration::ZERO;
         // (when, value-log bytes appended): the write rate over the window.
         let mut appends: VecDeque<(Instant, u64)> = VecDeque::new();
-        self.defer_samples_of_files_from_before_open();
-        self.update_head_target();
+        self.defer_samples_of_files_from_before_open(env);
+        self.update_head_target(env);
         loop {
-            {
-                let bg = lock(&self.bg);
-                if bg.shutdown || self.poisoned().is_some() {
-                    return;
-                }
-                let (bg, _) = self
-                    .bg_cv
-                    .wait_timeout(bg, wait)
-                    .unwrap_or_else(|p| p.into_inner());
-                if bg.shutdown || self.poisoned().is_some() {
-                    return;
-                }
+            if !env.wait_for_work(wait) {
+                return;
             }
-            let (rate, mut writing) = self.gc_pace(&mut appends);
+            let (rate, mut writing) = self.pace(env, &mut appends);
             wait = if writing {
                 BUSY_WAIT
             } else {
                 Duration::from_secs(1)
             };
-            self.update_head_target();
+            self.update_head_target(env);
             let mut rate = rate;
             loop {
                 let pace = Pace { rate, writing };
-                match self.collect(self.background_ratio(), pace, true, ROUND_BYTES) {
+                match self.collect(env, self.background_ratio(env), pace, true, ROUND_BYTES) {
                     Ok(outcomes) if outcomes.is_empty() => break,
                     // Writes may have sped up or stopped meanwhile.
                     Ok(_) => {
-                        (rate, writing) = self.gc_pace(&mut appends);
-                        self.look_idle();
+                        (rate, writing) = self.pace(env, &mut appends);
+                        env.look_idle();
                     }
                     // Closing, or poisoned by a write path error: the loop ends above.
                     Err(Error::Closed | Error::Poisoned(_)) => break,
@@ -296,102 +307,87 @@ impl DbInner {
                     }
                 }
             }
-            self.look_idle();
+            env.look_idle();
         }
-    }
-
-    /// Looks at the foreground work since the last look: marks the Db idle
-    /// once no batch has been written for `IDLE_AFTER` (the compaction
-    /// thread then merges L0 down, so that the garbage its shadowed versions
-    /// hold is counted and collected: `compaction::due`), or busy again, and
-    /// returns whether it is also quiet: idle, and no read for `QUIET_AFTER_READ`.
-    /// A Db nobody has used since it opened is both at once.
-    /// Requires: `bg` is not held by the caller.
-    fn look_idle(&self) -> bool {
-        let batches = self.counters.batches.load(Ordering::Relaxed);
-        let read = self.counters.read_seen.swap(false, Ordering::Relaxed);
-        let now = Instant::now();
-        let mut bg = lock(&self.bg);
-        if batches != bg.seen_batches {
-            bg.seen_batches = batches;
-            bg.last_write = Some(now);
-        }
-        if read {
-            bg.last_read = Some(now);
-        }
-        let long_ago = |t: Option<Instant>, after| t.is_none_or(|t| now.duration_since(t) >= after);
-        let idle = long_ago(bg.last_write, IDLE_AFTER);
-        if bg.idle != idle || (idle && bg.idle_at_batches != batches) {
-            bg.idle = idle;
-            bg.idle_at_batches = batches;
-            if idle {
-                self.bg_cv.notify_all();
-            }
-        }
-        idle && long_ago(bg.last_read, QUIET_AFTER_READ)
     }
 
     /// The garbage share the background GC collects at: `vlog_gc_ratio`, or
     /// `vlog_gc_idle_ratio` if lower while the Db is idle (no writes for
     /// `IDLE_AFTER`; the GC's own moves do not count as writes).
-    fn background_ratio(&self) -> f64 {
-        let (busy, idle) = (self.opts.vlog_gc_ratio, self.opts.vlog_gc_idle_ratio);
-        if idle > 0.0 && idle < busy && self.is_idle(&lock(&self.bg)) {
+    fn background_ratio<E: GcEnv>(&self, env: &E) -> f64 {
+        let (busy, idle) = (env.opts().vlog_gc_ratio, env.opts().vlog_gc_idle_ratio);
+        if idle > 0.0 && idle < busy && env.idle() {
             idle
         } else {
             busy
         }
     }
 
-    /// A head file this large with enough garbage is sealed for collection.
-    fn seal_head_at(&self) -> u64 {
-        (self.opts.vlog_file_size / 2).min(SEAL_HEAD_AT)
-    }
-
     /// Value-log files the background GC will collect (garbage share at
     /// `vlog_gc_ratio` or more; a head file only once it is large enough to be
     /// sealed) and their bytes: its backlog, as `compaction::due` is the
     /// tree's. None when background GC is off or the Db is read-only.
-    /// Value-log files GC found a damaged live entry in (and left in place).
-    pub(crate) fn gc_damaged_files(&self) -> u64 {
-        lock(&self.gc.samples).damaged.len() as u64
-    }
-
-    pub(crate) fn gc_due(&self) -> (u64, u64) {
-        if self.opts.vlog_gc_ratio <= 0.0 || self.opts.read_only {
+    /// `head`: the head value-log file, if the Db is open.
+    pub(crate) fn due<E: GcEnv>(&self, env: &E, head: Option<u32>) -> (u64, u64) {
+        let opts = env.opts();
+        if opts.vlog_gc_ratio <= 0.0 || opts.read_only {
             return (0, 0);
         }
-        let ratio = self.background_ratio();
-        let head = self.head_vlog_id();
-        let discard = lock(&self.manifest)
-            .as_ref()
-            .map(|m| m.state().discard.clone())
-            .unwrap_or_default();
-        let st = self.read_state();
-        let damaged = lock(&self.gc.samples).damaged.clone();
+        let ratio = self.background_ratio(env);
+        let discard = env.discard();
+        let st = env.read_state();
+        let damaged = lock(&self.samples).damaged.clone();
         let mut due = (0, 0);
         for f in st.vlogs.all().filter(|f| !damaged.contains(&f.id())) {
             let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f), f.len()) else {
                 continue;
             };
-            let sealed = Some(f.id()) != head || len >= self.seal_head_at();
+            let sealed = Some(f.id()) != head || len >= seal_head_at(opts);
             if sealed && share >= ratio {
                 due.0 += 1;
                 due.1 += len;
             }
         }
         // The idle tier's walk not taken yet: what is due is not known.
-        if due.0 == 0 && ratio < self.opts.vlog_gc_ratio {
+        if due.0 == 0 && ratio < opts.vlog_gc_ratio {
             let sealed_bytes = st
                 .vlogs
                 .all()
                 .filter(|f| Some(f.id()) != head)
                 .filter_map(|f| f.len().ok())
                 .sum();
-            if self.walk_due(sealed_bytes) {
+            if self.walk_due(env, sealed_bytes) {
                 due.0 = 1;
             }
         }
         due
+    }
+}
+
+/// The Db's entry points into its GC.
+impl DbInner {
+    /// The background GC thread (`GcState::run_loop`).
+    pub(crate) fn gc_loop(self: Arc<Self>) {
+        self.gc.run_loop(&*self);
+    }
+
+    /// `Db::run_value_log_gc`: one round of at most one file, unpaced.
+    pub(crate) fn run_value_log_gc(&self, ratio: f64) -> Result<GcOutcome> {
+        if !(ratio > 0.0 && ratio < 1.0) {
+            return Err(Error::InvalidArgument(format!(
+                "GC discard ratio {ratio} is outside (0, 1)"
+            )));
+        }
+        self.gc.collect_one(self, ratio, 0)
+    }
+
+    /// The background GC's backlog (`GcState::due`): files and bytes.
+    pub(crate) fn gc_due(&self) -> (u64, u64) {
+        self.gc.due(self, self.head_vlog_id())
+    }
+
+    /// Value-log files GC found a damaged live entry in (and left in place).
+    pub(crate) fn gc_damaged_files(&self) -> u64 {
+        self.gc.damaged_files()
     }
 }

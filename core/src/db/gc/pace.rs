@@ -4,7 +4,7 @@
 use super::*;
 
 /// How fast a round may go: `rate` bytes a second (0: no limit), and
-/// whether writes ran since the last look (`DbInner::gc_pace`).
+/// whether writes ran since the last look (`GcState::pace`).
 #[derive(Clone, Copy)]
 pub(super) struct Pace {
     pub(super) rate: u64,
@@ -13,7 +13,7 @@ pub(super) struct Pace {
 
 /// A round's progress against its rate limit, looked at every `PACE_STEP`
 /// bytes. A background round runs at device speed while the Db is quiet
-/// (`DbInner::look_idle`: no write for `IDLE_AFTER`, no read for
+/// (`GcEnv::look_idle`: no write for `IDLE_AFTER`, no read for
 /// `QUIET_AFTER_READ`): the
 /// rewrites then delay nobody, and the settle after a load is as short as
 /// the device allows. The first foreground read or write puts the limit
@@ -51,35 +51,33 @@ impl Pacer {
     }
 
     /// Sleeps as long as `done` bytes of the round ask, if the limit holds.
-    /// Requires: `due(done)`; no lock of `db` held (a look takes `bg`).
-    pub(super) fn step(&mut self, db: &DbInner, done: u64) -> Result<()> {
+    /// Requires: `due(done)`; no lock of the Db held (a look takes `bg`).
+    pub(super) fn step<E: GcEnv>(&mut self, env: &E, done: u64) -> Result<()> {
         self.next = done + PACE_STEP;
-        if self.background && db.look_idle() {
+        if self.background && env.look_idle() {
             // Unpaced, the round never sleeps: it still ends at a close.
-            db.check_open()?;
+            env.check_open()?;
             self.since = Instant::now();
             self.paid = done;
             return Ok(());
         }
-        db.throttle(self.since, done - self.paid, self.rate)
+        throttle(env, self.since, done - self.paid, self.rate)
     }
 }
 
-impl DbInner {
-    /// Sleeps until `done` bytes since `started` keep within `rate` a second,
-    /// waking every 50 ms to see whether the Db is closing.
-    pub(super) fn throttle(&self, started: Instant, done: u64, rate: u64) -> Result<()> {
-        let due = Duration::from_secs_f64(done as f64 / rate as f64);
-        loop {
-            // One reading of the clock per step: comparing one reading and
-            // subtracting a later one can underflow, and a panic in the GC
-            // thread would leave its backlog for ever.
-            let left = due.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Ok(());
-            }
-            self.check_open()?;
-            std::thread::sleep(left.min(Duration::from_millis(50)));
+/// Sleeps until `done` bytes since `started` keep within `rate` a second,
+/// waking every 50 ms to see whether the Db is closing.
+fn throttle<E: GcEnv>(env: &E, started: Instant, done: u64, rate: u64) -> Result<()> {
+    let due = Duration::from_secs_f64(done as f64 / rate as f64);
+    loop {
+        // One reading of the clock per step: comparing one reading and
+        // subtracting a later one can underflow, and a panic in the GC
+        // thread would leave its backlog for ever.
+        let left = due.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Ok(());
         }
+        env.check_open()?;
+        std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }

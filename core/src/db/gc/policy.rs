@@ -73,6 +73,12 @@ pub(super) const MOVE_CHUNK: usize = 4 << 20;
 /// under load), a GC that fell behind 300 MB/s of overwrites never caught up.
 pub(super) const ROUND_BYTES: u64 = 64 << 20;
 
+/// A head file this large with enough garbage is sealed for collection:
+/// `SEAL_HEAD_AT`, or half of `vlog_file_size` if less.
+pub(super) fn seal_head_at(opts: &Options) -> u64 {
+    (opts.vlog_file_size / 2).min(SEAL_HEAD_AT)
+}
+
 /// The share of a value-log file's entry bytes that compactions and flushes
 /// found to be garbage (`discard`: bytes per file, from the manifest).
 pub(super) fn garbage_share(

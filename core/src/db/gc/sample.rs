@@ -16,9 +16,9 @@ pub(crate) struct Samples {
     /// 50-250 ms a round under load). Kept for files whose sampled keys
     /// total at most `SAMPLE_KEYS_KEPT` bytes.
     pub(super) entries: HashMap<u32, SampledEntries>,
-    /// Bytes of files that may still be sampled (`DbInner::resample`).
+    /// Bytes of files that may still be sampled (`GcState::resample`).
     pub(super) credit: u64,
-    /// `DbInner::vlog_appended` when `credit` was last topped up.
+    /// `GcEnv::vlog_appended` when `credit` was last topped up.
     pub(super) credited_at: u64,
     /// The idle tier's last walk over the tree (`walk`), while no write
     /// came after it.
@@ -35,20 +35,20 @@ pub(super) type SampledEntries = Arc<Vec<(ValuePointer, Vec<u8>)>>;
 #[derive(Clone, Copy)]
 pub(super) struct Sample {
     pub(super) share: f64,
-    /// Value-log bytes appended when it was taken (`DbInner::vlog_appended`).
+    /// Value-log bytes appended when it was taken (`GcEnv::vlog_appended`).
     pub(super) at: u64,
 }
 
-impl DbInner {
+impl GcState {
     /// The estimated garbage share of sealed file `f`: what compactions and
     /// flushes counted, or its last sample's estimate if higher.
     pub(super) fn estimated_share(
         &self,
         discard: &BTreeMap<u32, u64>,
-        f: &crate::vlog::VlogFile,
+        f: &VlogFile,
     ) -> Result<f64> {
         let counted = garbage_share(discard, f)?;
-        let sampled = lock(&self.gc.samples)
+        let sampled = lock(&self.samples)
             .files
             .get(&f.id())
             .map_or(0.0, |s| s.share);
@@ -61,19 +61,20 @@ impl DbInner {
     /// `SAMPLE_LOOKUPS_PER_KIB` lookups per KiB appended (so sampling costs a
     /// bounded share of the write work, however small and many the files; a
     /// file never sampled is sampled free). Samples of files gone are forgotten.
-    pub(super) fn resample(
+    pub(super) fn resample<E: GcEnv>(
         &self,
-        files: &[Arc<crate::vlog::VlogFile>],
+        env: &E,
+        files: &[Arc<VlogFile>],
         discard: &BTreeMap<u32, u64>,
         ratio: f64,
         appended: u64,
         trace: &mut Trace,
     ) -> Result<()> {
-        let period = self.gc.head_target.load(Ordering::Relaxed) / RESAMPLE_PER_HEAD;
+        let period = self.head_target() / RESAMPLE_PER_HEAD;
         let mut stale = Vec::new();
         let mut total = 0u64;
         {
-            let mut samples = lock(&self.gc.samples);
+            let mut samples = lock(&self.samples);
             samples
                 .files
                 .retain(|id, _| files.iter().any(|f| f.id() == *id));
@@ -101,7 +102,7 @@ impl DbInner {
         stale.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (age, count, f) in stale {
             {
-                let mut samples = lock(&self.gc.samples);
+                let mut samples = lock(&self.samples);
                 if age != u64::MAX {
                     if samples.credit < count {
                         break;
@@ -109,10 +110,10 @@ impl DbInner {
                     samples.credit -= count;
                 }
             }
-            let share = self.sample_share(&f, count)?;
+            let share = self.sample_share(env, &f, count)?;
             trace.sampled_files += 1;
             trace.sampled_entries += count;
-            lock(&self.gc.samples).files.insert(
+            lock(&self.samples).files.insert(
                 f.id(),
                 Sample {
                     share,
@@ -128,11 +129,11 @@ impl DbInner {
     /// for it (`resample`'s credit), not all at once for free: otherwise a
     /// reopened Db that only reads would walk its whole value log beside its
     /// readers and slow them (see docs/gc-pacing.md).
-    pub(super) fn defer_samples_of_files_from_before_open(&self) {
-        let st = self.read_state();
-        let head = self.gc_head(&st);
-        let appended = self.vlog_appended();
-        let mut samples = lock(&self.gc.samples);
+    pub(super) fn defer_samples_of_files_from_before_open<E: GcEnv>(&self, env: &E) {
+        let st = env.read_state();
+        let head = env.head_vlog();
+        let appended = env.vlog_appended();
+        let mut samples = lock(&self.samples);
         for f in st.vlogs.all().filter(|f| f.id() < head) {
             samples.files.entry(f.id()).or_insert(Sample {
                 share: 0.0,
@@ -143,17 +144,15 @@ impl DbInner {
 
     /// The share of `count` entries of `f` (spread over its bytes)
     /// that a lookup finds shadowed, deleted or expired.
-    pub(super) fn sample_share(&self, f: &crate::vlog::VlogFile, count: u64) -> Result<f64> {
-        let kept = lock(&self.gc.samples).entries.get(&f.id()).cloned();
+    pub(super) fn sample_share<E: GcEnv>(&self, env: &E, f: &VlogFile, count: u64) -> Result<f64> {
+        let kept = lock(&self.samples).entries.get(&f.id()).cloned();
         let sampled = match kept {
             Some(entries) => entries,
             None => {
                 let entries = Arc::new(f.sample_entries(count)?);
                 let key_bytes: usize = entries.iter().map(|(_, k)| k.len()).sum();
                 if key_bytes <= SAMPLE_KEYS_KEPT {
-                    lock(&self.gc.samples)
-                        .entries
-                        .insert(f.id(), entries.clone());
+                    lock(&self.samples).entries.insert(f.id(), entries.clone());
                 }
                 entries
             }
@@ -161,8 +160,8 @@ impl DbInner {
         if sampled.is_empty() {
             return Ok(0.0);
         }
-        let st = self.read_state();
-        let now = self.now();
+        let st = env.read_state();
+        let now = env.now();
         let mut dead = 0usize;
         for (ptr, key) in sampled.iter() {
             let live = st

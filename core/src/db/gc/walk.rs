@@ -44,7 +44,7 @@ pub(crate) struct Walked {
     pub seq: u64,
     /// `Counters::batches` when it started: writes since make it stale.
     pub batches: u64,
-    /// Value-log bytes appended when it started (`DbInner::vlog_appended`).
+    /// Value-log bytes appended when it started (`GcEnv::vlog_appended`).
     pub appended: u64,
     /// Live entries of the files asked for, by offset.
     pub live: HashMap<u32, Vec<LiveEntry>>,
@@ -67,82 +67,78 @@ impl Walked {
     }
 }
 
-impl DbInner {
-    /// Walks the tree at the current sequence: live bytes of every value-log
-    /// file, and the live entries of `record` (entries that have expired at
-    /// `now` are not live).
-    pub(crate) fn walk_live(&self, record: &HashSet<u32>) -> Result<Walked> {
-        let batches = self.counters.batches.load(Ordering::Relaxed);
-        // The state first, then the sequence (as `iter`): every table of the
-        // state was built before the sequence was read.
-        let st = self.read_state();
-        let seq = self.commit.visible();
-        let now = self.now();
-        let mut sources: Vec<Box<dyn Source>> = Vec::new();
-        for m in std::iter::once(&st.mem).chain(&st.imm) {
-            if !m.has_no_entries() {
-                sources.push(Box::new(MemIter::new(m.clone(), false, None, None)));
-            }
+/// Walks the tree at the current sequence: live bytes of every value-log
+/// file, and the live entries of `record` (entries that have expired at
+/// `now` are not live).
+pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walked> {
+    let batches = env.batches();
+    // The state first, then the sequence (as `iter`): every table of the
+    // state was built before the sequence was read.
+    let st = env.read_state();
+    let seq = env.visible_seq();
+    let now = env.now();
+    let mut sources: Vec<Box<dyn Source>> = Vec::new();
+    for m in std::iter::once(&st.mem).chain(&st.imm) {
+        if !m.has_no_entries() {
+            sources.push(Box::new(MemIter::new(m.clone(), false, None, None)));
         }
-        for level in &st.version.levels {
-            for t in level {
-                sources.push(Box::new(TableIter::streaming(t.clone())));
-            }
+    }
+    for level in &st.version.levels {
+        for t in level {
+            sources.push(Box::new(TableIter::streaming(t.clone())));
         }
-        let mut merge = MergeIter::new(sources, false);
-        merge.rewind()?;
-        let mut walked = Walked {
-            seq,
-            batches,
-            appended: 0,
-            live: record.iter().map(|&f| (f, Vec::new())).collect(),
-            live_bytes: HashMap::new(),
-        };
-        let mut user_key: Vec<u8> = Vec::new();
-        let mut have_key = false;
-        while merge.valid() {
-            if self.is_closed() {
-                return Err(Error::Closed);
-            }
-            let (uk, s) = key::split(merge.key());
-            // Versions of one key come newest first: the first visible one
-            // decides; the rest of the key's versions are passed over.
-            if have_key && uk == user_key.as_slice() || s > seq {
-                merge.next()?;
-                continue;
-            }
-            user_key.clear();
-            user_key.extend_from_slice(uk);
-            have_key = true;
-            let rec = value::decode(merge.value()).ok_or_else(|| {
-                Error::corruption(
-                    &self.dir,
-                    0,
-                    "undecodable value record met by the GC's walk",
-                )
-            })?;
-            if let Stored::Pointer(p) = rec.stored {
-                let live = !rec.expired(now) && !st.range_dels.hides(uk, s, seq);
-                if live {
-                    *walked.live_bytes.entry(p.file).or_insert(0) += u64::from(p.len);
-                    if let Some(entries) = walked.live.get_mut(&p.file) {
-                        entries.push(LiveEntry {
-                            offset: p.offset,
-                            len: p.len,
-                            version: s,
-                            expires_at: rec.expires_at,
-                            user_meta: rec.user_meta,
-                        });
-                    }
+    }
+    let mut merge = MergeIter::new(sources, false);
+    merge.rewind()?;
+    let mut walked = Walked {
+        seq,
+        batches,
+        appended: 0,
+        live: record.iter().map(|&f| (f, Vec::new())).collect(),
+        live_bytes: HashMap::new(),
+    };
+    let mut user_key: Vec<u8> = Vec::new();
+    let mut have_key = false;
+    while merge.valid() {
+        env.check_open()?;
+        let (uk, s) = key::split(merge.key());
+        // Versions of one key come newest first: the first visible one
+        // decides; the rest of the key's versions are passed over.
+        if have_key && uk == user_key.as_slice() || s > seq {
+            merge.next()?;
+            continue;
+        }
+        user_key.clear();
+        user_key.extend_from_slice(uk);
+        have_key = true;
+        let rec = value::decode(merge.value()).ok_or_else(|| {
+            Error::corruption(
+                env.dir(),
+                0,
+                "undecodable value record met by the GC's walk",
+            )
+        })?;
+        if let Stored::Pointer(p) = rec.stored {
+            let live = !rec.expired(now) && !st.range_dels.hides(uk, s, seq);
+            if live {
+                *walked.live_bytes.entry(p.file).or_insert(0) += u64::from(p.len);
+                if let Some(entries) = walked.live.get_mut(&p.file) {
+                    entries.push(LiveEntry {
+                        offset: p.offset,
+                        len: p.len,
+                        version: s,
+                        expires_at: rec.expires_at,
+                        user_meta: rec.user_meta,
+                    });
                 }
             }
-            merge.next()?;
         }
-        for entries in walked.live.values_mut() {
-            entries.sort_unstable_by_key(|e| e.offset);
-        }
-        Ok(walked)
+        merge.next()?;
     }
+    for entries in walked.live.values_mut() {
+        entries.sort_unstable_by_key(|e| e.offset);
+    }
+    Ok(walked)
 }
 
 #[cfg(test)]
@@ -182,7 +178,7 @@ mod tests {
         let st = inner.read_state();
         let files: HashSet<u32> = st.vlogs.all().map(|f| f.id()).collect();
         drop(st);
-        let walked = inner.walk_live(&files).unwrap();
+        let walked = walk_live(&**inner, &files).unwrap();
         let live: Vec<LiveEntry> = walked.live.values().flatten().copied().collect();
         assert_eq!(live.len(), 2, "the second a and c: {live:?}");
         let total: u64 = walked.live_bytes.values().sum();
@@ -223,7 +219,7 @@ mod tests {
 
     fn walk_all(db: &crate::Db) -> Walked {
         let files: HashSet<u32> = db.inner.read_state().vlogs.all().map(|f| f.id()).collect();
-        db.inner.walk_live(&files).unwrap()
+        walk_live(&*db.inner, &files).unwrap()
     }
 
     fn pointer_of(db: &crate::Db, key: &[u8]) -> crate::value::ValuePointer {

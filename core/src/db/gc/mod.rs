@@ -57,6 +57,8 @@ mod env;
 mod pace;
 mod policy;
 mod sample;
+#[cfg(test)]
+mod tests;
 mod trace;
 mod walk;
 

@@ -9,7 +9,7 @@
 //! A file with no live entry is deleted without a rewrite. Readers that started
 //! before keep the file open through their read state.
 //!
-//! A background thread (`gc_loop`, unless `vlog_gc_ratio` is 0) does the same
+//! A background thread (`GcState::run_loop`, unless `vlog_gc_ratio` is 0) does the same
 //! without being asked: whenever compactions have run, and once a second, it
 //! collects every sealed file whose garbage share reached `vlog_gc_ratio`,
 //! reading and rewriting at most `vlog_gc_rate` bytes a second while reads
@@ -43,6 +43,10 @@
 //! and a Db whose writes stopped with L0 under its trigger would never run
 //! one: after a second without writes the loop marks the Db idle, and L0 is
 //! merged down then (`compaction::due`).
+//!
+//! The GC owns its state (`GcState`) and reaches the Db only through
+//! [`GcEnv`] (`env`), whose verbs state their lock contracts; `tests` runs
+//! its rounds against a fake environment over real value-log files.
 
 use super::*;
 use crate::value::ValuePointer;

@@ -75,7 +75,7 @@ impl DbInner {
                 self.opts.bloom_bits_per_key,
                 self.opts.codec(0),
             )?
-            .with_keyspace_codecs(self.keyspace_codecs());
+            .with_keyspace_codecs(self.catalog.codecs());
             // Versions that no snapshot can see any more stay out of the table,
             // and their separated values are counted as value-log garbage now,
             // as a compaction would: with large values a memtable holds many
@@ -255,7 +255,7 @@ impl DbInner {
                 now: self.now(),
                 range_dels: &dels,
             };
-            let codecs = self.keyspace_codecs();
+            let codecs = self.catalog.codecs();
             let result = compaction::run(c, &self.opts, &self.dir, at, &codecs, || {
                 lock(&self.manifest)
                     .as_mut()

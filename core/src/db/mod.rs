@@ -6,18 +6,19 @@
 //! compaction threads, flatten, drops), `gc` (value-log garbage collection),
 //! `checkpoint` (hard-linked copies).
 //!
-//! Lock order, outermost first: `keyspaces` (the catalog's) → the GC's lock
+//! Lock order, outermost first: the keyspace catalog's → the GC's lock
 //! (`GcState::exclusive`) →
 //! `log` → the commit pipeline's queue → `manifest` →
 //! `state`; `bg` is never held while taking `state` for writing, and `state`
 //! guards are never held while taking another lock. `holds` (checkpoint's
-//! value-log file holds) and `keyspace_codecs` are innermost: nothing is
+//! value-log file holds) and the catalog's codecs are innermost: nothing is
 //! taken while either is held.
 
 mod background;
 mod checkpoint;
 mod commit;
 mod gc;
+mod keyspaces;
 mod recovery;
 mod verify;
 mod write;
@@ -321,12 +322,10 @@ pub(crate) struct DbInner {
     pub(crate) read_only_recovery: Option<(crate::manifest::ManifestState, Vec<u64>)>,
     /// The change feed's hub (see `crate::feed`).
     pub(crate) feed: Arc<Feed>,
-    /// Open keyspaces; its lock orders keyspace creates and drops (outermost).
-    pub(crate) keyspaces: Mutex<crate::keyspace::Catalog>,
-    /// Keyspace id → codec of every keyspace with its own, as the catalog
-    /// records them; table builds take a copy when they start. Its lock is
-    /// innermost (held only to swap or clone the Arc).
-    pub(crate) keyspace_codecs: Mutex<crate::table::codec::KeyspaceCodecs>,
+    /// The keyspace catalog: open handles, ids, codecs for table builds. Its
+    /// lock orders keyspace creates and drops (outermost); its codecs' lock is
+    /// innermost.
+    pub(crate) catalog: crate::keyspace::Catalog,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.
@@ -520,11 +519,7 @@ impl Db {
     /// Deletes every key (tables and value-log files go, nothing is rewritten).
     /// Keyspaces go too: their handles fail from then on.
     pub fn drop_all(&self) -> Result<()> {
-        let mut cat = lock(&self.inner.keyspaces);
-        self.inner.drop_all()?;
-        cat.drop_every();
-        self.inner.set_keyspace_codecs(Default::default());
-        Ok(())
+        self.inner.catalog.drop_all(|| self.inner.drop_all())
     }
 
     /// Deletes every key starting with `prefix`: one range delete over the
@@ -614,7 +609,7 @@ impl Db {
         let loaded = self.inner.load(r);
         // The stream may have brought keyspaces with codecs of their own
         // (also when it failed part way: what it applied stays).
-        let codecs = self.inner.load_keyspace_codecs();
+        let codecs = self.inner.catalog.load_codecs(&self.inner);
         let n = loaded?;
         codecs?;
         Ok(n)

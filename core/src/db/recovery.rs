@@ -250,12 +250,11 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         cache,
         feed: Arc::new(crate::feed::Feed::new(opts.change_feed_history_bytes)),
         read_only_recovery: opts.read_only.then(|| (mstate.clone(), replayed.clone())),
-        keyspaces: Mutex::new(Default::default()),
-        keyspace_codecs: Mutex::new(Default::default()),
+        catalog: Default::default(),
         opts,
     });
     // Before recovery's flushes, so that they use the keyspaces' codecs.
-    inner.load_keyspace_codecs()?;
+    inner.catalog.load_codecs(&inner)?;
     if inner.opts.read_only {
         return Ok(inner);
     }

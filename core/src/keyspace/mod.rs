@@ -39,13 +39,14 @@
 
 use crate::batch::{PutOptions, Space, WriteBatch};
 use crate::db::{lock, Db, DbInner, Item};
+
+mod catalog;
 use crate::error::{Error, Result};
 use crate::feed::{SubscribeOptions, Subscription};
 use crate::iter::{DbIterator, IterOptions, Walk};
 use crate::key;
-use crate::table::codec::KeyspaceCodecs;
 use crate::table::Compression;
-use std::collections::HashMap;
+pub(crate) use catalog::{Catalog, CatalogEnv};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,13 +56,6 @@ use std::time::Duration;
 pub const RESERVED_PREFIX: [u8; 4] = [0xff; 4];
 /// Bytes of a keyspace's key prefix: the marker and the id.
 pub(crate) const PREFIX_LEN: usize = 8;
-/// The catalog's prefix (id 0).
-const CATALOG: [u8; PREFIX_LEN] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
-/// Format of the id counter record and of keyspace records without a
-/// codec; the first byte of each.
-const RECORD_FORMAT: u8 = 1;
-/// Format of keyspace records with a codec (format 1 and a codec byte).
-const RECORD_FORMAT_CODEC: u8 = 2;
 /// Longest keyspace name, in bytes.
 pub const MAX_NAME_LEN: usize = 255;
 
@@ -161,22 +155,6 @@ pub struct KeyspaceOptions {
     pub compression: Option<Compression>,
 }
 
-/// A keyspace record's codec byte: 0 for the Db's, else the block type byte
-/// plus one.
-fn codec_byte(c: Option<Compression>) -> u8 {
-    c.map_or(0, |c| c.type_byte() + 1)
-}
-
-fn codec_of_byte(b: u8) -> Option<Option<Compression>> {
-    match b {
-        0 => Some(None),
-        b => [Compression::None, Compression::Lz4, Compression::Zstd]
-            .into_iter()
-            .find(|c| c.type_byte() + 1 == b)
-            .map(Some),
-    }
-}
-
 impl KeyspaceOptions {
     fn validate(&self) -> Result<()> {
         if let Some(t) = self.value_threshold {
@@ -196,64 +174,6 @@ impl KeyspaceOptions {
             }
         }
         Ok(())
-    }
-
-    /// The catalog record: `format u8 | id u32 LE | value_threshold u32
-    /// LE (0: the Db's) | default_ttl seconds u32 LE (0: none)`, then in
-    /// format 2 `codec u8` (0: the Db's, else the block type byte + 1).
-    /// Format 1 (no codec byte) when the codec is the Db's, so that a
-    /// database without keyspace codecs still opens in older builds.
-    fn encode(&self, id: u32) -> Vec<u8> {
-        let format = match self.compression {
-            None => RECORD_FORMAT,
-            Some(_) => RECORD_FORMAT_CODEC,
-        };
-        let mut rec = vec![format];
-        rec.extend_from_slice(&id.to_le_bytes());
-        let t = self.value_threshold.unwrap_or(0) as u32;
-        rec.extend_from_slice(&t.to_le_bytes());
-        let ttl = self.default_ttl.map_or(0, |d| d.as_secs() as u32);
-        rec.extend_from_slice(&ttl.to_le_bytes());
-        if self.compression.is_some() {
-            rec.push(codec_byte(self.compression));
-        }
-        rec
-    }
-
-    fn decode(rec: &[u8], name: &str, db: &DbInner) -> Result<(u32, KeyspaceOptions)> {
-        let bad = |what: String| {
-            Error::corruption(
-                db.dir(),
-                0,
-                format!("catalog record of keyspace {name:?}: {what}"),
-            )
-        };
-        let want = match rec.first() {
-            Some(&RECORD_FORMAT) => 13,
-            Some(&RECORD_FORMAT_CODEC) => 14,
-            Some(f) => return Err(bad(format!("unknown format {f}"))),
-            None => return Err(bad("empty".into())),
-        };
-        if rec.len() != want {
-            return Err(bad(format!("{} bytes, not {want}", rec.len())));
-        }
-        let compression = match rec.get(13) {
-            None => None,
-            Some(&b) => codec_of_byte(b).ok_or_else(|| bad(format!("unknown codec byte {b}")))?,
-        };
-        let u32_at = |i: usize| crate::coding::u32_at(rec, i).unwrap_or(0);
-        let id = u32_at(1);
-        if id == 0 {
-            return Err(bad("id 0".into()));
-        }
-        let opts = KeyspaceOptions {
-            value_threshold: Some(u32_at(5) as usize).filter(|&t| t != 0),
-            default_ttl: Some(u64::from(u32_at(9)))
-                .filter(|&s| s != 0)
-                .map(Duration::from_secs),
-            compression,
-        };
-        Ok((id, opts))
     }
 }
 
@@ -328,10 +248,6 @@ fn region_end(id: u32) -> Vec<u8> {
     key::prefix_successor(&prefix(id)).unwrap_or_default()
 }
 
-fn catalog_key(name: &str) -> Vec<u8> {
-    [&CATALOG[..], name.as_bytes()].concat()
-}
-
 fn check_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_NAME_LEN {
         return Err(Error::InvalidArgument(format!(
@@ -339,25 +255,6 @@ fn check_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The Db's open keyspaces, and the lock that orders creates and drops.
-#[derive(Default)]
-pub(crate) struct Catalog {
-    open: HashMap<String, Arc<Shared>>,
-    /// No id below this is given again, whatever the stored counter says
-    /// (after `drop_all` emptied it).
-    next_floor: u32,
-}
-
-impl Catalog {
-    /// Marks every open keyspace dropped: the Db was emptied.
-    pub(crate) fn drop_every(&mut self) {
-        for ks in self.open.values() {
-            ks.mark_dropped();
-        }
-        self.open.clear();
-    }
 }
 
 /// A keyspace of a [`Db`]: an ordered map of its own, with its own options.
@@ -378,22 +275,6 @@ impl std::fmt::Debug for Keyspace {
     }
 }
 
-impl DbInner {
-    /// A read of a storage key (no key checks) at the newest version.
-    fn get_storage(&self, key: &[u8]) -> Result<Option<Item>> {
-        self.check_open()?;
-        let st = self.read_state();
-        let seq = self.commit.visible();
-        self.get_in(&st, key, seq)
-    }
-
-    /// Checks a user key of a keyspace: as a default key, without the marker rule.
-    pub(crate) fn check_keyspace_key(&self, ks: &Shared, key: &[u8]) -> Result<()> {
-        ks.check_live()?;
-        self.check_key(key)
-    }
-}
-
 impl Db {
     /// Opens keyspace `name`, creating it with `opts` if it does not exist
     /// (names are 1..=255 bytes). Options given for an existing keyspace
@@ -404,56 +285,7 @@ impl Db {
         opts.validate()?;
         let inner = &self.inner;
         inner.check_open()?;
-        let mut cat = lock(&inner.keyspaces);
-        let ckey = catalog_key(name);
-        let shared = match inner.get_storage(&ckey)? {
-            Some(item) => {
-                let (id, recorded) = KeyspaceOptions::decode(&item.value, name, inner)?;
-                let effective = if opts == KeyspaceOptions::default() || opts == recorded {
-                    recorded
-                } else {
-                    inner.check_writable()?;
-                    let mut b = WriteBatch::new();
-                    b.put_raw(&ckey, Some(&opts.encode(id)), 0, 0);
-                    self.write(b)?;
-                    opts
-                };
-                inner.set_keyspace_codec(id, effective.compression);
-                match cat.open.get(name) {
-                    Some(s) if s.id == id => {
-                        *lock(&s.opts) = effective;
-                        s.clone()
-                    }
-                    _ => {
-                        let s = Arc::new(Shared::new(id, name, effective));
-                        cat.open.insert(name.to_string(), s.clone());
-                        s
-                    }
-                }
-            }
-            None => {
-                inner.check_writable()?;
-                let stored = match inner.get_storage(&CATALOG)? {
-                    Some(item) => decode_counter(&item.value, inner)?,
-                    None => 1,
-                };
-                let id = stored.max(cat.next_floor).max(1);
-                let next = id.checked_add(1).ok_or_else(|| {
-                    Error::InvalidArgument("keyspace ids are exhausted (2^32 - 1 created)".into())
-                })?;
-                let mut b = WriteBatch::new();
-                b.put_raw(&ckey, Some(&opts.encode(id)), 0, 0);
-                let mut counter = vec![RECORD_FORMAT];
-                counter.extend_from_slice(&next.to_le_bytes());
-                b.put_raw(&CATALOG, Some(&counter), 0, 0);
-                self.write(b)?;
-                inner.set_keyspace_codec(id, opts.compression);
-                cat.next_floor = next;
-                let s = Arc::new(Shared::new(id, name, opts));
-                cat.open.insert(name.to_string(), s.clone());
-                s
-            }
-        };
+        let shared = inner.catalog.open(inner, name, opts)?;
         Ok(Keyspace {
             db: inner.clone(),
             shared,
@@ -463,33 +295,7 @@ impl Db {
     /// The names of the keyspaces, in byte order (the default keyspace is not
     /// named).
     pub fn keyspaces(&self) -> Result<Vec<String>> {
-        let it = self.inner.iter(
-            IterOptions {
-                prefix: Some(CATALOG.to_vec()),
-                keys_only: true,
-                ..IterOptions::default()
-            },
-            None,
-            None,
-            Region::All,
-        )?;
-        let mut names = Vec::new();
-        for item in it {
-            let (k, _) = item?;
-            let name = &k[PREFIX_LEN..];
-            if name.is_empty() {
-                continue; // the id counter
-            }
-            let name = String::from_utf8(name.to_vec()).map_err(|_| {
-                Error::corruption(
-                    self.path(),
-                    0,
-                    format!("catalog key {k:?} holds a name that is not UTF-8"),
-                )
-            })?;
-            names.push(name);
-        }
-        Ok(names)
+        self.inner.catalog.names(&self.inner)
     }
 
     /// Drops keyspace `name`: one batch that deletes its catalog record and
@@ -499,34 +305,8 @@ impl Db {
     /// [`Error::NotFound`] when there is no such keyspace.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
         check_name(name)?;
-        let inner = &self.inner;
-        inner.check_writable()?;
-        let mut cat = lock(&inner.keyspaces);
-        let ckey = catalog_key(name);
-        let Some(item) = inner.get_storage(&ckey)? else {
-            return Err(Error::NotFound(format!("no keyspace named {name:?}")));
-        };
-        let (id, _) = KeyspaceOptions::decode(&item.value, name, inner)?;
-        let mut b = WriteBatch::new();
-        b.delete_raw(&ckey);
-        b.delete_range_raw(&prefix(id), &region_end(id));
-        if let Some(s) = cat.open.remove(name) {
-            b.drops.push(s);
-        }
-        self.write(b)?;
-        inner.set_keyspace_codec(id, None);
-        Ok(())
-    }
-}
-
-fn decode_counter(rec: &[u8], db: &DbInner) -> Result<u32> {
-    match (rec.first(), crate::coding::u32_at(rec, 1)) {
-        (Some(&RECORD_FORMAT), Some(n)) if rec.len() == 5 => Ok(n),
-        _ => Err(Error::corruption(
-            db.dir(),
-            0,
-            format!("the keyspace id counter record {rec:?} is not format 1"),
-        )),
+        self.inner.check_writable()?;
+        self.inner.catalog.drop(&self.inner, name)
     }
 }
 
@@ -602,7 +382,7 @@ impl Keyspace {
 
     fn write(&self, b: WriteBatch) -> Result<()> {
         self.shared.check_live()?;
-        self.db.write(crate::db::WriterKind::Batch(b), None)
+        DbInner::write(&self.db, crate::db::WriterKind::Batch(b), None)
     }
 
     /// An iterator over a snapshot of this keyspace taken now; prefix and
@@ -656,77 +436,5 @@ pub(crate) fn check_op_key(space: Space, key: &[u8], max: usize) -> Result<()> {
             }
             Ok(())
         }
-    }
-}
-
-impl DbInner {
-    /// The keyspace codecs as they are now (table builds take it at start;
-    /// a keyspace created during a build gets the level codec in it).
-    pub(crate) fn keyspace_codecs(&self) -> KeyspaceCodecs {
-        lock(&self.keyspace_codecs).clone()
-    }
-
-    pub(crate) fn set_keyspace_codecs(&self, codecs: KeyspaceCodecs) {
-        *lock(&self.keyspace_codecs) = codecs;
-    }
-
-    /// Records keyspace `id`'s codec (`None`: the Db's) for later builds.
-    fn set_keyspace_codec(&self, id: u32, codec: Option<Compression>) {
-        let mut map = lock(&self.keyspace_codecs);
-        if map.get(&id).copied() != codec {
-            let m = Arc::make_mut(&mut map);
-            match codec {
-                Some(c) => m.insert(id, c),
-                None => m.remove(&id),
-            };
-        }
-    }
-
-    /// Reads every catalog record's codec (at open, and after a restore).
-    /// A record that does not decode is skipped (its keyspace's blocks get
-    /// the level's codec): [`Db::keyspace`] reports it when it is opened,
-    /// and the rest of the Db stays usable.
-    pub(crate) fn load_keyspace_codecs(self: &Arc<Self>) -> Result<()> {
-        let it = self.iter(
-            IterOptions {
-                prefix: Some(CATALOG.to_vec()),
-                ..IterOptions::default()
-            },
-            None,
-            None,
-            Region::All,
-        )?;
-        let mut map = std::collections::HashMap::new();
-        for item in it {
-            let (k, v) = item?;
-            let name = String::from_utf8_lossy(&k[PREFIX_LEN..]);
-            if name.is_empty() {
-                continue; // the id counter
-            }
-            if let Ok((id, opts)) = KeyspaceOptions::decode(&v, &name, self) {
-                if let Some(c) = opts.compression {
-                    map.insert(id, c);
-                }
-            }
-        }
-        self.set_keyspace_codecs(Arc::new(map));
-        Ok(())
-    }
-
-    /// True when some key lies in the keyspaces' region (a keyspace, its
-    /// catalog record, or data of a dropped one not compacted away yet).
-    pub(crate) fn has_keyspace_keys(self: &Arc<Self>) -> Result<bool> {
-        let mut it = self.iter(
-            IterOptions {
-                start: Some(RESERVED_PREFIX.to_vec()),
-                keys_only: true,
-                prefetch: 1,
-                ..IterOptions::default()
-            },
-            None,
-            None,
-            Region::All,
-        )?;
-        Ok(it.next().transpose()?.is_some())
     }
 }

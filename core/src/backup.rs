@@ -6,10 +6,11 @@
 //! stream is detected. See `core/FORMAT.md`.
 
 use crate::coding::{put_varint, Reader};
-use crate::db::{lock, DbInner};
+use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::iter::{MergeIter, Source};
 use crate::key;
+use crate::sync::lock;
 use crate::value::{self, Stored};
 use crate::wal;
 use crate::WriteBatch;
@@ -69,261 +70,258 @@ fn flush_chunk(w: &mut dyn Write, c: &mut Chunk) -> Result<()> {
     Ok(())
 }
 
-impl DbInner {
-    /// Streams the Db to `w`. With `since == 0`: the live value of every key.
-    /// With `since > 0`: every version written after `since`, deletes included
-    /// (an incremental backup). Returns the version to pass as `since` next time.
-    pub(crate) fn backup(self: &Arc<Self>, w: &mut dyn Write, since: u64) -> Result<u64> {
-        self.check_open()?;
-        // State first, then the sequence: see DbInner::iter.
-        let st = self.read_state();
-        let read_ts = self.commit.visible();
-        let _snap = self.snapshot_at(read_ts);
-        let now = self.now();
-        let dels = st.range_dels.clone();
-        // Range deletes after `since`: the ones still live are carried; one
-        // already retired cannot be, and the backup is refused.
-        let mut carried = Vec::new();
-        if since > 0 {
-            let retired = lock(&self.manifest)
-                .as_ref()
-                .map_or(0, |m| m.state().range_dels_retired);
-            if retired > since {
-                return Err(Error::InvalidArgument(format!(
-                    "an incremental backup since version {since} cannot carry the range \
+/// Streams the Db to `w`. With `since == 0`: the live value of every key.
+/// With `since > 0`: every version written after `since`, deletes included
+/// (an incremental backup). Returns the version to pass as `since` next time.
+pub(crate) fn backup(db: &Arc<DbInner>, w: &mut dyn Write, since: u64) -> Result<u64> {
+    db.check_open()?;
+    // State first, then the sequence: see DbInner::iter.
+    let st = db.read_state();
+    let read_ts = db.commit.visible();
+    let _snap = db.snapshot_at(read_ts);
+    let now = db.now();
+    let dels = st.range_dels.clone();
+    // Range deletes after `since`: the ones still live are carried; one
+    // already retired cannot be, and the backup is refused.
+    let mut carried = Vec::new();
+    if since > 0 {
+        let retired = lock(&db.manifest)
+            .as_ref()
+            .map_or(0, |m| m.state().range_dels_retired);
+        if retired > since {
+            return Err(Error::InvalidArgument(format!(
+                "an incremental backup since version {since} cannot carry the range \
                      delete of version {retired}: compaction already dropped it; take a full \
                      backup (since 0)"
-                )));
-            }
-            carried.extend(
-                dels.iter()
-                    .filter(|t| t.seq > since && t.seq <= read_ts)
-                    .cloned(),
-            );
-            carried.sort_by_key(|t| t.seq);
+            )));
         }
-        w.write_all(&wal::file_header(MAGIC, VERSION))
-            .map_err(|e| Error::io("writing the backup stream", e))?;
-        let mut head = vec![REC_HEADER];
-        head.extend_from_slice(&since.to_le_bytes());
-        head.extend_from_slice(&read_ts.to_le_bytes());
-        emit(w, &head)?;
-        if !carried.is_empty() {
-            let mut rec = vec![REC_RANGE_DELS];
-            rec.extend_from_slice(&(carried.len() as u32).to_le_bytes());
-            for t in &carried {
-                put_varint(&mut rec, t.start.len() as u64);
-                rec.extend_from_slice(&t.start);
-                put_varint(&mut rec, t.end.len() as u64);
-                rec.extend_from_slice(&t.end);
-                rec.extend_from_slice(&t.seq.to_le_bytes());
-            }
-            emit(w, &rec)?;
+        carried.extend(
+            dels.iter()
+                .filter(|t| t.seq > since && t.seq <= read_ts)
+                .cloned(),
+        );
+        carried.sort_by_key(|t| t.seq);
+    }
+    w.write_all(&wal::file_header(MAGIC, VERSION))
+        .map_err(|e| Error::io("writing the backup stream", e))?;
+    let mut head = vec![REC_HEADER];
+    head.extend_from_slice(&since.to_le_bytes());
+    head.extend_from_slice(&read_ts.to_le_bytes());
+    emit(w, &head)?;
+    if !carried.is_empty() {
+        let mut rec = vec![REC_RANGE_DELS];
+        rec.extend_from_slice(&(carried.len() as u32).to_le_bytes());
+        for t in &carried {
+            put_varint(&mut rec, t.start.len() as u64);
+            rec.extend_from_slice(&t.start);
+            put_varint(&mut rec, t.end.len() as u64);
+            rec.extend_from_slice(&t.end);
+            rec.extend_from_slice(&t.seq.to_le_bytes());
         }
-
-        let mut merge = MergeIter::new(st.sources(false, None, None), false);
-        merge.rewind()?;
-        let mut chunk = Chunk::new();
-        let mut total = 0u64;
-        while merge.valid() {
-            let (uk, seq) = key::split(merge.key());
-            // Full backups take the newest version at or below read_ts of each key;
-            // incremental ones every version in (since, read_ts].
-            if seq > read_ts || (since > 0 && seq <= since) {
-                merge.next()?;
-                continue;
-            }
-            let uk = uk.to_vec();
-            let rec = value::decode(merge.value()).ok_or_else(|| {
-                Error::corruption(&self.dir, 0, "undecodable value record met during backup")
-            })?;
-            let expired = rec.expired(now);
-            // A version a range delete hides is not sent: a full backup holds
-            // what reads see, an incremental one applies its range deletes
-            // first and then only versions newer than them.
-            let hidden = dels.hides(&uk, seq, read_ts);
-            let keep = !hidden && (since > 0 || (rec.stored != Stored::Delete && !expired));
-            if keep {
-                let value = match rec.stored {
-                    Stored::Delete => None,
-                    Stored::Inline(v) => Some(v.to_vec()),
-                    Stored::Pointer(p) if st.vlogs.get(p.file).is_none() => {
-                        Some(self.vlogs_for(&st.vlogs).read(p, &self.dir)?)
-                    }
-                    Stored::Pointer(p) => Some(st.vlogs.read(p, &self.dir)?),
-                };
-                put_varint(&mut chunk.buf, uk.len() as u64);
-                chunk.buf.extend_from_slice(&uk);
-                chunk.buf.extend_from_slice(&seq.to_le_bytes());
-                chunk.buf.push(if value.is_some() {
-                    KIND_PUT
-                } else {
-                    KIND_DELETE
-                });
-                chunk.buf.push(rec.user_meta);
-                put_varint(&mut chunk.buf, rec.expires_at);
-                let v = value.unwrap_or_default();
-                put_varint(&mut chunk.buf, v.len() as u64);
-                chunk.buf.extend_from_slice(&v);
-                chunk.count += 1;
-                total += 1;
-                if chunk.buf.len() >= CHUNK {
-                    flush_chunk(w, &mut chunk)?;
-                }
-            }
-            merge.next()?;
-            if since == 0 {
-                while merge.valid() && key::user_key(merge.key()) == uk.as_slice() {
-                    merge.next()?;
-                }
-            }
-        }
-        flush_chunk(w, &mut chunk)?;
-        let mut end = vec![REC_END];
-        end.extend_from_slice(&total.to_le_bytes());
-        emit(w, &end)?;
-        w.flush()
-            .map_err(|e| Error::io("flushing the backup stream", e))?;
-        Ok(read_ts)
+        emit(w, &rec)?;
     }
 
-    /// Restores a backup stream. A full backup needs an empty Db; an incremental
-    /// one applies on top of what is there. Returns the number of entries applied.
-    pub(crate) fn load(self: &Arc<Self>, r: &mut dyn Read) -> Result<u64> {
-        self.check_writable()?;
-        let mut offset = 0u64;
-        let mut header = [0u8; wal::HEADER_LEN];
-        read_exact(r, &mut header, offset)?;
-        wal::check_header(&stream_name(), &header, MAGIC, VERSION)?;
-        offset += header.len() as u64;
-        let first = read_record(r, &mut offset)?.ok_or_else(|| {
-            Error::corruption(stream_name(), offset, "backup stream has no header record")
+    let mut merge = MergeIter::new(st.sources(false, None, None), false);
+    merge.rewind()?;
+    let mut chunk = Chunk::new();
+    let mut total = 0u64;
+    while merge.valid() {
+        let (uk, seq) = key::split(merge.key());
+        // Full backups take the newest version at or below read_ts of each key;
+        // incremental ones every version in (since, read_ts].
+        if seq > read_ts || (since > 0 && seq <= since) {
+            merge.next()?;
+            continue;
+        }
+        let uk = uk.to_vec();
+        let rec = value::decode(merge.value()).ok_or_else(|| {
+            Error::corruption(&db.dir, 0, "undecodable value record met during backup")
         })?;
-        let mut hr = Reader::new(&first);
-        let (Some(REC_HEADER), Some(since), Some(_read_ts)) = (hr.u8(), hr.u64(), hr.u64()) else {
-            return Err(Error::corruption(
+        let expired = rec.expired(now);
+        // A version a range delete hides is not sent: a full backup holds
+        // what reads see, an incremental one applies its range deletes
+        // first and then only versions newer than them.
+        let hidden = dels.hides(&uk, seq, read_ts);
+        let keep = !hidden && (since > 0 || (rec.stored != Stored::Delete && !expired));
+        if keep {
+            let value = match rec.stored {
+                Stored::Delete => None,
+                Stored::Inline(v) => Some(v.to_vec()),
+                Stored::Pointer(p) if st.vlogs.get(p.file).is_none() => {
+                    Some(db.vlogs_for(&st.vlogs).read(p, &db.dir)?)
+                }
+                Stored::Pointer(p) => Some(st.vlogs.read(p, &db.dir)?),
+            };
+            put_varint(&mut chunk.buf, uk.len() as u64);
+            chunk.buf.extend_from_slice(&uk);
+            chunk.buf.extend_from_slice(&seq.to_le_bytes());
+            chunk.buf.push(if value.is_some() {
+                KIND_PUT
+            } else {
+                KIND_DELETE
+            });
+            chunk.buf.push(rec.user_meta);
+            put_varint(&mut chunk.buf, rec.expires_at);
+            let v = value.unwrap_or_default();
+            put_varint(&mut chunk.buf, v.len() as u64);
+            chunk.buf.extend_from_slice(&v);
+            chunk.count += 1;
+            total += 1;
+            if chunk.buf.len() >= CHUNK {
+                flush_chunk(w, &mut chunk)?;
+            }
+        }
+        merge.next()?;
+        if since == 0 {
+            while merge.valid() && key::user_key(merge.key()) == uk.as_slice() {
+                merge.next()?;
+            }
+        }
+    }
+    flush_chunk(w, &mut chunk)?;
+    let mut end = vec![REC_END];
+    end.extend_from_slice(&total.to_le_bytes());
+    emit(w, &end)?;
+    w.flush()
+        .map_err(|e| Error::io("flushing the backup stream", e))?;
+    Ok(read_ts)
+}
+
+/// Restores a backup stream. A full backup needs an empty Db; an incremental
+/// one applies on top of what is there. Returns the number of entries applied.
+pub(crate) fn load(db: &Arc<DbInner>, r: &mut dyn Read) -> Result<u64> {
+    db.check_writable()?;
+    let mut offset = 0u64;
+    let mut header = [0u8; wal::HEADER_LEN];
+    read_exact(r, &mut header, offset)?;
+    wal::check_header(&stream_name(), &header, MAGIC, VERSION)?;
+    offset += header.len() as u64;
+    let first = read_record(r, &mut offset)?.ok_or_else(|| {
+        Error::corruption(stream_name(), offset, "backup stream has no header record")
+    })?;
+    let mut hr = Reader::new(&first);
+    let (Some(REC_HEADER), Some(since), Some(_read_ts)) = (hr.u8(), hr.u64(), hr.u64()) else {
+        return Err(Error::corruption(
+            stream_name(),
+            offset,
+            "bad backup header record",
+        ));
+    };
+    if since == 0 && !is_empty(db)? {
+        return Err(Error::InvalidArgument(
+            "restoring a full backup needs an empty database".into(),
+        ));
+    }
+    let mut applied = 0u64;
+    // Versions of one key arrive newest first; they are applied oldest first.
+    let mut group: Vec<Restored> = Vec::new();
+    let mut batch = WriteBatch::new();
+    loop {
+        let at = offset;
+        let rec = read_record(r, &mut offset)?.ok_or_else(|| {
+            Error::corruption(
                 stream_name(),
                 offset,
-                "bad backup header record",
-            ));
-        };
-        if since == 0 && !self.is_empty()? {
-            return Err(Error::InvalidArgument(
-                "restoring a full backup needs an empty database".into(),
-            ));
-        }
-        let mut applied = 0u64;
-        // Versions of one key arrive newest first; they are applied oldest first.
-        let mut group: Vec<Restored> = Vec::new();
-        let mut batch = WriteBatch::new();
-        loop {
-            let at = offset;
-            let rec = read_record(r, &mut offset)?.ok_or_else(|| {
-                Error::corruption(
-                    stream_name(),
-                    offset,
-                    "backup stream ends without its end record",
-                )
-            })?;
-            let mut rr = Reader::new(&rec);
-            match rr.u8() {
-                Some(REC_RANGE_DELS) if since > 0 => {
-                    let bad = || Error::corruption(stream_name(), at, "bad range-delete record");
-                    let n = rr.u32().ok_or_else(bad)?;
-                    let mut deletes = WriteBatch::new();
-                    for _ in 0..n {
-                        let start = rr.len_prefixed().ok_or_else(bad)?.to_vec();
-                        let end = rr.len_prefixed().ok_or_else(bad)?.to_vec();
-                        let _seq = rr.u64().ok_or_else(bad)?;
-                        self.check_range(&start, &end)?;
-                        deletes.delete_range_raw(&start, &end);
-                    }
-                    if rr.remaining() != 0 {
-                        return Err(bad());
-                    }
-                    self.write(crate::db::WriterKind::Batch(deletes), None)?;
+                "backup stream ends without its end record",
+            )
+        })?;
+        let mut rr = Reader::new(&rec);
+        match rr.u8() {
+            Some(REC_RANGE_DELS) if since > 0 => {
+                let bad = || Error::corruption(stream_name(), at, "bad range-delete record");
+                let n = rr.u32().ok_or_else(bad)?;
+                let mut deletes = WriteBatch::new();
+                for _ in 0..n {
+                    let start = rr.len_prefixed().ok_or_else(bad)?.to_vec();
+                    let end = rr.len_prefixed().ok_or_else(bad)?.to_vec();
+                    let _seq = rr.u64().ok_or_else(bad)?;
+                    db.check_range(&start, &end)?;
+                    deletes.delete_range_raw(&start, &end);
                 }
-                Some(REC_ENTRIES) => {
-                    let n = rr
-                        .u32()
-                        .ok_or_else(|| Error::corruption(stream_name(), at, "bad entry chunk"))?;
-                    for _ in 0..n {
-                        let e = (|| {
-                            let k = rr.len_prefixed()?.to_vec();
-                            let _version = rr.u64()?;
-                            let kind = rr.u8()?;
-                            let meta = rr.u8()?;
-                            let expires = rr.varint()?;
-                            let v = rr.len_prefixed()?.to_vec();
-                            Some((k, (kind == KIND_PUT).then_some(v), meta, expires))
-                        })()
-                        .ok_or_else(|| {
-                            Error::corruption(stream_name(), at, "bad entry in backup chunk")
-                        })?;
-                        if group.first().is_some_and(|g| g.0 != e.0) {
-                            applied += group.len() as u64;
-                            for (k, v, m, x) in group.drain(..).rev() {
-                                batch.put_raw(&k, v.as_deref(), m, x);
-                            }
-                            if batch.size_bytes() >= CHUNK {
-                                self.write(
-                                    crate::db::WriterKind::Batch(std::mem::take(&mut batch)),
-                                    None,
-                                )?;
-                            }
+                if rr.remaining() != 0 {
+                    return Err(bad());
+                }
+                db.write(crate::db::WriterKind::Batch(deletes), None)?;
+            }
+            Some(REC_ENTRIES) => {
+                let n = rr
+                    .u32()
+                    .ok_or_else(|| Error::corruption(stream_name(), at, "bad entry chunk"))?;
+                for _ in 0..n {
+                    let e = (|| {
+                        let k = rr.len_prefixed()?.to_vec();
+                        let _version = rr.u64()?;
+                        let kind = rr.u8()?;
+                        let meta = rr.u8()?;
+                        let expires = rr.varint()?;
+                        let v = rr.len_prefixed()?.to_vec();
+                        Some((k, (kind == KIND_PUT).then_some(v), meta, expires))
+                    })()
+                    .ok_or_else(|| {
+                        Error::corruption(stream_name(), at, "bad entry in backup chunk")
+                    })?;
+                    if group.first().is_some_and(|g| g.0 != e.0) {
+                        applied += group.len() as u64;
+                        for (k, v, m, x) in group.drain(..).rev() {
+                            batch.put_raw(&k, v.as_deref(), m, x);
                         }
-                        group.push(e);
+                        if batch.size_bytes() >= CHUNK {
+                            db.write(
+                                crate::db::WriterKind::Batch(std::mem::take(&mut batch)),
+                                None,
+                            )?;
+                        }
                     }
+                    group.push(e);
                 }
-                Some(REC_END) => {
-                    let total = rr
-                        .u64()
-                        .ok_or_else(|| Error::corruption(stream_name(), at, "bad end record"))?;
-                    applied += group.len() as u64;
-                    for (k, v, m, x) in group.drain(..).rev() {
-                        batch.put_raw(&k, v.as_deref(), m, x);
-                    }
-                    if total != applied {
-                        return Err(Error::corruption(
-                            stream_name(),
-                            at,
-                            format!("end record counts {total} entries, the stream held {applied}"),
-                        ));
-                    }
-                    self.write(crate::db::WriterKind::Batch(batch), None)?;
-                    return Ok(applied);
+            }
+            Some(REC_END) => {
+                let total = rr
+                    .u64()
+                    .ok_or_else(|| Error::corruption(stream_name(), at, "bad end record"))?;
+                applied += group.len() as u64;
+                for (k, v, m, x) in group.drain(..).rev() {
+                    batch.put_raw(&k, v.as_deref(), m, x);
                 }
-                _ => {
+                if total != applied {
                     return Err(Error::corruption(
                         stream_name(),
                         at,
-                        "unknown backup record",
-                    ))
+                        format!("end record counts {total} entries, the stream held {applied}"),
+                    ));
                 }
+                db.write(crate::db::WriterKind::Batch(batch), None)?;
+                return Ok(applied);
+            }
+            _ => {
+                return Err(Error::corruption(
+                    stream_name(),
+                    at,
+                    "unknown backup record",
+                ))
             }
         }
     }
-
-    /// True if no key is visible and no table exists.
-    pub(crate) fn is_empty(self: &Arc<Self>) -> Result<bool> {
-        let st = self.read_state();
-        if st.version.levels.iter().any(|l| !l.is_empty()) {
-            return Ok(false);
-        }
-        let mut it = self.iter(
-            crate::IterOptions {
-                keys_only: true,
-                prefetch: 1,
-                ..Default::default()
-            },
-            None,
-            None,
-            crate::keyspace::Region::All,
-        )?;
-        Ok(it.next().is_none())
-    }
 }
 
+/// True if no key is visible and no table exists.
+pub(crate) fn is_empty(db: &Arc<DbInner>) -> Result<bool> {
+    let st = db.read_state();
+    if st.version.levels.iter().any(|l| !l.is_empty()) {
+        return Ok(false);
+    }
+    let mut it = db.iter(
+        crate::IterOptions {
+            keys_only: true,
+            prefetch: 1,
+            ..Default::default()
+        },
+        None,
+        None,
+        crate::keyspace::Region::All,
+    )?;
+    Ok(it.next().is_none())
+}
 fn read_exact(r: &mut dyn Read, buf: &mut [u8], offset: u64) -> Result<()> {
     r.read_exact(buf).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {

@@ -4,12 +4,14 @@
 //! The Db must be empty; other writes fail with `InvalidArgument` until the
 //! load finishes or is dropped.
 
-use crate::db::{lock, DbInner, ReadState};
+use crate::db::Db;
+use crate::db::{DbInner, ReadState};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::sync_dir;
 use crate::key;
 use crate::manifest::{Edit, TableRecord};
+use crate::sync::lock;
 use crate::table::{self, Table, TableBuilder};
 use crate::value::{self, Stored};
 use crate::vlog::{VlogFile, VlogWriter};
@@ -30,25 +32,26 @@ pub struct BulkLoader {
     finished: bool,
 }
 
-impl DbInner {
-    pub(crate) fn bulk_load(self: &Arc<Self>) -> Result<BulkLoader> {
-        self.check_writable()?;
-        let guard = lock(&self.log);
-        if self.bulk_active.load(Ordering::Acquire) {
+impl BulkLoader {
+    /// Starts a bulk load into `db`, which must be empty.
+    pub(crate) fn start(db: &Arc<DbInner>) -> Result<BulkLoader> {
+        db.check_writable()?;
+        let guard = lock(&db.log);
+        if db.bulk_active.load(Ordering::Acquire) {
             return Err(Error::InvalidArgument(
                 "a bulk load is already in progress".into(),
             ));
         }
-        if !self.is_empty()? {
+        if !crate::backup::is_empty(db)? {
             return Err(Error::InvalidArgument(
                 "bulk load needs an empty database (drop_all first)".into(),
             ));
         }
-        self.bulk_active.store(true, Ordering::Release);
+        db.bulk_active.store(true, Ordering::Release);
         drop(guard);
-        let seq = self.commit.reserve();
+        let seq = db.commit.reserve();
         let id = {
-            let mut m = lock(&self.manifest);
+            let mut m = lock(&db.manifest);
             let m = m.as_mut().ok_or(Error::Closed)?;
             // Recorded before any table is written: after a crash mid-load, its
             // tables are leftovers the manifest knows the version of, which
@@ -59,9 +62,9 @@ impl DbInner {
         let vid = u32::try_from(id).map_err(|_| {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
-        let vlog = VlogWriter::create(&self.opts.fs, &self.dir, vid)?;
+        let vlog = VlogWriter::create(&db.opts.fs, &db.dir, vid)?;
         Ok(BulkLoader {
-            db: self.clone(),
+            db: db.clone(),
             seq,
             vlog,
             builder: None,
@@ -222,5 +225,13 @@ impl Drop for BulkLoader {
 fn poison_on_io(db: &DbInner, e: &Error) {
     if matches!(e, Error::Io { .. }) {
         db.poison_with(e);
+    }
+}
+
+impl Db {
+    /// Loads sorted data straight into bottom-level tables; the Db must be empty,
+    /// and other writes fail until the loader finishes or is dropped.
+    pub fn bulk_load(&self) -> Result<BulkLoader> {
+        BulkLoader::start(&self.inner)
     }
 }

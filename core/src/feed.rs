@@ -43,8 +43,8 @@ use crate::batch::{BatchOp, OpValue};
 
 /// An op of a batch and the batch's buffer its spans point into.
 pub(crate) type OpOf<'a> = (&'a BatchOp, &'a [u8]);
-use crate::db::lock;
 use crate::error::{Error, Result};
+use crate::sync::lock;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

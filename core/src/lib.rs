@@ -95,6 +95,7 @@ mod range_del;
 mod read_guard;
 mod sequence;
 mod store;
+mod sync;
 mod table;
 mod txn;
 mod value;

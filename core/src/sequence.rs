@@ -3,8 +3,10 @@
 //! restart numbers resume past everything that was handed out (some of a lease
 //! may be skipped if it was not released).
 
-use crate::db::{lock, DbInner};
+use crate::db::Db;
+use crate::db::DbInner;
 use crate::error::{Error, Result};
+use crate::sync::lock;
 use std::sync::{Arc, Mutex};
 
 /// Hands out increasing `u64`s, persisting a lease of `bandwidth` numbers at a time.
@@ -45,7 +47,7 @@ impl Sequence {
     /// Leases the next block: (start, end).
     fn lease(&self) -> Result<(u64, u64)> {
         for _ in 0..crate::txn::UPDATE_RETRIES {
-            let mut txn = self.db.begin(true)?;
+            let mut txn = crate::txn::Txn::begin(&self.db, true)?;
             let start = match txn.get(&self.key)? {
                 Some(v) => decode(&v)?,
                 None => 0,
@@ -78,7 +80,7 @@ impl Sequence {
     /// this key continues right after the last number handed out.
     pub fn release(&self) -> Result<()> {
         let mut st = lock(&self.state);
-        let mut txn = self.db.begin(true)?;
+        let mut txn = crate::txn::Txn::begin(&self.db, true)?;
         let stored = match txn.get(&self.key)? {
             Some(v) => decode(&v)?,
             None => 0,
@@ -89,5 +91,12 @@ impl Sequence {
             st.1 = st.0;
         }
         Ok(())
+    }
+}
+
+impl Db {
+    /// A persisted sequence of integers under `key`, leased `bandwidth` at a time.
+    pub fn sequence(&self, key: &[u8], bandwidth: u64) -> Result<Sequence> {
+        Sequence::new(self.inner.clone(), key, bandwidth)
     }
 }

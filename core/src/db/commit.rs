@@ -19,11 +19,11 @@
 //!
 //! Lock order: the log lock (the environment's) before the queue lock.
 
+use super::oracle::{self, Oracle};
 use super::{lock, WriterKind};
 use crate::batch::OpValue;
 use crate::error::{Error, Result};
 use crate::key;
-use crate::txn::Oracle;
 use crate::WriteBatch;
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -167,7 +167,7 @@ impl Queue {
                 b.ops
                     .iter()
                     .filter(|op| !matches!(op.value, OpValue::RangeEnd(_)))
-                    .map(|op| crate::txn::fingerprint(b.key(op)))
+                    .map(|op| oracle::fingerprint(b.key(op)))
                     .collect(),
                 b.has_range_delete(),
             );
@@ -714,7 +714,7 @@ mod tests {
         b.put("k", "mine");
         let check = TxnCheck {
             read_ts,
-            reads: HashSet::from([crate::txn::fingerprint(b"k")]),
+            reads: HashSet::from([oracle::fingerprint(b"k")]),
         };
         let err = f
             .pipeline

@@ -19,6 +19,7 @@ mod checkpoint;
 mod commit;
 mod gc;
 mod keyspaces;
+mod oracle;
 mod recovery;
 mod verify;
 mod write;
@@ -26,7 +27,6 @@ mod write;
 pub use checkpoint::{CheckpointReport, CHECKPOINT_MARKER};
 pub use gc::GcOutcome;
 
-use crate::bulk::BulkLoader;
 use crate::error::{Error, Result};
 use crate::feed::{Feed, SubscribeOptions, Subscription};
 use crate::filename;
@@ -38,8 +38,6 @@ use crate::manifest::Manifest;
 use crate::memtable::{ChunkPool, Memtable};
 use crate::options::Options;
 use crate::range_del::RangeDels;
-use crate::sequence::Sequence;
-use crate::txn::Txn;
 use crate::value::{self, Stored};
 use crate::vlog::{VlogSet, VlogWriter};
 use crate::wal::LogWriter;
@@ -52,15 +50,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+pub(crate) use crate::sync::lock;
 pub(crate) use commit::TxnCheck;
+pub(crate) use oracle::fingerprint;
 pub use verify::VerifyReport;
 pub(crate) use write::{Move, WriterKind};
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic on another thread must not make the Db unusable; the state it guards
-    // is only changed in steps that leave it consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// What readers see: memtables, live tables and live value-log files, swapped
 /// as a whole. A reader that holds one keeps every file in it readable.
@@ -486,24 +480,6 @@ impl Db {
         self.inner.sync_logs()
     }
 
-    /// Starts a transaction: read-write if `update`, else read-only.
-    pub fn begin(&self, update: bool) -> Result<Txn> {
-        self.inner.begin(update)
-    }
-
-    /// Runs `f` in a read-write transaction and commits it, running `f` again
-    /// (up to [`UPDATE_RETRIES`](crate::txn::UPDATE_RETRIES) times) when the commit
-    /// conflicts. An error from `f` discards the transaction and is returned.
-    pub fn update<T>(&self, f: impl FnMut(&mut Txn) -> Result<T>) -> Result<T> {
-        crate::txn::update(|| self.begin(true), f)
-    }
-
-    /// Runs `f` in a read-only transaction: a stable snapshot while writes go on.
-    pub fn view<T>(&self, f: impl FnOnce(&Txn) -> Result<T>) -> Result<T> {
-        let txn = self.begin(false)?;
-        f(&txn)
-    }
-
     /// Rewrites the value-log file with the largest share of garbage if that
     /// share is at least `discard_ratio` (in (0, 1)), and deletes it. Run it in a
     /// loop until it returns [`GcOutcome::NothingToCollect`].
@@ -588,15 +564,10 @@ impl Db {
         self.write(b)
     }
 
-    /// A persisted sequence of integers under `key`, leased `bandwidth` at a time.
-    pub fn sequence(&self, key: &[u8], bandwidth: u64) -> Result<Sequence> {
-        Sequence::new(self.inner.clone(), key, bandwidth)
-    }
-
     /// Streams a backup to `w`: live entries if `since == 0`, else every version
     /// written after `since`. Returns the `since` for the next incremental backup.
     pub fn backup(&self, w: &mut dyn std::io::Write, since: u64) -> Result<u64> {
-        self.inner.backup(w, since)
+        crate::backup::backup(&self.inner, w, since)
     }
 
     /// Restores a backup stream (a full one into an empty Db). Returns the number
@@ -606,19 +577,13 @@ impl Db {
     /// may be in the Db by then (with their right values): empty it
     /// ([`Db::drop_all`]) before restoring a whole backup again.
     pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
-        let loaded = self.inner.load(r);
+        let loaded = crate::backup::load(&self.inner, r);
         // The stream may have brought keyspaces with codecs of their own
         // (also when it failed part way: what it applied stays).
         let codecs = self.inner.catalog.load_codecs(&self.inner);
         let n = loaded?;
         codecs?;
         Ok(n)
-    }
-
-    /// Loads sorted data straight into bottom-level tables; the Db must be empty,
-    /// and other writes fail until the loader finishes or is dropped.
-    pub fn bulk_load(&self) -> Result<BulkLoader> {
-        self.inner.bulk_load()
     }
 
     /// Makes an openable copy of the Db in `target`, a directory that must not
@@ -949,7 +914,7 @@ impl DbInner {
         self: &Arc<Self>,
         opts: IterOptions,
         at: Option<(u64, Arc<ReadState>)>,
-        txn: Option<crate::txn::TxnView>,
+        txn: Option<crate::iter::TxnView>,
         region: Region<'_>,
     ) -> Result<DbIterator> {
         self.check_open()?;

@@ -2,10 +2,11 @@
 //! direction, keys-only mode and value prefetch.
 
 use super::{MergeIter, Source};
-use crate::db::{lock, DbInner, SnapshotGuard};
+use crate::db::{DbInner, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::key;
 use crate::range_del::{KeyRanges, RangeDels};
+use crate::sync::lock;
 use crate::value::{self, Stored, ValuePointer};
 use crate::vlog::{ScanAhead, VlogSet};
 use std::collections::HashSet;
@@ -389,7 +390,7 @@ impl DbIterator {
         if let Some(reads) = &self.reads {
             let mut reads = lock(reads);
             for it in &self.items {
-                reads.insert(crate::txn::fingerprint(self.span(it.key)));
+                reads.insert(crate::db::fingerprint(self.span(it.key)));
             }
         }
         Ok(())

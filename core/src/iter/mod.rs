@@ -11,7 +11,7 @@ pub use db_iter::{DbIterator, IterOptions};
 pub(crate) use level::LevelIter;
 pub(crate) use mem::MemIter;
 pub(crate) use merge::MergeIter;
-pub(crate) use pending::PendingIter;
+pub(crate) use pending::{PendingIter, TxnView};
 
 use crate::error::Result;
 

@@ -4,7 +4,17 @@ use super::Source;
 use crate::error::Result;
 use crate::key;
 use std::cmp::Ordering;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// What a transaction's iterator needs: its pending writes (as internal key,
+/// value record, sorted) and the read set to record keys in.
+pub(crate) struct TxnView {
+    pub pending: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
+    /// Its pending range deletes: they hide the snapshot's keys in them.
+    pub ranges: crate::range_del::KeyRanges,
+    pub reads: Option<Arc<Mutex<HashSet<u64>>>>,
+}
 
 pub(crate) struct PendingIter {
     entries: Arc<Vec<(Vec<u8>, Vec<u8>)>>,

@@ -12,8 +12,8 @@
 
 use super::{prefix, region_end, KeyspaceOptions, Shared, PREFIX_LEN};
 use crate::batch::WriteBatch;
-use crate::db::lock;
 use crate::error::{Error, Result};
+use crate::sync::lock;
 use crate::table::codec::KeyspaceCodecs;
 use crate::table::Compression;
 use std::collections::HashMap;

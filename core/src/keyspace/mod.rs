@@ -38,7 +38,8 @@
 //!   them (as a change of `Options::compression` does).
 
 use crate::batch::{PutOptions, Space, WriteBatch};
-use crate::db::{lock, Db, DbInner, Item};
+use crate::db::{Db, DbInner, Item};
+use crate::sync::lock;
 
 mod catalog;
 use crate::error::{Error, Result};

@@ -8,15 +8,16 @@
 //! `read_ts` touched a key it read; otherwise its writes are applied atomically
 //! as one batch.
 
-mod oracle;
-
-pub(crate) use oracle::{fingerprint, Oracle};
+pub(crate) use crate::db::fingerprint;
 
 use crate::batch::Space;
-use crate::db::{lock, DbInner, Item, ReadState, SnapshotGuard};
+use crate::db::Db;
+use crate::db::{DbInner, Item, ReadState, SnapshotGuard};
 use crate::error::{Error, Result};
+use crate::iter::TxnView;
 use crate::iter::{DbIterator, IterOptions};
 use crate::keyspace::{Keyspace, Region, Shared};
+use crate::sync::lock;
 use crate::value::{self, Stored};
 use crate::{PutOptions, WriteBatch};
 use std::collections::{BTreeMap, HashSet};
@@ -52,15 +53,6 @@ struct PendingWrite {
     value_threshold: Option<usize>,
 }
 
-/// What a transaction's iterator needs: its pending writes (as internal key,
-/// value record, sorted) and the read set to record keys in.
-pub(crate) struct TxnView {
-    pub pending: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
-    /// Its pending range deletes: they hide the snapshot's keys in them.
-    pub ranges: crate::range_del::KeyRanges,
-    pub reads: Option<Arc<Mutex<HashSet<u64>>>>,
-}
-
 /// A transaction. Read-only ones come from [`crate::Db::view`] or
 /// `begin(false)`; read-write ones from [`crate::Db::update`] or `begin(true)`.
 /// Dropping it without `commit` discards it.
@@ -81,33 +73,34 @@ pub struct Txn {
     keyspaces: Vec<Arc<Shared>>,
 }
 
-impl DbInner {
-    pub(crate) fn begin(self: &Arc<Self>, update: bool) -> Result<Txn> {
+impl Txn {
+    /// Begins a transaction on `db` (an update one with `update`).
+    pub(crate) fn begin(db: &Arc<DbInner>, update: bool) -> Result<Txn> {
         if update {
-            self.check_writable()?;
+            db.check_writable()?;
         } else {
-            self.check_open()?;
+            db.check_open()?;
         }
         // The snapshot is registered under the queue lock: a flush or
         // compaction that starts from now on keeps the versions read_ts
         // needs, and one that started before saw a sequence at most read_ts.
-        let (read_ts, snapshot) = self.commit.begin_txn(
+        let (read_ts, snapshot) = db.commit.begin_txn(
             update,
-            |read_ts| self.snapshot_at(read_ts),
+            |read_ts| db.snapshot_at(read_ts),
             || {
-                if self.is_closed() {
+                if db.is_closed() {
                     return Err(Error::Closed);
                 }
-                match self.poisoned() {
+                match db.poisoned() {
                     Some(e) => Err(Error::Poisoned(e.to_string())),
                     None => Ok(()),
                 }
             },
         )?;
         Ok(Txn {
-            db: self.clone(),
+            db: db.clone(),
             read_ts,
-            state: self.read_state(),
+            state: db.read_state(),
             update,
             writes: BTreeMap::new(),
             ranges: Vec::new(),
@@ -175,7 +168,7 @@ impl Txn {
             return Ok(None);
         }
         if self.update {
-            lock(&self.reads).insert(oracle::fingerprint(key));
+            lock(&self.reads).insert(fingerprint(key));
         }
         self.db.get_in(&self.state, key, self.read_ts)
     }
@@ -445,5 +438,25 @@ pub(crate) fn in_range(key: &[u8], start: &[u8], end: &[u8]) -> bool {
 impl Drop for Txn {
     fn drop(&mut self) {
         self.end();
+    }
+}
+
+impl Db {
+    /// Starts a transaction: read-write if `update`, else read-only.
+    pub fn begin(&self, update: bool) -> Result<Txn> {
+        Txn::begin(&self.inner, update)
+    }
+
+    /// Runs `f` in a read-write transaction and commits it, running `f` again
+    /// (up to [`UPDATE_RETRIES`](crate::txn::UPDATE_RETRIES) times) when the commit
+    /// conflicts. An error from `f` discards the transaction and is returned.
+    pub fn update<T>(&self, f: impl FnMut(&mut Txn) -> Result<T>) -> Result<T> {
+        crate::txn::update(|| self.begin(true), f)
+    }
+
+    /// Runs `f` in a read-only transaction: a stable snapshot while writes go on.
+    pub fn view<T>(&self, f: impl FnOnce(&Txn) -> Result<T>) -> Result<T> {
+        let txn = self.begin(false)?;
+        f(&txn)
     }
 }

@@ -9,8 +9,11 @@
 //! Lock order, outermost first: the keyspace catalog's → the GC's lock
 //! (`GcState::exclusive`) →
 //! `log` → the commit pipeline's queue → `manifest` →
-//! `state`; `bg` is never held while taking `state` for writing, and `state`
-//! guards are never held while taking another lock. `holds` (checkpoint's
+//! `state`; `bg` (the background lock, owned by `background::Background`)
+//! comes after `log` and is never held while taking `manifest` or `state`
+//! for writing (the conditions its waits check read `state`, `poison` and
+//! `snapshots` under it), and `state` guards are never held while taking
+//! another lock. `holds` (checkpoint's
 //! value-log file holds) and the catalog's codecs are innermost: nothing is
 //! taken while either is held.
 
@@ -128,36 +131,7 @@ pub(crate) struct LogState {
     pub(crate) framed: Vec<u8>,
 }
 
-#[derive(Default)]
-pub(crate) struct BgState {
-    pub(crate) shutdown: bool,
-    /// Tables taken by a running compaction.
-    pub(crate) busy: HashSet<u64>,
-    pub(crate) cursors: Vec<Vec<u8>>,
-    /// A manual operation (flatten, drop) owns the levels: no automatic compaction starts.
-    pub(crate) manual: bool,
-    /// Writes stopped a while ago (set by the GC loop): L0 is merged down even
-    /// below its trigger, so that its garbage is counted (`compaction::due`).
-    /// Read it through [`DbInner::is_idle`], which also sees a write since.
-    pub(crate) idle: bool,
-    /// `Counters::batches` when `idle` was last set.
-    pub(crate) idle_at_batches: u64,
-    /// `Counters::batches` at the GC loop's last look (`gc::GcEnv::look_idle`).
-    pub(crate) seen_batches: u64,
-    /// When the GC loop last saw a batch written, or a read
-    /// (`Counters::read_seen`); `None`: not since open.
-    pub(crate) last_write: Option<Instant>,
-    pub(crate) last_read: Option<Instant>,
-}
-
 impl DbInner {
-    /// Whether the Db is idle: marked so by the GC loop, and no batch written
-    /// since, so that a write ends idleness at once, not at the loop's next
-    /// look. Requires: `bg` is this Db's `bg`, locked by the caller.
-    pub(crate) fn is_idle(&self, bg: &BgState) -> bool {
-        bg.idle && self.counters.batches.load(Ordering::Relaxed) == bg.idle_at_batches
-    }
-
     /// Records that a caller read (a point read, or an iterator's chunk), so
     /// that an idle GC running at device speed yields (`Pacer`). A load
     /// before the store keeps the flag's cache line shared between readers
@@ -290,15 +264,12 @@ pub(crate) struct DbInner {
     pub(crate) commit: commit::Pipeline,
     pub(crate) log: Mutex<Option<LogState>>,
     pub(crate) manifest: Mutex<Option<Manifest>>,
-    pub(crate) bg: Mutex<BgState>,
-    /// Wakes flush and compaction threads.
-    pub(crate) bg_cv: Condvar,
-    /// Wakes writers waiting for memtable or L0 room, and manual operations.
-    pub(crate) room_cv: Condvar,
+    /// The flush and compaction threads' shared state, their wake-ups and
+    /// handles (`background::Background`).
+    pub(crate) bg: background::Background,
     poison: Mutex<Option<Error>>,
     closed: AtomicBool,
     snapshots: Mutex<BTreeMap<u64, usize>>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) counters: Counters,
     /// Arena chunks of flushed memtables, for the next ones (`ChunkPool`).
     pub(crate) chunk_pool: Arc<ChunkPool>,
@@ -999,7 +970,8 @@ impl DbInner {
             compactions_pending: crate::levels::compaction::due(
                 &st.version,
                 &self.opts,
-                self.is_idle(&lock(&self.bg)),
+                self.bg
+                    .is_idle(self.counters.batches.load(Ordering::Relaxed)),
             )
             .len() as u64,
             compactions_running: self.counters.compactions_running.load(Ordering::Relaxed),
@@ -1036,8 +1008,7 @@ impl DbInner {
             *p = Some(e.clone());
         }
         drop(p);
-        let _bg = lock(&self.bg);
-        self.room_cv.notify_all();
+        self.bg.wake_waiters();
     }
 }
 
@@ -1075,7 +1046,7 @@ mod tests {
         }
         db.flatten().unwrap();
         // One L0 table of "b" keys and one of "c" keys; no compaction moves them.
-        lock(&db.inner.bg).manual = true;
+        db.inner.bg.hold_compactions(true);
         for p in ["b", "c"] {
             for i in 0..10 {
                 db.put(format!("{p}{i:04}").as_bytes(), &[2; 100]).unwrap();

@@ -232,16 +232,10 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
         commit: super::commit::Pipeline::new(last_seq),
         log: Mutex::new(None),
         manifest: Mutex::new(None),
-        bg: Mutex::new(BgState {
-            cursors: vec![Vec::new(); opts.num_levels],
-            ..Default::default()
-        }),
-        bg_cv: Condvar::new(),
-        room_cv: Condvar::new(),
+        bg: super::background::Background::new(opts.num_levels),
         poison: Mutex::new(None),
         closed: AtomicBool::new(false),
         snapshots: Mutex::new(BTreeMap::new()),
-        threads: Mutex::new(Vec::new()),
         counters: Counters::default(),
         chunk_pool,
         gc: gc::GcState::new(&opts),
@@ -477,13 +471,15 @@ impl DbInner {
     }
 
     fn start_threads(self: &Arc<Self>) {
-        let mut threads = lock(&self.threads);
-        threads.push(self.spawn_background("flush", DbInner::flush_loop));
+        self.bg
+            .adopt(self.spawn_background("flush", DbInner::flush_loop));
         for _ in 0..self.opts.compaction_threads {
-            threads.push(self.spawn_background("compaction", DbInner::compaction_loop));
+            self.bg
+                .adopt(self.spawn_background("compaction", DbInner::compaction_loop));
         }
         if self.opts.vlog_gc_ratio > 0.0 {
-            threads.push(self.spawn_background("value-log GC", DbInner::gc_loop));
+            self.bg
+                .adopt(self.spawn_background("value-log GC", DbInner::gc_loop));
         }
     }
 
@@ -510,10 +506,6 @@ impl DbInner {
                 )));
             }
         })
-    }
-
-    pub(crate) fn take_threads(&self) -> Vec<JoinHandle<()>> {
-        std::mem::take(&mut *lock(&self.threads))
     }
 }
 

@@ -7,6 +7,7 @@
 //! Value-log GC's moves are applied alone, each only if still live. Also
 //! here: write stalls (`room`), memtable switches, flush and close.
 
+use super::background::RoomWait;
 use super::commit::{self, CommitEnv, TxnCheck, Writer};
 use super::*;
 use crate::batch;
@@ -19,6 +20,7 @@ use crate::value::ValuePointer;
 use crate::vlog::VlogFile;
 use crate::wal;
 use crate::wal::{WAL_MAGIC, WAL_VERSION};
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 /// The WAL buffer is kept for the next group up to this capacity.
@@ -506,7 +508,7 @@ impl DbInner {
             .vlog_head_len
             .store(log.vlog.len(), Ordering::Relaxed);
         // A sealed file may be collectable: wake the GC (it also looks once a second).
-        self.bg_cv.notify_all();
+        self.bg.nudge();
         Ok(())
     }
 
@@ -518,7 +520,7 @@ impl DbInner {
         let mut delayed = false;
         loop {
             let st = self.read_state();
-            let pressure = |st: &ReadState, manual| Pressure {
+            let pressure = |st: &ReadState, manual, delayed| Pressure {
                 l0: st.version.levels[0].len(),
                 mem_size: st.mem.size(),
                 imm: st.imm.len(),
@@ -526,31 +528,30 @@ impl DbInner {
                 delayed,
             };
             // Without the lock a manual operation is not known: only "go" is final.
-            if room(&self.opts, &pressure(&st, false)) == Room::Go {
+            if room(&self.opts, &pressure(&st, false, delayed)) == Room::Go {
                 return Ok(());
             }
-            let bg = lock(&self.bg);
-            if let Some(e) = self.poisoned() {
-                return Err(Error::Poisoned(e.to_string()));
-            }
-            let st = self.read_state();
-            match room(&self.opts, &pressure(&st, bg.manual)) {
-                Room::Go => return Ok(()),
-                Room::Stop => {
-                    self.bg_cv.notify_all();
-                    drop(self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner()));
+            let step = self.bg.wait_for_room(|manual| {
+                if let Some(e) = self.poisoned() {
+                    return ControlFlow::Break(Err(Error::Poisoned(e.to_string())));
                 }
-                Room::Delay(delay) => {
-                    delayed = true;
-                    let _ = self.room_cv.wait_timeout(bg, delay);
+                let st = self.read_state();
+                match room(&self.opts, &pressure(&st, manual, delayed)) {
+                    Room::Go => ControlFlow::Break(Ok(false)),
+                    Room::Stop => ControlFlow::Continue(RoomWait::Wake),
+                    Room::Delay(delay) => {
+                        delayed = true;
+                        ControlFlow::Continue(RoomWait::For(delay))
+                    }
+                    Room::WaitFlush => ControlFlow::Continue(RoomWait::Quiet),
+                    Room::Switch => ControlFlow::Break(Ok(true)),
                 }
-                Room::WaitFlush => {
-                    drop(self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner()));
-                }
-                Room::Switch => {
-                    drop(bg);
-                    return self.switch_memtable(log);
-                }
+            });
+            match step {
+                None => {}
+                Some(Ok(false)) => return Ok(()),
+                Some(Ok(true)) => return self.switch_memtable(log),
+                Some(Err(e)) => return Err(e),
             }
         }
     }
@@ -591,8 +592,7 @@ impl DbInner {
                 range_dels: st.range_dels.clone(),
             }
         });
-        let _bg = lock(&self.bg);
-        self.bg_cv.notify_all();
+        self.bg.wake();
         Ok(())
     }
 
@@ -624,17 +624,13 @@ impl DbInner {
     /// Waits until every immutable memtable whose WAL id is at most `wal_id`
     /// is flushed (or the Db is poisoned).
     pub(super) fn wait_flushed_through(&self, wal_id: u64) -> Result<()> {
-        let mut bg = lock(&self.bg);
-        loop {
+        self.bg.wait_until(|| {
             if let Some(e) = self.poisoned() {
-                return Err(e);
+                return Some(Err(e));
             }
-            if self.read_state().imm.iter().all(|m| m.wal_id() > wal_id) {
-                return Ok(());
-            }
-            self.bg_cv.notify_all();
-            bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-        }
+            let flushed = self.read_state().imm.iter().all(|m| m.wal_id() > wal_id);
+            flushed.then_some(Ok(()))
+        })
     }
 
     pub(crate) fn close(&self) -> Result<()> {
@@ -660,16 +656,8 @@ impl DbInner {
             }
         };
         drop(guard);
-        {
-            let mut bg = lock(&self.bg);
-            bg.shutdown = true;
-            self.bg_cv.notify_all();
-            self.room_cv.notify_all();
-        }
-        for t in self.take_threads() {
-            if t.join().is_err() && result.is_ok() {
-                result = Err(Error::Poisoned("a background thread panicked".into()));
-            }
+        if !self.bg.shutdown_and_join() && result.is_ok() {
+            result = Err(Error::Poisoned("a background thread panicked".into()));
         }
         if let Err(e) = log.vlog.sync().and_then(|_| log.wal.sync()) {
             if result.is_ok() {

@@ -201,41 +201,17 @@ impl GcEnv for DbInner {
     fn look_idle(&self) -> bool {
         let batches = self.counters.batches.load(Ordering::Relaxed);
         let read = self.counters.read_seen.swap(false, Ordering::Relaxed);
-        let now = Instant::now();
-        let mut bg = lock(&self.bg);
-        if batches != bg.seen_batches {
-            bg.seen_batches = batches;
-            bg.last_write = Some(now);
-        }
-        if read {
-            bg.last_read = Some(now);
-        }
-        let long_ago = |t: Option<Instant>, after| t.is_none_or(|t| now.duration_since(t) >= after);
-        let idle = long_ago(bg.last_write, IDLE_AFTER);
-        if bg.idle != idle || (idle && bg.idle_at_batches != batches) {
-            bg.idle = idle;
-            bg.idle_at_batches = batches;
-            if idle {
-                self.bg_cv.notify_all();
-            }
-        }
-        idle && long_ago(bg.last_read, QUIET_AFTER_READ)
+        self.bg
+            .look_idle(Instant::now(), batches, read, IDLE_AFTER, QUIET_AFTER_READ)
     }
 
     fn idle(&self) -> bool {
-        self.is_idle(&lock(&self.bg))
+        self.bg
+            .is_idle(self.counters.batches.load(Ordering::Relaxed))
     }
 
     fn wait_for_work(&self, timeout: Duration) -> bool {
-        let bg = lock(&self.bg);
-        if bg.shutdown || self.poisoned().is_some() {
-            return false;
-        }
-        let (bg, _) = self
-            .bg_cv
-            .wait_timeout(bg, timeout)
-            .unwrap_or_else(|p| p.into_inner());
-        !(bg.shutdown || self.poisoned().is_some())
+        self.bg.wait_for_work(timeout, || self.poisoned().is_some())
     }
 
     fn seal_head(&self, head: u32, wait: bool) -> Result<Option<u32>> {

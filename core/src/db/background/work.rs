@@ -1,8 +1,10 @@
-//! Background work: flushing memtables and running compactions.
+//! The Db's side of background work: writing a memtable to a table,
+//! running a compaction, flatten and the drops; and `DbInner` as the
+//! loops' [`BackgroundEnv`].
 
-use super::recovery::remove;
-use super::*;
-use crate::cache::release_free_memory;
+use super::super::recovery::remove;
+use super::super::*;
+use super::{BackgroundEnv, CompactionJob};
 use crate::fs::sync_dir;
 use crate::levels::compaction::{self, Compaction};
 use crate::manifest::{Edit, TableRecord};
@@ -10,33 +12,9 @@ use crate::range_del::{RangeDels, RangeTombstone};
 use crate::table::{Table, TableBuilder};
 
 impl DbInner {
+    /// The flush thread ([`super::flush_loop`]).
     pub(crate) fn flush_loop(self: Arc<Self>) {
-        loop {
-            let mem = {
-                let mut bg = lock(&self.bg);
-                loop {
-                    let oldest = self.read_state().imm.last().cloned();
-                    if let Some(m) = oldest {
-                        if self.poisoned().is_none() {
-                            break Some(m);
-                        }
-                    }
-                    if bg.shutdown {
-                        break None;
-                    }
-                    bg = self.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-                }
-            };
-            let Some(mem) = mem else { return };
-            if let Err(e) = self.flush_memtable(&mem) {
-                self.poison_with(&e);
-            }
-            drop(mem);
-            release_free_memory();
-            let _bg = lock(&self.bg);
-            self.bg_cv.notify_all();
-            self.room_cv.notify_all();
-        }
+        super::flush_loop(&*self);
     }
 
     /// Writes `mem` to an L0 table, records it, and drops its WAL.
@@ -164,56 +142,9 @@ impl DbInner {
         remove(&self.opts.fs, &filename::wal(&self.dir, mem.wal_id()))
     }
 
+    /// A compaction thread ([`super::compaction_loop`]).
     pub(crate) fn compaction_loop(self: Arc<Self>) {
-        loop {
-            let c = {
-                let mut bg = lock(&self.bg);
-                loop {
-                    if bg.shutdown || self.poisoned().is_some() {
-                        return;
-                    }
-                    let version = self.read_state().version.clone();
-                    let idle = self.is_idle(&bg);
-                    let BgState {
-                        busy,
-                        cursors,
-                        manual,
-                        ..
-                    } = &mut *bg;
-                    let picked = if *manual {
-                        None
-                    } else {
-                        compaction::pick(&version, &self.opts, busy, cursors, idle).or_else(|| {
-                            // Nothing due: drop what range tombstones hide.
-                            let (_, range_seq) = self.drop_seqs();
-                            let dels = self.read_state().range_dels.clone();
-                            compaction::pick_cleaning(&version, busy, &dels, range_seq)
-                        })
-                    };
-                    if let Some(c) = picked {
-                        for t in c.all_tables() {
-                            busy.insert(t.id());
-                        }
-                        break c;
-                    }
-                    bg = self.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-                }
-            };
-            let res = self.run_compaction(&c);
-            let mut bg = lock(&self.bg);
-            for t in c.all_tables() {
-                bg.busy.remove(&t.id());
-            }
-            drop(bg);
-            if let Err(e) = res {
-                self.poison_with(&e);
-            }
-            drop(c);
-            release_free_memory();
-            let _bg = lock(&self.bg);
-            self.bg_cv.notify_all();
-            self.room_cv.notify_all();
-        }
+        super::compaction_loop(&*self);
     }
 
     pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
@@ -319,24 +250,10 @@ impl DbInner {
         (snapshot, range_seq)
     }
 
-    /// Stops automatic compactions and waits for running ones to finish; they
-    /// resume when the guard drops.
-    fn pause_compactions(&self) -> ManualGuard<'_> {
-        let mut bg = lock(&self.bg);
-        while bg.manual {
-            bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-        }
-        bg.manual = true;
-        while !bg.busy.is_empty() {
-            bg = self.room_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-        }
-        ManualGuard { db: self }
-    }
-
     /// Flushes the memtables and compacts every level into the last one.
     pub(crate) fn flatten(&self) -> Result<()> {
         self.flush()?;
-        let _manual = self.pause_compactions();
+        let _manual = self.bg.pause_compactions();
         let last = self.opts.num_levels - 1;
         for level in 0..last {
             self.check_writable()?;
@@ -368,13 +285,13 @@ impl DbInner {
     /// For an operation that rewrites the tree while writes wait on `log`
     /// (held by the caller): switches out the memtable, waits for every flush
     /// and holds automatic compactions until the guard drops.
-    fn settle(&self, log: &mut LogState) -> Result<ManualGuard<'_>> {
+    fn settle(&self, log: &mut LogState) -> Result<super::ManualGuard<'_>> {
         self.check_no_bulk_load()?;
         if !self.read_state().mem.is_empty() {
             self.switch_memtable(log)?;
         }
         self.wait_flushed()?;
-        Ok(self.pause_compactions())
+        Ok(self.bg.pause_compactions())
     }
 
     /// Removes every key: tables and value-log files are deleted, not rewritten.
@@ -507,17 +424,53 @@ impl Drop for Running<'_> {
     }
 }
 
-/// Held by a manual operation; lets automatic compactions resume when dropped.
-struct ManualGuard<'a> {
-    db: &'a DbInner,
+impl CompactionJob for Compaction {
+    fn tables(&self) -> Vec<u64> {
+        self.all_tables().map(|t| t.id()).collect()
+    }
 }
 
-impl Drop for ManualGuard<'_> {
-    fn drop(&mut self) {
-        let mut bg = lock(&self.db.bg);
-        bg.manual = false;
-        self.db.bg_cv.notify_all();
-        self.db.room_cv.notify_all();
+/// The Db as its flush and compaction threads see it.
+impl BackgroundEnv for DbInner {
+    type Mem = Arc<Memtable>;
+    type Job = Compaction;
+
+    fn background(&self) -> &super::Background {
+        &self.bg
+    }
+
+    fn oldest_immutable(&self) -> Option<Arc<Memtable>> {
+        self.read_state().imm.last().cloned()
+    }
+
+    fn flush(&self, mem: &Arc<Memtable>) -> Result<()> {
+        self.flush_memtable(mem)
+    }
+
+    fn batches(&self) -> u64 {
+        self.counters.batches.load(Ordering::Relaxed)
+    }
+
+    fn pick(&self, busy: &HashSet<u64>, cursors: &mut [Vec<u8>], idle: bool) -> Option<Compaction> {
+        let version = self.read_state().version.clone();
+        compaction::pick(&version, &self.opts, busy, cursors, idle).or_else(|| {
+            // Nothing due: drop what range tombstones hide.
+            let (_, range_seq) = self.drop_seqs();
+            let dels = self.read_state().range_dels.clone();
+            compaction::pick_cleaning(&version, busy, &dels, range_seq)
+        })
+    }
+
+    fn compact(&self, job: &Compaction) -> Result<()> {
+        self.run_compaction(job)
+    }
+
+    fn poisoned(&self) -> bool {
+        DbInner::poisoned(self).is_some()
+    }
+
+    fn poison_with(&self, e: &Error) {
+        DbInner::poison_with(self, e)
     }
 }
 
@@ -534,7 +487,7 @@ mod tests {
         let mut opts = Options::new(dir.path());
         opts.l0_compaction_trigger = 2;
         let db = Db::open(opts).unwrap();
-        lock(&db.inner.bg).manual = true;
+        db.inner.bg.hold_compactions(true);
         for i in 0..tables {
             db.put(format!("k{i:04}").as_bytes(), &[i as u8; 100])
                 .unwrap();
@@ -551,11 +504,7 @@ mod tests {
         assert_eq!(s.compactions_pending, 1, "{s:?}");
         assert_eq!(s.compactions_running, 0, "{s:?}");
 
-        {
-            let mut bg = lock(&db.inner.bg);
-            bg.manual = false;
-            db.inner.bg_cv.notify_all();
-        }
+        db.inner.bg.hold_compactions(false);
         let deadline = Instant::now() + Duration::from_secs(20);
         let s = loop {
             let s = db.stats();
@@ -576,7 +525,7 @@ mod tests {
     fn stats_report_no_compaction_after_flatten() {
         let (_dir, db) = held_back_l0(4);
         assert_eq!(db.stats().compactions_pending, 1);
-        lock(&db.inner.bg).manual = false;
+        db.inner.bg.hold_compactions(false);
         db.flatten().unwrap();
         let s = db.stats();
         assert_eq!(

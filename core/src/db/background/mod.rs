@@ -25,6 +25,9 @@
 
 mod work;
 
+#[cfg(test)]
+mod tests;
+
 use super::lock;
 use crate::cache::release_free_memory;
 use crate::error::Result;

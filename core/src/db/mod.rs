@@ -255,42 +255,52 @@ pub struct Item {
 }
 
 pub(crate) struct DbInner {
+    // The database and its lifetime.
     pub(crate) opts: Options,
     pub(crate) dir: PathBuf,
     /// The directory lock; released by close (dropping the File drops the flock).
     dir_lock: Mutex<Option<File>>,
-    state: RwLock<Arc<ReadState>>,
-    /// Sequence numbers, the writers' queue and what readers see.
-    pub(crate) commit: commit::Pipeline,
-    pub(crate) log: Mutex<Option<LogState>>,
-    pub(crate) manifest: Mutex<Option<Manifest>>,
-    /// The flush and compaction threads' shared state, their wake-ups and
-    /// handles (`background::Background`).
-    pub(crate) bg: background::Background,
     poison: Mutex<Option<Error>>,
     closed: AtomicBool,
-    snapshots: Mutex<BTreeMap<u64, usize>>,
-    pub(crate) counters: Counters,
-    /// Arena chunks of flushed memtables, for the next ones (`ChunkPool`).
-    pub(crate) chunk_pool: Arc<ChunkPool>,
-    /// What the value-log GC owns: its lock, samples, head target and the
-    /// record of sealed heads (`gc::GcState`).
-    pub(crate) gc: gc::GcState,
-    /// A bulk load owns the Db: other writes are refused until it ends.
-    pub(crate) bulk_active: AtomicBool,
-    /// Value-log files a checkpoint is linking, and removals deferred meanwhile.
-    pub(crate) holds: Mutex<checkpoint::FileHolds>,
-    /// The memory budget (`Options::cache_size`) every table reads through.
-    pub(crate) cache: Arc<crate::table::TableCache>,
     /// A read-only Db: the manifest it loaded and the WAL ids it replayed
     /// (what a checkpoint of it holds).
     pub(crate) read_only_recovery: Option<(crate::manifest::ManifestState, Vec<u64>)>,
-    /// The change feed's hub (see `crate::feed`).
-    pub(crate) feed: Arc<Feed>,
+    pub(crate) counters: Counters,
+
+    // What readers see (this file): the read state, the snapshots that keep
+    // versions from compaction, and the memory budget tables read through.
+    state: RwLock<Arc<ReadState>>,
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    pub(crate) cache: Arc<crate::table::TableCache>,
+
+    // The write path (write.rs): the WAL and head value-log writers under the
+    // log lock, the memtables' arena chunks, and the bulk-load flag.
+    pub(crate) log: Mutex<Option<LogState>>,
+    /// Arena chunks of flushed memtables, for the next ones (`ChunkPool`).
+    pub(crate) chunk_pool: Arc<ChunkPool>,
+    /// A bulk load owns the Db: other writes are refused until it ends.
+    pub(crate) bulk_active: AtomicBool,
+
+    // The durable list of files (manifest.rs).
+    pub(crate) manifest: Mutex<Option<Manifest>>,
+
+    // Subsystems that own their state behind verbs.
+    /// Sequence numbers, the writers' queue and what readers see (`commit::Pipeline`).
+    pub(crate) commit: commit::Pipeline,
+    /// The flush and compaction threads' shared state, their wake-ups and
+    /// handles (`background::Background`).
+    pub(crate) bg: background::Background,
+    /// What the value-log GC owns: its lock, samples, head target and the
+    /// record of sealed heads (`gc::GcState`).
+    pub(crate) gc: gc::GcState,
     /// The keyspace catalog: open handles, ids, codecs for table builds. Its
     /// lock orders keyspace creates and drops (outermost); its codecs' lock is
     /// innermost.
     pub(crate) catalog: crate::keyspace::Catalog,
+    /// Value-log files a checkpoint is linking, and removals deferred meanwhile.
+    pub(crate) holds: Mutex<checkpoint::FileHolds>,
+    /// The change feed's hub (see `crate::feed`).
+    pub(crate) feed: Arc<Feed>,
 }
 
 /// Keeps versions at `seq` from being dropped by compaction while it lives.

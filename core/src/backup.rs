@@ -6,7 +6,7 @@
 //! stream is detected. See `core/FORMAT.md`.
 
 use crate::coding::{put_varint, Reader};
-use crate::db::DbInner;
+use crate::db::{Db, DbInner};
 use crate::error::{Error, Result};
 use crate::iter::{MergeIter, Source};
 use crate::key;
@@ -68,6 +68,30 @@ fn flush_chunk(w: &mut dyn Write, c: &mut Chunk) -> Result<()> {
     }
     *c = Chunk::new();
     Ok(())
+}
+
+impl Db {
+    /// Streams a backup to `w`: live entries if `since == 0`, else every version
+    /// written after `since`. Returns the `since` for the next incremental backup.
+    pub fn backup(&self, w: &mut dyn std::io::Write, since: u64) -> Result<u64> {
+        backup(&self.inner, w, since)
+    }
+
+    /// Restores a backup stream (a full one into an empty Db). Returns the number
+    /// of entries applied. A damaged or cut stream (a backup a crash
+    /// interrupted) fails with [`Error::Corruption`]; the stream is applied in
+    /// chunks of about 1 MiB as it is read, so the entries before the damage
+    /// may be in the Db by then (with their right values): empty it
+    /// ([`Db::drop_all`]) before restoring a whole backup again.
+    pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
+        let loaded = load(&self.inner, r);
+        // The stream may have brought keyspaces with codecs of their own
+        // (also when it failed part way: what it applied stays).
+        let codecs = self.inner.catalog.load_codecs(&self.inner);
+        let n = loaded?;
+        codecs?;
+        Ok(n)
+    }
 }
 
 /// Streams the Db to `w`. With `since == 0`: the live value of every key.

@@ -1,8 +1,7 @@
 //! `WriteBatch`: an atomic group of puts and deletes, and its WAL encoding.
 
 use crate::coding::{put_varint, Reader};
-use crate::feed::{Change, ChangeKind};
-use crate::keyspace::{self, Keyspace, Shared};
+use crate::keyspace::{self, Shared};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,7 +133,7 @@ impl WriteBatch {
     }
 
     /// Adds a put (or a delete, `value` `None`) of `key`, already in `space`.
-    fn push(
+    pub(crate) fn push(
         &mut self,
         key: &[u8],
         value: Option<&[u8]>,
@@ -181,64 +180,6 @@ impl WriteBatch {
             Space::User,
             None,
         );
-        self
-    }
-
-    /// Adds a put of `key` → `value` in keyspace `ks` (its default TTL applies).
-    pub fn put_in(
-        &mut self,
-        ks: &Keyspace,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        self.put_with_in(ks, key, value, PutOptions::default())
-    }
-
-    /// Adds a put with user meta and/or a time to live in keyspace `ks`; without
-    /// a TTL the keyspace's default TTL applies.
-    pub fn put_with_in(
-        &mut self,
-        ks: &Keyspace,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-        mut opts: PutOptions,
-    ) -> &mut Self {
-        let o = ks.shared().options();
-        if opts.ttl.is_none() {
-            opts.ttl = o.default_ttl;
-        }
-        let key = ks.shared().storage_key(key.as_ref());
-        self.push(
-            &key,
-            Some(value.as_ref()),
-            opts,
-            0,
-            Space::Keyspace,
-            o.value_threshold,
-        );
-        self.note_keyspace(ks.shared());
-        self
-    }
-
-    /// Adds a delete of `key` in keyspace `ks`.
-    pub fn delete_in(&mut self, ks: &Keyspace, key: impl AsRef<[u8]>) -> &mut Self {
-        let key = ks.shared().storage_key(key.as_ref());
-        self.push(&key, None, PutOptions::default(), 0, Space::Keyspace, None);
-        self.note_keyspace(ks.shared());
-        self
-    }
-
-    /// Adds a delete of every key of keyspace `ks` in `[start, end)`; an empty
-    /// `end` is the end of the keyspace. As [`WriteBatch::delete_range`].
-    pub fn delete_range_in(
-        &mut self,
-        ks: &Keyspace,
-        start: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        let (start, end) = ks.shared().storage_range(start.as_ref(), end.as_ref());
-        self.push_range(&start, &end, Space::Keyspace);
-        self.note_keyspace(ks.shared());
         self
     }
 
@@ -367,26 +308,6 @@ impl WriteBatch {
         self.keyspaces.clear();
         self.drops.clear();
         self.version = None;
-    }
-
-    /// Adds `change` as another Db's change feed delivered it: a put keeps
-    /// its user meta and absolute expiry, and a range delete its bounds, in
-    /// storage keys (a keyspace's changes land in the same keyspace). This
-    /// is how a replica applies its master's writes; with
-    /// [`WriteBatch::set_version`] they keep the master's version too.
-    pub fn add_change(&mut self, change: &Change) -> &mut Self {
-        let key = &change.key[..];
-        match change.kind {
-            ChangeKind::Put => self.put_raw(
-                key,
-                Some(&change.value),
-                change.user_meta,
-                change.expires_at,
-            ),
-            ChangeKind::DeleteRange => self.delete_range_raw(key, &change.value),
-            _ => self.delete_raw(key),
-        }
-        self
     }
 
     /// Commits the batch at exactly `version` instead of the Db's next one,

@@ -623,6 +623,28 @@ impl std::fmt::Debug for Subscription {
     }
 }
 
+impl crate::WriteBatch {
+    /// Adds `change` as another Db's change feed delivered it: a put keeps
+    /// its user meta and absolute expiry, and a range delete its bounds, in
+    /// storage keys (a keyspace's changes land in the same keyspace). This
+    /// is how a replica applies its master's writes; with
+    /// [`WriteBatch::set_version`](crate::WriteBatch::set_version) they keep the master's version too.
+    pub fn add_change(&mut self, change: &Change) -> &mut Self {
+        let key = &change.key[..];
+        match change.kind {
+            ChangeKind::Put => self.put_raw(
+                key,
+                Some(&change.value),
+                change.user_meta,
+                change.expires_at,
+            ),
+            ChangeKind::DeleteRange => self.delete_range_raw(key, &change.value),
+            _ => self.delete_raw(key),
+        }
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

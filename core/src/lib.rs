@@ -113,11 +113,12 @@ pub mod internals {
 
 pub use batch::{PutOptions, WriteBatch};
 pub use bulk::BulkLoader;
+pub use db::Keyspace;
 pub use db::{CheckpointReport, Db, GcOutcome, Item, Stats, VerifyReport, CHECKPOINT_MARKER};
 pub use error::{Error, Result};
 pub use feed::{Change, ChangeKind, SubscribeOptions, Subscription};
 pub use iter::{DbIterator, IterOptions};
-pub use keyspace::{Keyspace, KeyspaceOptions, MAX_NAME_LEN, RESERVED_PREFIX};
+pub use keyspace::{KeyspaceOptions, MAX_NAME_LEN, RESERVED_PREFIX};
 pub use options::{Clock, Options};
 pub use sequence::Sequence;
 pub use store::Store;

@@ -6,11 +6,11 @@
 //! behaviour.
 
 use crate::batch::PutOptions;
+use crate::db::Keyspace;
 use crate::db::{Db, Item};
 use crate::error::Result;
 use crate::feed::{SubscribeOptions, Subscription};
 use crate::iter::{DbIterator, IterOptions};
-use crate::keyspace::Keyspace;
 
 /// An ordered map of a database: its default keyspace ([`Db`]) or a named
 /// [`Keyspace`]. Object safe: `&dyn Store` and `Arc<dyn Store>` work.

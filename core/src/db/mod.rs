@@ -18,6 +18,7 @@
 //! taken while either is held.
 
 mod background;
+mod catalog;
 mod checkpoint;
 mod commit;
 mod gc;
@@ -55,6 +56,7 @@ use std::time::Instant;
 
 pub(crate) use crate::sync::lock;
 pub(crate) use commit::TxnCheck;
+pub use keyspaces::Keyspace;
 pub(crate) use oracle::fingerprint;
 pub use verify::VerifyReport;
 pub(crate) use write::{Move, WriterKind};
@@ -296,7 +298,7 @@ pub(crate) struct DbInner {
     /// The keyspace catalog: open handles, ids, codecs for table builds. Its
     /// lock orders keyspace creates and drops (outermost); its codecs' lock is
     /// innermost.
-    pub(crate) catalog: crate::keyspace::Catalog,
+    pub(crate) catalog: catalog::Catalog,
     /// Value-log files a checkpoint is linking, and removals deferred meanwhile.
     pub(crate) holds: Mutex<checkpoint::FileHolds>,
     /// The change feed's hub (see `crate::feed`).
@@ -543,28 +545,6 @@ impl Db {
         let mut b = WriteBatch::new();
         b.delete_range(start, end);
         self.write(b)
-    }
-
-    /// Streams a backup to `w`: live entries if `since == 0`, else every version
-    /// written after `since`. Returns the `since` for the next incremental backup.
-    pub fn backup(&self, w: &mut dyn std::io::Write, since: u64) -> Result<u64> {
-        crate::backup::backup(&self.inner, w, since)
-    }
-
-    /// Restores a backup stream (a full one into an empty Db). Returns the number
-    /// of entries applied. A damaged or cut stream (a backup a crash
-    /// interrupted) fails with [`Error::Corruption`]; the stream is applied in
-    /// chunks of about 1 MiB as it is read, so the entries before the damage
-    /// may be in the Db by then (with their right values): empty it
-    /// ([`Db::drop_all`]) before restoring a whole backup again.
-    pub fn load(&self, r: &mut dyn std::io::Read) -> Result<u64> {
-        let loaded = crate::backup::load(&self.inner, r);
-        // The stream may have brought keyspaces with codecs of their own
-        // (also when it failed part way: what it applied stays).
-        let codecs = self.inner.catalog.load_codecs(&self.inner);
-        let n = loaded?;
-        codecs?;
-        Ok(n)
     }
 
     /// Makes an openable copy of the Db in `target`, a directory that must not

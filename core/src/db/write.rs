@@ -131,7 +131,7 @@ impl DbInner {
             if op.space == Space::User {
                 self.check_key(key)?;
             }
-            keyspace::check_op_key(op.space, key, self.opts.max_key_size)?;
+            super::keyspaces::check_op_key(op.space, key, self.opts.max_key_size)?;
             if let Some(v) = batch.value(op) {
                 if v.len() > self.opts.max_value_size {
                     return Err(Error::TooBig {

@@ -12,11 +12,12 @@ pub(crate) use crate::db::fingerprint;
 
 use crate::batch::Space;
 use crate::db::Db;
+use crate::db::Keyspace;
 use crate::db::{DbInner, Item, ReadState, SnapshotGuard};
 use crate::error::{Error, Result};
 use crate::iter::TxnView;
 use crate::iter::{DbIterator, IterOptions};
-use crate::keyspace::{Keyspace, Region, Shared};
+use crate::keyspace::{Region, Shared};
 use crate::sync::lock;
 use crate::value::{self, Stored};
 use crate::{PutOptions, WriteBatch};

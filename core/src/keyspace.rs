@@ -37,19 +37,13 @@
 //!   down a level without a rewrite, keep theirs until compaction rewrites
 //!   them (as a change of `Options::compression` does).
 
-use crate::batch::{PutOptions, Space, WriteBatch};
-use crate::db::{Db, DbInner, Item};
-use crate::sync::lock;
-
-mod catalog;
 use crate::error::{Error, Result};
-use crate::feed::{SubscribeOptions, Subscription};
-use crate::iter::{DbIterator, IterOptions, Walk};
+use crate::iter::{IterOptions, Walk};
 use crate::key;
+use crate::sync::lock;
 use crate::table::Compression;
-pub(crate) use catalog::{Catalog, CatalogEnv};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The first bytes of every key that belongs to keyspaces (and so not to the
@@ -157,7 +151,7 @@ pub struct KeyspaceOptions {
 }
 
 impl KeyspaceOptions {
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if let Some(t) = self.value_threshold {
             if t == 0 || t > (1 << 20) {
                 return Err(Error::InvalidOption {
@@ -181,15 +175,15 @@ impl KeyspaceOptions {
 /// What every handle of one keyspace in one Db shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    id: u32,
-    name: String,
-    prefix: [u8; PREFIX_LEN],
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) prefix: [u8; PREFIX_LEN],
     dropped: AtomicBool,
-    opts: Mutex<KeyspaceOptions>,
+    pub(crate) opts: Mutex<KeyspaceOptions>,
 }
 
 impl Shared {
-    fn new(id: u32, name: &str, opts: KeyspaceOptions) -> Shared {
+    pub(crate) fn new(id: u32, name: &str, opts: KeyspaceOptions) -> Shared {
         Shared {
             id,
             name: name.to_string(),
@@ -238,204 +232,22 @@ impl Shared {
     }
 }
 
-fn prefix(id: u32) -> [u8; PREFIX_LEN] {
+pub(crate) fn prefix(id: u32) -> [u8; PREFIX_LEN] {
     let mut p = [0xff; PREFIX_LEN];
     p[4..].copy_from_slice(&id.to_be_bytes());
     p
 }
 
 /// The first storage key past keyspace `id`'s region (empty: unbounded).
-fn region_end(id: u32) -> Vec<u8> {
+pub(crate) fn region_end(id: u32) -> Vec<u8> {
     key::prefix_successor(&prefix(id)).unwrap_or_default()
 }
 
-fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_NAME_LEN {
         return Err(Error::InvalidArgument(format!(
             "keyspace name {name:?} must be 1..={MAX_NAME_LEN} bytes"
         )));
     }
     Ok(())
-}
-
-/// A keyspace of a [`Db`]: an ordered map of its own, with its own options.
-/// Cheap to clone and to share between threads. Its keys are independent of
-/// every other keyspace's and of the default keyspace's.
-#[derive(Clone)]
-pub struct Keyspace {
-    db: Arc<DbInner>,
-    shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for Keyspace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keyspace")
-            .field("name", &self.shared.name)
-            .field("id", &self.shared.id)
-            .finish()
-    }
-}
-
-impl Db {
-    /// Opens keyspace `name`, creating it with `opts` if it does not exist
-    /// (names are 1..=255 bytes). Options given for an existing keyspace
-    /// replace its recorded ones unless they are `KeyspaceOptions::default()`,
-    /// which keeps them. A read-only Db opens existing keyspaces only.
-    pub fn keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
-        check_name(name)?;
-        opts.validate()?;
-        let inner = &self.inner;
-        inner.check_open()?;
-        let shared = inner.catalog.open(inner, name, opts)?;
-        Ok(Keyspace {
-            db: inner.clone(),
-            shared,
-        })
-    }
-
-    /// The names of the keyspaces, in byte order (the default keyspace is not
-    /// named).
-    pub fn keyspaces(&self) -> Result<Vec<String>> {
-        self.inner.catalog.names(&self.inner)
-    }
-
-    /// Drops keyspace `name`: one batch that deletes its catalog record and
-    /// range-deletes its keys, so it is O(1), atomic across a crash, and
-    /// writers (of any keyspace) go on; compaction reclaims the space. Its
-    /// handles fail from then on; its id is never given again.
-    /// [`Error::NotFound`] when there is no such keyspace.
-    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
-        check_name(name)?;
-        self.inner.check_writable()?;
-        self.inner.catalog.drop(&self.inner, name)
-    }
-}
-
-impl Keyspace {
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
-    /// The keyspace's name.
-    pub fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    /// The keyspace's id: its keys are stored under `FF FF FF FF | id (big-endian)`.
-    pub fn id(&self) -> u32 {
-        self.shared.id
-    }
-
-    /// The options in force for this keyspace.
-    pub fn options(&self) -> KeyspaceOptions {
-        self.shared.options()
-    }
-
-    /// The value of `key` in this keyspace, or `None`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.get_entry(key)?.map(|i| i.value))
-    }
-
-    /// The value of `key` with its user meta, expiry and version.
-    pub fn get_entry(&self, key: &[u8]) -> Result<Option<Item>> {
-        self.db.check_keyspace_key(&self.shared, key)?;
-        self.db.get_storage(&self.shared.storage_key(key))
-    }
-
-    /// The values of many keys of this keyspace at one consistent point, in
-    /// the order asked (as [`Db::get_many`]).
-    pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.shared.check_live()?;
-        self.db.get_many_storage(keys.iter().map(|k| {
-            self.db.check_keyspace_key(&self.shared, k)?;
-            Ok(self.shared.storage_key(k))
-        }))
-    }
-
-    /// Stores `key` → `value` (with the keyspace's default TTL, if it has one).
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put_with(key, value, PutOptions::default())
-    }
-
-    /// Stores `key` → `value` with user meta and/or a time to live (without
-    /// one, the keyspace's default TTL).
-    pub fn put_with(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put_with_in(self, key, value, opts);
-        self.write(b)
-    }
-
-    /// Removes `key` (a no-op if it is absent).
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete_in(self, key);
-        self.write(b)
-    }
-
-    /// Deletes every key of this keyspace in `[start, end)` with one range
-    /// tombstone (as [`Db::delete_range`]); an empty `end` is the end of the
-    /// keyspace.
-    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete_range_in(self, start, end);
-        self.write(b)
-    }
-
-    fn write(&self, b: WriteBatch) -> Result<()> {
-        self.shared.check_live()?;
-        DbInner::write(&self.db, crate::db::WriterKind::Batch(b), None)
-    }
-
-    /// An iterator over a snapshot of this keyspace taken now; prefix and
-    /// bounds are in its own keys, and keys come back without the keyspace's
-    /// prefix.
-    pub fn iter(&self, opts: IterOptions) -> Result<DbIterator> {
-        self.shared.check_live()?;
-        self.db
-            .iter(opts, None, None, Region::Keyspace(&self.shared.prefix))
-    }
-
-    /// Subscribes to this keyspace's changes (as [`Db::subscribe`]), with
-    /// prefixes in its own keys and keys delivered without the keyspace's
-    /// prefix. A range delete's end is empty when it is the keyspace's end
-    /// (so a drop of the keyspace is `DeleteRange` from `""` to `""`).
-    pub fn subscribe(&self, mut opts: SubscribeOptions) -> Result<Subscription> {
-        self.shared.check_live()?;
-        opts.prefixes = if opts.prefixes.is_empty() {
-            vec![self.shared.prefix.to_vec()]
-        } else {
-            opts.prefixes
-                .iter()
-                .map(|p| self.shared.storage_key(p))
-                .collect()
-        };
-        crate::db::subscribe(&self.db, opts, PREFIX_LEN)
-    }
-}
-
-/// Whether a batch op's key is acceptable for its space; `max` is the Db's
-/// `max_key_size`.
-pub(crate) fn check_op_key(space: Space, key: &[u8], max: usize) -> Result<()> {
-    match space {
-        Space::User => {
-            if is_reserved(key) {
-                return Err(reserved_error("key", key));
-            }
-            Ok(())
-        }
-        Space::Keyspace | Space::Storage => {
-            let user = key.len().saturating_sub(PREFIX_LEN);
-            if space == Space::Keyspace && (user == 0 || !is_reserved(key)) {
-                return Err(Error::InvalidArgument("empty key".into()));
-            }
-            if user > max {
-                return Err(Error::TooBig {
-                    what: "key",
-                    len: user,
-                    max,
-                });
-            }
-            Ok(())
-        }
-    }
 }

@@ -10,9 +10,9 @@
 //! catalog's prefix, and an atomic write. The unit tests below run it over a
 //! fake environment (a map).
 
-use super::{prefix, region_end, KeyspaceOptions, Shared, PREFIX_LEN};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::keyspace::{prefix, region_end, KeyspaceOptions, Shared, PREFIX_LEN};
 use crate::sync::lock;
 use crate::table::codec::KeyspaceCodecs;
 use crate::table::Compression;

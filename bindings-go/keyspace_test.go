@@ -377,6 +377,14 @@ func TestAKeyspaceMultiGetReadsOnlyItsOwnKeys(t *testing.T) {
 	if _, err := a.MultiGet([][]byte{[]byte("k1"), nil}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("keyspace multiget with an empty key: %v", err)
 	}
+	// The refused batch changed nothing: every key still reads back.
+	vals, err = a.MultiGet([][]byte{[]byte("k1"), []byte("k3")})
+	if err != nil || string(vals[0]) != "ak1" || string(vals[1]) != "ak3" {
+		t.Fatalf("after a refused multiget: %q, %v", vals, err)
+	}
+	if v, err := db.Get([]byte("k2")); err != nil || string(v) != "d2" {
+		t.Fatalf("the default keyspace after a refused multiget: %q, %v", v, err)
+	}
 	if err := db.DropKeyspace("a"); err != nil {
 		t.Fatal(err)
 	}

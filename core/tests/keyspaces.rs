@@ -734,8 +734,12 @@ fn the_default_keyspace_and_a_named_one_serve_the_same_store_calls_independently
     // A keyspace's get_many refuses an empty key as its get does, and a
     // dropped keyspace refuses it too.
     assert!(ks
-        .get_many(&[b"".as_slice()])
+        .get_many(&[k(1).as_slice(), b"".as_slice()])
         .is_err_and(|e| is_invalid(&e)));
+    // The refusal lost nothing: both stores still read as their models.
+    for (s, m) in [(&db as &dyn Store, &md), (&ks as &dyn Store, &mk)] {
+        assert_eq!(collect(s.iter(IterOptions::default())), model_scan(m));
+    }
     db.drop_keyspace("named").unwrap();
     assert!(ks
         .get_many(&[k(1).as_slice()])

@@ -533,6 +533,15 @@ mod tests {
         panic!("{n} writers never queued up (queued: {})", f.queued());
     }
 
+    /// Starts a writer of "a" (sequence 1) and holds it inside `apply`,
+    /// so that writers queue behind it; the sender lets it go.
+    fn hold_leader(f: &Arc<Fake>) -> (thread::JoinHandle<Result<()>>, mpsc::Sender<()>) {
+        let (inside, go) = f.close_gate();
+        let first = spawn_put(f, "a");
+        inside.recv().expect("leader inside apply");
+        (first, go)
+    }
+
     fn spawn_put(f: &Arc<Fake>, key: &str) -> thread::JoinHandle<Result<()>> {
         let (f, key) = (f.clone(), key.to_string());
         thread::spawn(move || f.put(&key))
@@ -584,9 +593,7 @@ mod tests {
     #[test]
     fn writers_queued_behind_a_leader_are_applied_as_one_group_by_the_next_leader() {
         let f = Fake::new();
-        let (inside, go) = f.close_gate();
-        let first = spawn_put(&f, "a");
-        inside.recv().expect("leader inside apply");
+        let (first, go) = hold_leader(&f);
         let rest: Vec<_> = ["b", "c", "d"].iter().map(|k| spawn_put(&f, k)).collect();
         // The leader stays in the queue while it applies: 1 + 3.
         until_queued(&f, 4);
@@ -601,9 +608,7 @@ mod tests {
     #[test]
     fn a_group_stops_taking_batches_at_max_group_bytes() {
         let f = Fake::new();
-        let (inside, go) = f.close_gate();
-        let first = spawn_put(&f, "a");
-        inside.recv().expect("leader inside apply");
+        let (first, go) = hold_leader(&f);
         let big: Vec<_> = (0..3)
             .map(|i| {
                 let g = f.clone();
@@ -627,9 +632,7 @@ mod tests {
     #[test]
     fn value_log_moves_are_applied_alone_between_the_batches_around_them() {
         let f = Fake::new();
-        let (inside, go) = f.close_gate();
-        let first = spawn_put(&f, "a");
-        inside.recv().expect("leader inside apply");
+        let (first, go) = hold_leader(&f);
         let b = spawn_put(&f, "b");
         until_queued(&f, 2);
         let m = {
@@ -652,9 +655,7 @@ mod tests {
     fn a_failed_group_fails_every_writer_in_it_and_writers_after_it_go_on() {
         let f = Fake::new();
         f.fail_seq.store(3, Ordering::Release);
-        let (inside, go) = f.close_gate();
-        let first = spawn_put(&f, "a");
-        inside.recv().expect("leader inside apply");
+        let (first, go) = hold_leader(&f);
         let grouped: Vec<_> = ["b", "c"].iter().map(|k| spawn_put(&f, k)).collect();
         until_queued(&f, 3);
         go.send(()).expect("let the leader go");
@@ -673,9 +674,7 @@ mod tests {
     #[test]
     fn a_leader_hands_followers_their_share_to_run_on_their_own_threads() {
         let f = Fake::handing_off();
-        let (inside, go) = f.close_gate();
-        let first = spawn_put(&f, "a");
-        inside.recv().expect("leader inside apply");
+        let (first, go) = hold_leader(&f);
         let followers: Vec<_> = ["b", "c", "d"]
             .iter()
             .map(|k| {
@@ -731,9 +730,7 @@ mod tests {
     #[test]
     fn a_transaction_begins_only_once_every_handed_out_sequence_is_visible() {
         let f = Fake::new();
-        let (inside, go) = f.close_gate();
-        let first = spawn_put(&f, "a");
-        inside.recv().expect("leader inside apply");
+        let (first, go) = hold_leader(&f);
         let (began_tx, began_rx) = mpsc::channel();
         let begin = {
             let f = f.clone();
@@ -756,9 +753,7 @@ mod tests {
     #[test]
     fn a_waiting_transaction_begin_ends_with_the_error_alive_reports() {
         let f = Fake::new();
-        let (inside, go) = f.close_gate();
-        let first = spawn_put(&f, "a");
-        inside.recv().expect("leader inside apply");
+        let (first, go) = hold_leader(&f);
         let begin = {
             let f = f.clone();
             thread::spawn(move || f.pipeline.begin_txn(true, |_| (), || Err(Error::Closed)))

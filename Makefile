@@ -376,11 +376,11 @@ py: deps
 	$(PYVENV)/bin/pip uninstall -q -y sett 2>/dev/null || true
 	$(PYVENV)/bin/pip install -q --force-reinstall ./bindings-python
 
-# The wheel a user installs: abi3 (one wheel for CPython >= 3.8), release build, stripped,
+# The wheel a user installs: abi3 (one wheel for CPython >= 3.10), release build, stripped,
 # linked by zig (pip's ziglang) against glibc 2.17 so that it is a real manylinux2014 /
 # manylinux_2_17 wheel without docker; maturin's built-in auditwheel check verifies the
 # glibc symbol versions before it tags it (a plain build on this Debian 12 host would need
-# glibc 2.34). Written to target/wheels/sett_kv-VERSION-cp38-abi3-manylinux*_ARCH.whl.
+# glibc 2.34). Written to target/wheels/sett_kv-VERSION-cp310-abi3-manylinux*_ARCH.whl.
 .PHONY: wheel wheel-check
 WHEEL_DIR := target/wheels
 WHEEL_COMPAT ?= manylinux_2_17
@@ -390,14 +390,14 @@ wheel: deps
 	rm -f $(WHEEL_DIR)/sett_kv-*.whl
 	PATH="$(ROOT)/$(PYVENV)/bin:$$PATH" $(PYVENV)/bin/maturin build --release --strip --zig \
 		--compatibility $(WHEEL_COMPAT) -m bindings-python/Cargo.toml -i $(PYVENV)/bin/python -o $(WHEEL_DIR)
-	@ls $(WHEEL_DIR)/sett_kv-$(VERSION)-cp38-abi3-*.whl
+	@ls $(WHEEL_DIR)/sett_kv-$(VERSION)-cp310-abi3-*.whl
 
 # Installs that wheel into a fresh virtualenv with every directory holding cargo or rustc
 # taken off PATH (and checks that neither is reachable), then runs the API tests and
 # tests/wheel_smoke.py (open, write, read, iterate, value-log GC, backup) against it.
 wheel-check: wheel
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	wheel=$$(ls $(ROOT)/$(WHEEL_DIR)/sett_kv-$(VERSION)-cp38-abi3-*.whl); \
+	wheel=$$(ls $(ROOT)/$(WHEEL_DIR)/sett_kv-$(VERSION)-cp310-abi3-*.whl); \
 	python=$$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))'); \
 	PATH=$$(printf '%s' "$$PATH" | tr ':' '\n' | while read -r d; do \
 		[ -n "$$d" ] && [ ! -e "$$d/cargo" ] && [ ! -e "$$d/rustc" ] && printf '%s:' "$$d"; done; true); \

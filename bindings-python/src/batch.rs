@@ -97,7 +97,7 @@ impl Batch {
         let ops = std::mem::take(&mut self.ops);
         let db = self.db.bind(py).borrow();
         let inner = &db.inner;
-        py.allow_threads(|| inner.write(ops)).map_err(to_py)
+        py.detach(|| inner.write(ops)).map_err(to_py)
     }
 
     /// Drops every operation added since the last commit.

@@ -16,10 +16,10 @@ pub fn bytes_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
 /// caller's reference), copied from a `bytearray` (which Python code may
 /// resize while we read it).
 pub fn bytes_view<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
-    if let Ok(b) = obj.downcast::<PyBytes>() {
+    if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Cow::Borrowed(b.as_bytes()));
     }
-    if let Ok(b) = obj.downcast::<PyByteArray>() {
+    if let Ok(b) = obj.cast::<PyByteArray>() {
         return Ok(Cow::Owned(b.to_vec()));
     }
     if obj.is_instance_of::<PyString>() {

@@ -11,6 +11,7 @@ use crate::txn::Txn;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::IntoPyObjectExt;
 use sett_core::options::{option_spec, OptionBounds, OptionKind, OptionValue, OPTIONS};
 use sett_core::{Compression, GcOutcome, Options};
 use std::path::PathBuf;
@@ -74,15 +75,17 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 /// `sett.OPTIONS`: core's table of options, one dict per option (name, type,
 /// default, min, max, bounds, doc), in the table's order.
 pub(crate) fn options_table(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    let out = PyList::empty_bound(py);
+    let out = PyList::empty(py);
     for spec in OPTIONS {
-        let d = PyDict::new_bound(py);
+        let d = PyDict::new(py);
         d.set_item("name", spec.name)?;
         d.set_item("type", spec.kind.name())?;
-        d.set_item("default", option_value(py, &spec.default))?;
-        let (min, max): (PyObject, PyObject) = match (spec.bounds, spec.int_range()) {
-            (OptionBounds::Float { min, below }, _) => (min.into_py(py), below.into_py(py)),
-            (_, Some((lo, hi))) => (lo.into_py(py), hi.into_py(py)),
+        d.set_item("default", option_value(py, &spec.default)?)?;
+        let (min, max): (Py<PyAny>, Py<PyAny>) = match (spec.bounds, spec.int_range()) {
+            (OptionBounds::Float { min, below }, _) => {
+                (min.into_py_any(py)?, below.into_py_any(py)?)
+            }
+            (_, Some((lo, hi))) => (lo.into_py_any(py)?, hi.into_py_any(py)?),
             _ => (py.None(), py.None()),
         };
         d.set_item("min", min)?;
@@ -94,17 +97,17 @@ pub(crate) fn options_table(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     Ok(out)
 }
 
-fn option_value(py: Python<'_>, v: &OptionValue) -> PyObject {
+fn option_value(py: Python<'_>, v: &OptionValue) -> PyResult<Py<PyAny>> {
     match v {
-        OptionValue::Bool(b) => b.into_py(py),
-        OptionValue::Int(i) => i.into_py(py),
-        OptionValue::Float(f) => f.into_py(py),
-        OptionValue::Codec(c) => c.name().into_py(py),
+        OptionValue::Bool(b) => b.into_py_any(py),
+        OptionValue::Int(i) => i.into_py_any(py),
+        OptionValue::Float(f) => f.into_py_any(py),
+        OptionValue::Codec(c) => c.name().into_py_any(py),
         OptionValue::Codecs(list) => list
             .iter()
             .map(|c| c.name())
             .collect::<Vec<_>>()
-            .into_py(py),
+            .into_py_any(py),
     }
 }
 
@@ -128,7 +131,7 @@ impl Db {
         py: Python<'_>,
         path: PathBuf,
         options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<(Db, Store)> {
+    ) -> PyResult<PyClassInitializer<Db>> {
         let mut o = Options::new(path);
         if let Some(opts) = options {
             for (k, v) in opts.iter() {
@@ -136,13 +139,8 @@ impl Db {
                 set_option(&mut o, &name, &v)?;
             }
         }
-        let inner = Arc::new(py.allow_threads(|| sett_core::Db::open(o)).map_err(to_py)?);
-        Ok((
-            Db {
-                inner: inner.clone(),
-            },
-            Store::new(inner),
-        ))
+        let inner = Arc::new(py.detach(|| sett_core::Db::open(o)).map_err(to_py)?);
+        Ok(PyClassInitializer::from(Store::new(inner.clone())).add_subclass(Db { inner }))
     }
 
     /// A native write batch to fill and commit atomically (a context manager):
@@ -162,9 +160,7 @@ impl Db {
         let py = slf.py();
         let db = slf.borrow();
         let inner = &db.inner;
-        let seq = py
-            .allow_threads(|| inner.sequence(&k, bandwidth))
-            .map_err(to_py)?;
+        let seq = py.detach(|| inner.sequence(&k, bandwidth)).map_err(to_py)?;
         Ok(Sequence::new(seq, slf.clone().into_any().unbind()))
     }
 
@@ -173,7 +169,7 @@ impl Db {
         let py = slf.py();
         let db = slf.borrow();
         let inner = &db.inner;
-        let l = py.allow_threads(|| inner.bulk_load()).map_err(to_py)?;
+        let l = py.detach(|| inner.bulk_load()).map_err(to_py)?;
         Ok(BulkLoader::new(l, slf.clone().into_any().unbind()))
     }
 
@@ -196,9 +192,7 @@ impl Db {
             (Some(u), None) | (None, Some(u)) => u,
             (None, None) => true,
         };
-        let t = py
-            .allow_threads(|| self.inner.begin(update))
-            .map_err(to_py)?;
+        let t = py.detach(|| self.inner.begin(update)).map_err(to_py)?;
         Ok(Txn::new(t))
     }
 
@@ -222,47 +216,45 @@ impl Db {
     /// The names of the keyspaces, in byte order.
     fn keyspaces(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let inner = &self.inner;
-        py.allow_threads(|| inner.keyspaces()).map_err(to_py)
+        py.detach(|| inner.keyspaces()).map_err(to_py)
     }
 
     /// Drops keyspace `name` and all its keys in one atomic write (writers go
     /// on; compaction reclaims the space). NotFoundError if there is none.
     fn drop_keyspace(&self, py: Python<'_>, name: &str) -> PyResult<()> {
         let inner = &self.inner;
-        py.allow_threads(|| inner.drop_keyspace(name))
-            .map_err(to_py)
+        py.detach(|| inner.drop_keyspace(name)).map_err(to_py)
     }
 
     /// One round of value-log GC; True if a file was collected.
     #[pyo3(signature = (discard_ratio=0.5))]
     fn run_value_log_gc(&self, py: Python<'_>, discard_ratio: f64) -> PyResult<bool> {
         let out = py
-            .allow_threads(|| self.inner.run_value_log_gc(discard_ratio))
+            .detach(|| self.inner.run_value_log_gc(discard_ratio))
             .map_err(to_py)?;
         Ok(out != GcOutcome::NothingToCollect)
     }
 
     /// Flushes and compacts everything into the last level.
     fn flatten(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.inner.flatten()).map_err(to_py)
+        py.detach(|| self.inner.flatten()).map_err(to_py)
     }
 
     /// Makes the memtables durable tables.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.inner.flush()).map_err(to_py)
+        py.detach(|| self.inner.flush()).map_err(to_py)
     }
 
     /// Deletes every key.
     fn drop_all(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.inner.drop_all()).map_err(to_py)
+        py.detach(|| self.inner.drop_all()).map_err(to_py)
     }
 
     /// Deletes every key starting with `prefix` (one range delete: atomic,
     /// writers do not wait).
     fn drop_prefix(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<()> {
         let p = bytes_arg(prefix, "prefix")?;
-        py.allow_threads(|| self.inner.drop_prefix(&p))
-            .map_err(to_py)
+        py.detach(|| self.inner.drop_prefix(&p)).map_err(to_py)
     }
 
     /// Writes a backup to `dest`: a path (the file is created or truncated,
@@ -275,7 +267,7 @@ impl Db {
     fn backup(&self, py: Python<'_>, dest: &Bound<'_, PyAny>, since: u64) -> PyResult<u64> {
         if let Ok(path) = dest.extract::<PathBuf>() {
             return py
-                .allow_threads(|| -> sett_core::Result<u64> {
+                .detach(|| -> sett_core::Result<u64> {
                     let io = |e: std::io::Error| sett_core::Error::Io {
                         context: format!("writing backup {}", path.display()),
                         source: e.into(),
@@ -290,7 +282,7 @@ impl Db {
                 .map_err(to_py);
         }
         let mut w = PyStream::new(dest, "write", "backup")?;
-        let r = py.allow_threads(|| self.inner.backup(&mut w, since));
+        let r = py.detach(|| self.inner.backup(&mut w, since));
         w.result(py, r)
     }
 
@@ -303,7 +295,7 @@ impl Db {
     fn restore(&self, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<u64> {
         if let Ok(path) = src.extract::<PathBuf>() {
             return py
-                .allow_threads(|| -> sett_core::Result<u64> {
+                .detach(|| -> sett_core::Result<u64> {
                     let f = std::fs::File::open(&path).map_err(|e| sett_core::Error::Io {
                         context: format!("opening backup {}", path.display()),
                         source: e.into(),
@@ -313,7 +305,7 @@ impl Db {
                 .map_err(to_py);
         }
         let mut r = PyStream::new(src, "read", "restore")?;
-        let n = py.allow_threads(|| self.inner.load(&mut r));
+        let n = py.detach(|| self.inner.load(&mut r));
         r.result(py, n)
     }
 
@@ -321,9 +313,9 @@ impl Db {
     /// version points to. Returns the counts as a dict (tables, blocks,
     /// entries, values); the first damage raises CorruptionError naming the
     /// file and offset. The database is not changed.
-    fn verify(&self, py: Python<'_>) -> PyResult<PyObject> {
-        let r = py.allow_threads(|| self.inner.verify()).map_err(to_py)?;
-        let d = PyDict::new_bound(py);
+    fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let r = py.detach(|| self.inner.verify()).map_err(to_py)?;
+        let d = PyDict::new(py);
         d.set_item("tables", r.tables)?;
         d.set_item("blocks", r.blocks)?;
         d.set_item("entries", r.entries)?;
@@ -340,11 +332,9 @@ impl Db {
     /// InvalidArgumentError and changes nothing; a directory left by an
     /// interrupted checkpoint holds CHECKPOINT-INCOMPLETE, and sett.open
     /// refuses it with CorruptionError. The GIL is released while it runs.
-    fn checkpoint(&self, py: Python<'_>, path: PathBuf) -> PyResult<PyObject> {
-        let r = py
-            .allow_threads(|| self.inner.checkpoint(&path))
-            .map_err(to_py)?;
-        let d = PyDict::new_bound(py);
+    fn checkpoint(&self, py: Python<'_>, path: PathBuf) -> PyResult<Py<PyAny>> {
+        let r = py.detach(|| self.inner.checkpoint(&path)).map_err(to_py)?;
+        let d = PyDict::new(py);
         d.set_item("files_linked", r.files_linked)?;
         d.set_item("files_copied", r.files_copied)?;
         d.set_item("bytes_linked", r.bytes_linked)?;
@@ -354,12 +344,12 @@ impl Db {
     }
 
     /// Counts and sizes as a dict.
-    fn stats(&self, py: Python<'_>) -> PyResult<PyObject> {
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.inner.is_closed() {
             return Err(to_py(sett_core::Error::Closed));
         }
         let s = self.inner.stats();
-        let d = PyDict::new_bound(py);
+        let d = PyDict::new(py);
         d.set_item("levels", s.levels)?;
         d.set_item("vlog_files", s.vlog_files)?;
         d.set_item("vlog_bytes", s.vlog_bytes)?;
@@ -404,7 +394,7 @@ impl Db {
 
     /// Flushes, waits for background work and releases the directory. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.inner.close()).map_err(to_py)
+        py.detach(|| self.inner.close()).map_err(to_py)
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

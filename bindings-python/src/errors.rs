@@ -97,9 +97,9 @@ create_exception!(
 
 /// `exc` with attribute `name` set to `v`.
 fn with_attr(exc: PyErr, name: &str, v: u64) -> PyErr {
-    Python::with_gil(|py| {
+    Python::attach(|py| {
         // Setting an attribute on a fresh exception object does not fail.
-        let _ = exc.value_bound(py).setattr(name, v);
+        let _ = exc.value(py).setattr(name, v);
     });
     exc
 }
@@ -133,32 +133,29 @@ pub fn to_py(e: Error) -> PyErr {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("Error", py.get_type_bound::<SettError>())?;
-    m.add("ConflictError", py.get_type_bound::<ConflictError>())?;
-    m.add("NotFoundError", py.get_type_bound::<NotFoundError>())?;
-    m.add("CorruptionError", py.get_type_bound::<CorruptionError>())?;
-    m.add("ClosedError", py.get_type_bound::<ClosedError>())?;
-    m.add("TooBigError", py.get_type_bound::<TooBigError>())?;
-    m.add("LockedError", py.get_type_bound::<LockedError>())?;
-    m.add("ReadOnlyError", py.get_type_bound::<ReadOnlyError>())?;
-    m.add("PoisonedError", py.get_type_bound::<PoisonedError>())?;
-    m.add(
-        "InvalidOptionError",
-        py.get_type_bound::<InvalidOptionError>(),
-    )?;
+    m.add("Error", py.get_type::<SettError>())?;
+    m.add("ConflictError", py.get_type::<ConflictError>())?;
+    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add("CorruptionError", py.get_type::<CorruptionError>())?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("TooBigError", py.get_type::<TooBigError>())?;
+    m.add("LockedError", py.get_type::<LockedError>())?;
+    m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
+    m.add("PoisonedError", py.get_type::<PoisonedError>())?;
+    m.add("InvalidOptionError", py.get_type::<InvalidOptionError>())?;
     m.add(
         "InvalidArgumentError",
-        py.get_type_bound::<InvalidArgumentError>(),
+        py.get_type::<InvalidArgumentError>(),
     )?;
-    m.add("IOError", py.get_type_bound::<IOError>())?;
+    m.add("IOError", py.get_type::<IOError>())?;
     m.add(
         "UnsupportedVersionError",
-        py.get_type_bound::<UnsupportedVersionError>(),
+        py.get_type::<UnsupportedVersionError>(),
     )?;
-    m.add("FellBehindError", py.get_type_bound::<FellBehindError>())?;
+    m.add("FellBehindError", py.get_type::<FellBehindError>())?;
     m.add(
         "FeedHistoryTooShortError",
-        py.get_type_bound::<FeedHistoryTooShortError>(),
+        py.get_type::<FeedHistoryTooShortError>(),
     )?;
     Ok(())
 }

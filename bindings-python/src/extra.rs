@@ -15,11 +15,11 @@ use pyo3::types::PyAny;
 pub struct Sequence {
     seq: sett_core::Sequence,
     /// Keeps the database object alive while the sequence is.
-    _db: PyObject,
+    _db: Py<PyAny>,
 }
 
 impl Sequence {
-    pub(crate) fn new(seq: sett_core::Sequence, db: PyObject) -> Sequence {
+    pub(crate) fn new(seq: sett_core::Sequence, db: Py<PyAny>) -> Sequence {
         Sequence { seq, _db: db }
     }
 }
@@ -28,7 +28,7 @@ impl Sequence {
 impl Sequence {
     /// The next number (may write a new lease).
     fn next(&self, py: Python<'_>) -> PyResult<u64> {
-        py.allow_threads(|| self.seq.next()).map_err(to_py)
+        py.detach(|| self.seq.next()).map_err(to_py)
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<u64> {
@@ -42,7 +42,7 @@ impl Sequence {
     /// Gives back the unused rest of the lease, so that the next sequence on
     /// this key continues right after the last number handed out.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.seq.release()).map_err(to_py)
+        py.detach(|| self.seq.release()).map_err(to_py)
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -64,11 +64,11 @@ impl Sequence {
 #[pyclass(module = "sett._sett")]
 pub struct BulkLoader {
     loader: Option<sett_core::BulkLoader>,
-    _db: PyObject,
+    _db: Py<PyAny>,
 }
 
 impl BulkLoader {
-    pub(crate) fn new(loader: sett_core::BulkLoader, db: PyObject) -> BulkLoader {
+    pub(crate) fn new(loader: sett_core::BulkLoader, db: Py<PyAny>) -> BulkLoader {
         BulkLoader {
             loader: Some(loader),
             _db: db,
@@ -98,14 +98,14 @@ impl BulkLoader {
         let o = put_options(ttl, meta)?;
         let py = key.py();
         let l = self.get()?;
-        py.allow_threads(|| l.add_with(&k, &v, o)).map_err(to_py)
+        py.detach(|| l.add_with(&k, &v, o)).map_err(to_py)
     }
 
     /// Makes everything durable and visible; returns the number of entries loaded.
     fn finish(&mut self, py: Python<'_>) -> PyResult<u64> {
         self.get()?;
         let l = self.loader.take().expect("checked above");
-        py.allow_threads(|| l.finish()).map_err(to_py)
+        py.detach(|| l.finish()).map_err(to_py)
     }
 
     /// Abandons the load (nothing becomes visible; other writes work again).

@@ -32,12 +32,12 @@ pub struct Change {
 impl Change {
     #[getter]
     fn key<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new_bound(py, &self.key)
+        PyBytes::new(py, &self.key)
     }
 
     #[getter]
     fn value<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.value.as_deref().map(|v| PyBytes::new_bound(py, v))
+        self.value.as_deref().map(|v| PyBytes::new(py, v))
     }
 
     /// True for a delete (and a range delete).
@@ -50,7 +50,7 @@ impl Change {
     /// deleted; b"" = no upper bound); None for any other change.
     #[getter]
     fn range_end<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.range_end.as_deref().map(|v| PyBytes::new_bound(py, v))
+        self.range_end.as_deref().map(|v| PyBytes::new(py, v))
     }
 
     fn __repr__(&self) -> String {
@@ -115,7 +115,7 @@ impl Subscription {
             let wait = deadline.map_or(slice, |d| {
                 d.saturating_duration_since(Instant::now()).min(slice)
             });
-            let got = py.allow_threads(|| sub.next(Some(wait))).map_err(to_py)?;
+            let got = py.detach(|| sub.next(Some(wait))).map_err(to_py)?;
             if let Some(changes) = got {
                 return Ok(Some(changes.into_iter().map(convert).collect()));
             }
@@ -218,14 +218,14 @@ pub(crate) fn subscribe(
                 "prefixes is a list of bytes prefixes, not one bytes object: pass [prefix]",
             ));
         }
-        for item in p.iter()? {
+        for item in p.try_iter()? {
             opts.prefixes.push(bytes_arg(&item?, "prefix")?);
         }
     }
     if let Some(m) = max_pending_bytes {
         opts.max_pending_bytes = m;
     }
-    let sub = py.allow_threads(|| open(opts)).map_err(to_py)?;
+    let sub = py.detach(|| open(opts)).map_err(to_py)?;
     Ok(Subscription {
         sub: Mutex::new(Some(Arc::new(sub))),
     })

@@ -5,6 +5,7 @@ use crate::errors::{to_py, ClosedError};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
+use pyo3::IntoPyObjectExt;
 use sett_core::DbIterator;
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -38,11 +39,11 @@ struct State {
 pub struct PyIter {
     state: Mutex<State>,
     what: Yield,
-    _owner: Option<PyObject>,
+    _owner: Option<Py<PyAny>>,
 }
 
 impl PyIter {
-    pub(crate) fn new(it: DbIterator, what: Yield, owner: Option<PyObject>) -> PyIter {
+    pub(crate) fn new(it: DbIterator, what: Yield, owner: Option<Py<PyAny>>) -> PyIter {
         PyIter {
             state: Mutex::new(State {
                 it: Some(it),
@@ -74,7 +75,7 @@ impl PyIter {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let mut guard = self.state()?;
         let st = &mut *guard;
         if st.buf.is_empty() {
@@ -82,7 +83,7 @@ impl PyIter {
                 return Ok(None);
             };
             let chunk: sett_core::Result<Vec<(Vec<u8>, Vec<u8>)>> =
-                py.allow_threads(|| it.by_ref().take(CHUNK).collect());
+                py.detach(|| it.by_ref().take(CHUNK).collect());
             let chunk = chunk.map_err(to_py)?;
             if chunk.is_empty() {
                 if !st.cursor {
@@ -96,9 +97,9 @@ impl PyIter {
             return Ok(None);
         };
         Ok(Some(match self.what {
-            Yield::Keys => PyBytes::new_bound(py, &k).into_any().unbind(),
-            Yield::Values => PyBytes::new_bound(py, &v).into_any().unbind(),
-            Yield::Items => (PyBytes::new_bound(py, &k), PyBytes::new_bound(py, &v)).into_py(py),
+            Yield::Keys => PyBytes::new(py, &k).into_any().unbind(),
+            Yield::Values => PyBytes::new(py, &v).into_any().unbind(),
+            Yield::Items => (PyBytes::new(py, &k), PyBytes::new(py, &v)).into_py_any(py)?,
         }))
     }
 
@@ -119,7 +120,7 @@ impl PyIter {
         };
         st.buf.clear();
         st.cursor = true;
-        py.allow_threads(|| it.seek(&k)).map_err(to_py)
+        py.detach(|| it.seek(&k)).map_err(to_py)
     }
 
     /// Goes back to the first key (reverse iterators: the last) within the
@@ -136,14 +137,14 @@ impl PyIter {
         };
         st.buf.clear();
         st.cursor = true;
-        py.allow_threads(|| it.rewind()).map_err(to_py)
+        py.detach(|| it.rewind()).map_err(to_py)
     }
 
     /// `sett.Iter[bytes]` in annotations evaluated at run time (the stubs make Iter generic).
     #[classmethod]
-    fn __class_getitem__(cls: &Bound<'_, PyType>, item: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    fn __class_getitem__(cls: &Bound<'_, PyType>, item: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = cls.py();
-        match py.import_bound("types")?.getattr("GenericAlias") {
+        match py.import("types")?.getattr("GenericAlias") {
             Ok(alias) => Ok(alias.call1((cls, item))?.unbind()),
             Err(_) => Ok(cls.clone().into_any().unbind()), // Python 3.8
         }

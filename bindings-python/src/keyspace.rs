@@ -58,8 +58,7 @@ impl Keyspace {
         let ks = {
             let d = db.borrow();
             let inner = &d.inner;
-            py.allow_threads(|| inner.keyspace(name, o))
-                .map_err(to_py)?
+            py.detach(|| inner.keyspace(name, o)).map_err(to_py)?
         };
         let store = Store::new(Arc::new(ks.clone()));
         let this = Keyspace {

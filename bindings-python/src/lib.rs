@@ -6,9 +6,6 @@
 //! may fsync or stall; batches; multi-get; GC; backup; flatten; iteration
 //! chunks; close), and kept for a single point read.
 
-// pyo3 0.22's #[pymethods] expansion converts PyErr into itself; the lint fires on our signatures.
-#![allow(clippy::useless_conversion)]
-
 mod batch;
 mod convert;
 mod db;

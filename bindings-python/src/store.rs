@@ -8,6 +8,7 @@ use crate::iter::{PyIter, Yield};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use pyo3::IntoPyObjectExt;
 use sett_core::{IterOptions, PutOptions};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +40,7 @@ impl Store {
     ) -> PyResult<PyIter> {
         let o = iter_options(prefix, start, end, reverse, what == Yield::Keys, prefetch)?;
         let target = slf.borrow().target.clone();
-        let it = slf.py().allow_threads(|| target.iter(o)).map_err(to_py)?;
+        let it = slf.py().detach(|| target.iter(o)).map_err(to_py)?;
         Ok(PyIter::new(it, what, Some(slf.clone().into_any().unbind())))
     }
 }
@@ -91,35 +92,35 @@ impl Store {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        default: Option<PyObject>,
-    ) -> PyResult<PyObject> {
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let k = bytes_arg(key, "key")?;
         match self.target.get(&k).map_err(to_py)? {
-            Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
         }
     }
 
     /// (value, user_meta, expires_at, version) of `key`, or None.
-    fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = bytes_arg(key, "key")?;
         match self.target.get_entry(&k).map_err(to_py)? {
             Some(i) => Ok((
-                PyBytes::new_bound(py, &i.value),
+                PyBytes::new(py, &i.value),
                 i.user_meta,
                 i.expires_at,
                 i.version,
             )
-                .into_py(py)),
+                .into_py_any(py)?),
             None => Ok(py.None()),
         }
     }
 
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = bytes_arg(key, "key")?;
         match self.target.get(&k).map_err(to_py)? {
-            Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
-            None => Err(PyKeyError::new_err(PyBytes::new_bound(py, &k).unbind())),
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+            None => Err(PyKeyError::new_err(PyBytes::new(py, &k).unbind())),
         }
     }
 
@@ -143,26 +144,21 @@ impl Store {
 
     /// The values of many keys at one consistent point, in the order asked
     /// (None where absent).
-    fn get_many(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<PyObject>> {
+    fn get_many(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
         let mut ks = Vec::new();
-        for k in keys.iter()? {
+        for k in keys.try_iter()? {
             ks.push(bytes_arg(&k?, "key")?);
         }
         let target = &self.target;
         let vals = py
-            .allow_threads(|| {
+            .detach(|| {
                 let refs: Vec<&[u8]> = ks.iter().map(Vec::as_slice).collect();
                 target.get_many(&refs)
             })
             .map_err(to_py)?;
         Ok(vals
             .into_iter()
-            .map(|v| {
-                v.map_or_else(
-                    || py.None(),
-                    |v| PyBytes::new_bound(py, &v).into_any().unbind(),
-                )
-            })
+            .map(|v| v.map_or_else(|| py.None(), |v| PyBytes::new(py, &v).into_any().unbind()))
             .collect())
     }
 
@@ -180,15 +176,14 @@ impl Store {
         let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
         let o = put_options(ttl, meta)?;
         let target = &self.target;
-        py.allow_threads(|| target.put_with(&k, &v, o))
-            .map_err(to_py)
+        py.detach(|| target.put_with(&k, &v, o)).map_err(to_py)
     }
 
     /// Removes `key` (no error if absent).
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = bytes_arg(key, "key")?;
         let target = &self.target;
-        py.allow_threads(|| target.delete(&k)).map_err(to_py)
+        py.detach(|| target.delete(&k)).map_err(to_py)
     }
 
     /// Deletes every key in `[start, end)` with one range tombstone (RocksDB's
@@ -202,8 +197,7 @@ impl Store {
     ) -> PyResult<()> {
         let (s, e) = (bytes_arg(start, "start")?, bytes_arg(end, "end")?);
         let target = &self.target;
-        py.allow_threads(|| target.delete_range(&s, &e))
-            .map_err(to_py)
+        py.detach(|| target.delete_range(&s, &e)).map_err(to_py)
     }
 
     /// An iterator over a snapshot taken now: (key, value) pairs, or keys if

@@ -11,7 +11,7 @@ use std::io::{self, Read, Write};
 
 /// A file object as `io::Write` (method "write") or `io::Read` (method "read").
 pub struct PyStream {
-    obj: PyObject,
+    obj: Py<PyAny>,
     method: &'static str,
     /// The exception the file object raised, raised again (or as the cause)
     /// once the engine has returned.
@@ -71,10 +71,10 @@ impl PyStream {
 
 impl Write for PyStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let r = Python::with_gil(|py| -> PyResult<usize> {
+        let r = Python::attach(|py| -> PyResult<usize> {
             let ret = self
                 .obj
-                .call_method1(py, "write", (PyBytes::new_bound(py, buf),))?;
+                .call_method1(py, "write", (PyBytes::new(py, buf),))?;
             // A raw file may take fewer bytes (write_all calls again); None
             // (some file-likes) means all of them.
             if ret.is_none(py) {
@@ -102,7 +102,7 @@ impl Read for PyStream {
         if buf.is_empty() {
             return Ok(0);
         }
-        let r = Python::with_gil(|py| -> PyResult<Vec<u8>> {
+        let r = Python::attach(|py| -> PyResult<Vec<u8>> {
             let got = self.obj.call_method1(py, "read", (buf.len(),))?;
             let data = bytes_arg(got.bind(py), "the value read() returned")?;
             if data.len() > buf.len() {

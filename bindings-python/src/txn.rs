@@ -8,6 +8,7 @@ use crate::keyspace::Keyspace;
 use crate::store::{iter_options, put_options};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use pyo3::IntoPyObjectExt;
 use std::sync::Mutex;
 
 /// A transaction; finished by `commit()` or `discard()`, or by the end of a
@@ -45,16 +46,16 @@ impl Txn {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        default: Option<PyObject>,
+        default: Option<Py<PyAny>>,
         keyspace: Option<PyRef<'_, Keyspace>>,
-    ) -> PyResult<PyObject> {
+    ) -> PyResult<Py<PyAny>> {
         let k = bytes_arg(key, "key")?;
         let got = match keyspace {
             Some(ks) => self.with(|t| t.get_in(&ks.ks, &k))?,
             None => self.with(|t| t.get(&k))?,
         };
         match got {
-            Some(v) => Ok(PyBytes::new_bound(py, &v).into_any().unbind()),
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
         }
     }
@@ -62,16 +63,16 @@ impl Txn {
     /// (value, user_meta, expires_at, version) of `key` as this transaction
     /// sees it, or None. For a key it wrote itself (not yet committed):
     /// the meta it wrote, and expires_at and version 0 (set at commit).
-    fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = bytes_arg(key, "key")?;
         match self.with(|t| t.get_entry(&k))? {
             Some(i) => Ok((
-                PyBytes::new_bound(py, &i.value),
+                PyBytes::new(py, &i.value),
                 i.user_meta,
                 i.expires_at,
                 i.version,
             )
-                .into_py(py)),
+                .into_py_any(py)?),
             None => Ok(py.None()),
         }
     }
@@ -157,7 +158,7 @@ impl Txn {
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .ok_or_else(|| ClosedError::new_err(ENDED))?;
-        py.allow_threads(|| t.commit()).map_err(to_py)
+        py.detach(|| t.commit()).map_err(to_py)
     }
 
     /// Drops the buffered writes; safe to call twice.
@@ -210,7 +211,7 @@ impl Txn {
             return Ok(false);
         };
         if exc_type.is_none() && self.update {
-            py.allow_threads(|| t.commit()).map_err(to_py)?;
+            py.detach(|| t.commit()).map_err(to_py)?;
         } else {
             t.discard();
         }

@@ -2,12 +2,12 @@
 //! the default keyspace and a named one share (sett's Rust `Store` trait),
 //! so that each is written once.
 
-use crate::convert::{bytes_arg, opt_bytes_arg};
+use crate::convert::{bytes_view, opt_bytes_arg};
 use crate::errors::to_py;
 use crate::iter::{PyIter, Yield};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 use pyo3::IntoPyObjectExt;
 use sett_core::{IterOptions, PutOptions};
 use std::sync::Arc;
@@ -94,7 +94,7 @@ impl Store {
         key: &Bound<'_, PyAny>,
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         match self.target.get(&k).map_err(to_py)? {
             Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
@@ -103,7 +103,7 @@ impl Store {
 
     /// (value, user_meta, expires_at, version) of `key`, or None.
     fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         match self.target.get_entry(&k).map_err(to_py)? {
             Some(i) => Ok((
                 PyBytes::new(py, &i.value),
@@ -117,7 +117,7 @@ impl Store {
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         match self.target.get(&k).map_err(to_py)? {
             Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
             None => Err(PyKeyError::new_err(PyBytes::new(py, &k).unbind())),
@@ -138,28 +138,32 @@ impl Store {
     }
 
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         Ok(self.target.get(&k).map_err(to_py)?.is_some())
     }
 
     /// The values of many keys at one consistent point, in the order asked
     /// (None where absent).
-    fn get_many(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-        let mut ks = Vec::new();
-        for k in keys.try_iter()? {
-            ks.push(bytes_arg(&k?, "key")?);
-        }
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        // The key objects are held in `objs` so that the slices borrowed
+        // from them (bytes are immutable) stay valid while the GIL is released.
+        let objs = keys.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        let views = objs
+            .iter()
+            .map(|k| bytes_view(k, "key"))
+            .collect::<PyResult<Vec<_>>>()?;
+        let refs: Vec<&[u8]> = views.iter().map(|k| &**k).collect();
         let target = &self.target;
-        let vals = py
-            .detach(|| {
-                let refs: Vec<&[u8]> = ks.iter().map(Vec::as_slice).collect();
-                target.get_many(&refs)
-            })
-            .map_err(to_py)?;
-        Ok(vals
-            .into_iter()
-            .map(|v| v.map_or_else(|| py.None(), |v| PyBytes::new(py, &v).into_any().unbind()))
-            .collect())
+        let vals = py.detach(|| target.get_many(&refs)).map_err(to_py)?;
+        PyList::new(
+            py,
+            vals.into_iter()
+                .map(|v| v.map_or_else(|| py.None(), |v| PyBytes::new(py, &v).into_any().unbind())),
+        )
     }
 
     /// Stores key → value, optionally with a time to live (seconds) and a
@@ -173,7 +177,7 @@ impl Store {
         ttl: Option<f64>,
         meta: u8,
     ) -> PyResult<()> {
-        let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
+        let (k, v) = (bytes_view(key, "key")?, bytes_view(value, "value")?);
         let o = put_options(ttl, meta)?;
         let target = &self.target;
         py.detach(|| target.put_with(&k, &v, o)).map_err(to_py)
@@ -181,7 +185,7 @@ impl Store {
 
     /// Removes `key` (no error if absent).
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         let target = &self.target;
         py.detach(|| target.delete(&k)).map_err(to_py)
     }
@@ -195,7 +199,7 @@ impl Store {
         start: &Bound<'_, PyAny>,
         end: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let (s, e) = (bytes_arg(start, "start")?, bytes_arg(end, "end")?);
+        let (s, e) = (bytes_view(start, "start")?, bytes_view(end, "end")?);
         let target = &self.target;
         py.detach(|| target.delete_range(&s, &e)).map_err(to_py)
     }

@@ -1,7 +1,7 @@
 //! `Db` and `open()`.
 
 use crate::batch::Batch;
-use crate::convert::bytes_arg;
+use crate::convert::bytes_view;
 use crate::errors::to_py;
 use crate::extra::{BulkLoader, Sequence};
 use crate::keyspace::{keyspace_options, Keyspace};
@@ -156,7 +156,7 @@ impl Db {
         key: &Bound<'_, PyAny>,
         bandwidth: u64,
     ) -> PyResult<Sequence> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         let py = slf.py();
         let db = slf.borrow();
         let inner = &db.inner;
@@ -253,7 +253,7 @@ impl Db {
     /// Deletes every key starting with `prefix` (one range delete: atomic,
     /// writers do not wait).
     fn drop_prefix(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<()> {
-        let p = bytes_arg(prefix, "prefix")?;
+        let p = bytes_view(prefix, "prefix")?;
         py.detach(|| self.inner.drop_prefix(&p)).map_err(to_py)
     }
 

@@ -2,7 +2,7 @@
 //! loaded straight into an empty database), as the C ABI's `sett_sequence_*`
 //! and `sett_bulk_loader_*` offer them.
 
-use crate::convert::bytes_arg;
+use crate::convert::bytes_view;
 use crate::errors::{to_py, ClosedError};
 use crate::store::put_options;
 use pyo3::prelude::*;
@@ -94,7 +94,7 @@ impl BulkLoader {
         ttl: Option<f64>,
         meta: u8,
     ) -> PyResult<()> {
-        let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
+        let (k, v) = (bytes_view(key, "key")?, bytes_view(value, "value")?);
         let o = put_options(ttl, meta)?;
         let py = key.py();
         let l = self.get()?;

@@ -1,6 +1,6 @@
 //! `Iter`: a Python iterator over a snapshot, filled in chunks with the GIL released.
 
-use crate::convert::bytes_arg;
+use crate::convert::bytes_view;
 use crate::errors::{to_py, ClosedError};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -109,7 +109,7 @@ impl PyIter {
     /// after running out; raises ClosedError after close() or after the iterator
     /// ran out without ever seeking (the snapshot is released then).
     fn seek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         let mut guard = self.state()?;
         let st = &mut *guard;
         let Some(it) = st.it.as_mut() else {

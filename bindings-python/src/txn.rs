@@ -1,7 +1,7 @@
 //! `Txn`: a transaction, and a context manager (commit on success, discard on
 //! an exception). `sett.Db.transaction()` / `view()` begin one in a `with` block.
 
-use crate::convert::bytes_arg;
+use crate::convert::bytes_view;
 use crate::errors::{to_py, ClosedError};
 use crate::iter::{PyIter, Yield};
 use crate::keyspace::Keyspace;
@@ -49,7 +49,7 @@ impl Txn {
         default: Option<Py<PyAny>>,
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         let got = match keyspace {
             Some(ks) => self.with(|t| t.get_in(&ks.ks, &k))?,
             None => self.with(|t| t.get(&k))?,
@@ -64,7 +64,7 @@ impl Txn {
     /// sees it, or None. For a key it wrote itself (not yet committed):
     /// the meta it wrote, and expires_at and version 0 (set at commit).
     fn get_entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         match self.with(|t| t.get_entry(&k))? {
             Some(i) => Ok((
                 PyBytes::new(py, &i.value),
@@ -87,7 +87,7 @@ impl Txn {
         meta: u8,
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
-        let (k, v) = (bytes_arg(key, "key")?, bytes_arg(value, "value")?);
+        let (k, v) = (bytes_view(key, "key")?, bytes_view(value, "value")?);
         let o = put_options(ttl, meta)?;
         match keyspace {
             Some(ks) => self.with(|t| t.set_with_in(&ks.ks, &k, &v, o)),
@@ -102,7 +102,7 @@ impl Txn {
         key: &Bound<'_, PyAny>,
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
-        let k = bytes_arg(key, "key")?;
+        let k = bytes_view(key, "key")?;
         match keyspace {
             Some(ks) => self.with(|t| t.delete_in(&ks.ks, &k)),
             None => self.with(|t| t.delete(&k)),
@@ -119,8 +119,8 @@ impl Txn {
         end: &Bound<'_, PyAny>,
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<()> {
-        let s = bytes_arg(start, "start")?;
-        let e = bytes_arg(end, "end")?;
+        let s = bytes_view(start, "start")?;
+        let e = bytes_view(end, "end")?;
         match keyspace {
             Some(ks) => self.with(|t| t.delete_range_in(&ks.ks, &s, &e)),
             None => self.with(|t| t.delete_range(&s, &e)),

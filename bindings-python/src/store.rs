@@ -151,7 +151,12 @@ impl Store {
     ) -> PyResult<Bound<'py, PyList>> {
         // The key objects are held in `objs` so that the slices borrowed
         // from them (bytes are immutable) stay valid while the GIL is released.
-        let objs = keys.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        // A plain loop: collect() would ask the iterator for its length
+        // hint, a Python-level __length_hint__ call per get_many.
+        let mut objs = Vec::new();
+        for k in keys.try_iter()? {
+            objs.push(k?);
+        }
         let views = objs
             .iter()
             .map(|k| bytes_view(k, "key"))

@@ -79,8 +79,8 @@ enum Val {
     Here(u32, u32),
     /// In the value log, not read yet.
     Pointer(ValuePointer),
-    /// Read from the value log.
-    Read(Vec<u8>),
+    /// Read from the value log: its place in `values`.
+    Read(usize, usize),
 }
 
 /// A buffered item: its user key's place in `bytes`, and its value.
@@ -118,6 +118,10 @@ pub struct DbIterator {
     /// Keys and inline values of the buffered items, back to back: one buffer
     /// reused from chunk to chunk instead of two allocations per item.
     bytes: Vec<u8>,
+    /// Entries read from the value log for the buffered items, values
+    /// handed out as slices of it: reused from chunk to chunk, so a value
+    /// costs no allocation and its pages are not faulted in again.
+    values: Vec<u8>,
     items: Vec<Item>,
     /// The current item in `items`.
     pos: usize,
@@ -164,6 +168,7 @@ impl DbIterator {
             prefetch: opts.prefetch.max(1),
             chunk: 1,
             bytes: Vec::new(),
+            values: Vec::new(),
             items: Vec::new(),
             pos: 0,
             done: false,
@@ -240,7 +245,7 @@ impl DbIterator {
     pub fn value(&self) -> &[u8] {
         match self.items.get(self.pos).map(|it| &it.val) {
             Some(Val::Here(start, len)) => self.span((*start, *len)),
-            Some(Val::Read(v)) => v,
+            Some(Val::Read(start, end)) => &self.values[*start..*end],
             Some(Val::Pointer(_)) | None => &[],
         }
     }
@@ -377,13 +382,14 @@ impl DbIterator {
             self.vlogs = Arc::new(self.db.vlogs_for(&self.vlogs));
         }
         if !ptrs.is_empty() {
-            let mut values = self
+            let mut places = self
                 .vlogs
-                .read_many(&ptrs, self.db.dir(), &mut self.vlog_ahead)?
+                .read_many(&ptrs, self.db.dir(), &mut self.vlog_ahead, &mut self.values)?
                 .into_iter();
             for it in &mut self.items {
                 if matches!(it.val, Val::Pointer(_)) {
-                    it.val = Val::Read(values.next().unwrap_or_default());
+                    let r = places.next().unwrap_or_default();
+                    it.val = Val::Read(r.start, r.end);
                 }
             }
         }

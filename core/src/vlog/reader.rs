@@ -493,21 +493,29 @@ impl VlogSet {
         self.file(ptr, dir)?.read(ptr)
     }
 
-    /// Reads the values behind many pointers, merging reads of entries that lie
-    /// close together in one file (a scan of values written in order costs a few
-    /// large reads instead of one read per value). `scan` is the read-ahead
-    /// state of the scan making the call.
+    /// Reads the values behind many pointers into `buf`, merging reads of
+    /// entries that lie close together in one file (a scan of values written
+    /// in order costs a few large reads instead of one read per value), and
+    /// returns where each pointer's value lies in `buf`, in the order of
+    /// `ptrs`. Every entry's crc is checked. `buf` is the caller's and is
+    /// reused from call to call: it only grows, so its pages are faulted in
+    /// and zeroed once, not once per value (a fresh `Vec` per 16 KiB value
+    /// spent half of an in-memory scan in page faults and `memset`, see
+    /// docs/read-path.md). `scan` is the read-ahead state of the scan making
+    /// the call.
     pub(crate) fn read_many(
         &self,
         ptrs: &[ValuePointer],
         dir: &Path,
         scan: &mut ScanAhead,
-    ) -> Result<Vec<Vec<u8>>> {
+        buf: &mut Vec<u8>,
+    ) -> Result<Vec<Range<usize>>> {
         let mut order: Vec<usize> = (0..ptrs.len()).collect();
         order.sort_by_key(|&i| (ptrs[i].file, ptrs[i].offset));
-        let mut out: Vec<Vec<u8>> = vec![Vec::new(); ptrs.len()];
+        let mut out: Vec<Range<usize>> = vec![0..0; ptrs.len()];
         // Runs of `order` read together: (first, past the last, file, start, end).
         let mut runs = Vec::new();
+        let mut need = 0usize;
         let mut i = 0;
         while i < order.len() {
             let first = ptrs[order[i]];
@@ -526,6 +534,7 @@ impl VlogSet {
                 end = end.max(p_end);
                 j += 1;
             }
+            need = need.saturating_add(to_usize(end - start));
             runs.push((i, j, self.file(first, dir)?, start, end));
             i = j;
         }
@@ -547,31 +556,41 @@ impl VlogSet {
                 scan.advise(file.id, map, to_usize(*start), to_usize(*end));
             }
         }
+        if buf.len() < need {
+            buf.resize(need, 0);
+        }
+        let mut at = 0usize;
         for (i, j, file, start, end) in runs {
-            let first = ptrs[order[i]];
-            if j == i + 1 {
-                out[order[i]] = file.read(first)?;
-            } else {
-                let mut buf = vec![0u8; (end - start) as usize];
-                let n = read_up_to(&file.file, &mut buf, start)
-                    .map_err(|e| Error::io(format!("reading {}", file.path.display()), e))?;
-                for &k in &order[i..j] {
-                    let p = ptrs[k];
-                    let lo = (p.offset - start) as usize;
-                    let hi = lo + p.len as usize;
-                    if hi > n {
-                        return Err(Error::corruption(
-                            &file.path,
-                            p.offset,
-                            "value pointer runs past the end of the file",
-                        ));
-                    }
-                    let entry = &buf[lo..hi];
-                    let (klen, _) = check_entry(entry)
-                        .map_err(|what| Error::corruption(&file.path, p.offset, what))?;
-                    out[k] = entry[ENTRY_HEADER_LEN + klen..].to_vec();
+            let len = to_usize(end - start);
+            let dst = &mut buf[at..at + len];
+            // A lone entry goes through the descriptor without read-ahead,
+            // as a point read does.
+            let fd = match &file.point {
+                Some(point) if j == i + 1 => point,
+                _ => &file.file,
+            };
+            let n = read_up_to(fd, dst, start)
+                .map_err(|e| Error::io(format!("reading {}", file.path.display()), e))?;
+            for &k in &order[i..j] {
+                let p = ptrs[k];
+                let lo = to_usize(p.offset - start);
+                let hi = lo + p.len as usize;
+                if hi > n {
+                    return Err(Error::corruption(
+                        &file.path,
+                        p.offset,
+                        format!(
+                            "value pointer runs past the end of the file ({} of {} bytes)",
+                            n.saturating_sub(lo),
+                            p.len
+                        ),
+                    ));
                 }
+                let (klen, _) = check_entry(&dst[lo..hi])
+                    .map_err(|what| Error::corruption(&file.path, p.offset, what))?;
+                out[k] = at + lo + ENTRY_HEADER_LEN + klen..at + hi;
             }
+            at += len;
         }
         Ok(out)
     }

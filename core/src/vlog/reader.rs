@@ -535,7 +535,7 @@ impl VlogSet {
     /// `ptrs`. Every entry's crc is checked. `buf` is the caller's and is
     /// reused from call to call: it only grows, so its pages are faulted in
     /// and zeroed once, not once per value (a fresh `Vec` per 16 KiB value
-    /// spent half of an in-memory scan in page faults and `memset`, see
+    /// costs half of an in-memory scan in page faults and `memset`, see
     /// docs/read-path.md). `scan` is the read-ahead state of the scan making
     /// the call.
     pub(crate) fn read_many(

@@ -167,9 +167,12 @@ impl DbIterator {
             keys_only: opts.keys_only,
             prefetch: opts.prefetch.max(1),
             chunk: 1,
-            bytes: Vec::new(),
+            // Room for the first chunks of a short scan (1, 4 then 16 items of
+            // a few hundred bytes) in one allocation each, not a chain of
+            // reallocations as they fill.
+            bytes: Vec::with_capacity(4 << 10),
             values: Vec::new(),
-            items: Vec::new(),
+            items: Vec::with_capacity(16),
             pos: 0,
             done: false,
             err: None,

@@ -86,12 +86,20 @@ impl BlockBuilder {
 }
 
 /// A block decoded for iteration: keys rebuilt into one arena, values as ranges
-/// of the block's bytes.
+/// of the block's bytes. Decoded whole (`decode_into`) or entry by entry as a
+/// forward walk reaches them (`start`, `decode_next`): a short scan that reads
+/// a few entries of a block decodes only those.
 #[derive(Default)]
 pub(crate) struct DecodedBlock {
     keys: Vec<u8>,
     key_ends: Vec<u32>,
     values: Vec<Range<u32>>,
+    /// Offset of the first entry not decoded yet.
+    next: usize,
+    /// Where the entries end (the restart array begins).
+    entries_end: usize,
+    /// Where the last decoded key starts in `keys`.
+    prev_start: usize,
 }
 
 impl DecodedBlock {
@@ -106,60 +114,119 @@ impl DecodedBlock {
     /// its buffers are large enough. False if the block is malformed (the
     /// block is then empty).
     pub(crate) fn decode_into(&mut self, data: &[u8]) -> bool {
-        self.keys.clear();
-        self.key_ends.clear();
-        self.values.clear();
-        let ok = self.decode_entries(data).is_some();
+        let ok = self.start(data) && {
+            self.keys.reserve(self.entries_end);
+            self.decode_rest(data).is_some()
+        };
         if !ok {
-            self.keys.clear();
-            self.key_ends.clear();
-            self.values.clear();
+            self.clear();
         }
         ok
     }
 
-    fn decode_entries(&mut self, data: &[u8]) -> Option<()> {
-        let n = u32_at(data, data.len().checked_sub(4)?)? as usize;
-        let entries_end = data.len().checked_sub(4 + n.checked_mul(4)?)?;
-        let d = self;
-        d.keys.reserve(entries_end);
+    /// Readies the block for `decode_next` and decodes its first entry. False
+    /// if the block's trailer is malformed or it has no entry (the block is
+    /// then empty).
+    pub(crate) fn start(&mut self, data: &[u8]) -> bool {
+        self.clear();
+        let Some(end) = entries_end(data) else {
+            return false;
+        };
+        self.entries_end = end;
+        // Room for a restart interval's entries at once: a new iterator's
+        // first block otherwise grows its buffers by a chain of reallocations.
+        self.keys.reserve(end.min(512));
+        self.key_ends.reserve(RESTART_INTERVAL);
+        self.values.reserve(RESTART_INTERVAL);
+        let ok = matches!(self.decode_next(data), Some(true));
+        if !ok {
+            self.clear();
+        }
+        ok
+    }
+
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.key_ends.clear();
+        self.values.clear();
+        self.next = 0;
+        self.entries_end = 0;
+        self.prev_start = 0;
+    }
+
+    /// True once every entry is decoded.
+    pub(crate) fn complete(&self) -> bool {
+        self.next >= self.entries_end
+    }
+
+    fn decode_rest(&mut self, data: &[u8]) -> Option<()> {
         // At most RESTART_INTERVAL entries per restart point: one allocation
         // each, not a chain of doublings (bounded by what the bytes can hold).
-        let most = n.saturating_mul(RESTART_INTERVAL).min(entries_end / 3 + 1);
-        d.key_ends.reserve(most);
-        d.values.reserve(most);
-        let mut pos = 0;
-        let mut prev_start = 0usize;
-        while pos < entries_end {
-            let (shared, a) = get_varint(data.get(pos..entries_end)?)?;
-            pos += a;
-            let (unshared, b) = get_varint(data.get(pos..entries_end)?)?;
-            pos += b;
-            let (vlen, c) = get_varint(data.get(pos..entries_end)?)?;
-            pos += c;
-            let (shared, unshared, vlen) = (shared as usize, unshared as usize, vlen as usize);
-            let prev_len = d.keys.len() - prev_start;
-            if shared > prev_len {
-                return None;
-            }
-            let start = d.keys.len();
-            d.keys.extend_from_within(prev_start..prev_start + shared);
-            d.keys
-                .extend_from_slice(data.get(pos..pos.checked_add(unshared)?)?);
-            pos += unshared;
-            if d.keys.len() - start < key::SUFFIX_LEN {
-                return None;
-            }
-            let vend = pos.checked_add(vlen)?;
-            if vend > entries_end {
-                return None;
-            }
-            d.values.push(pos as u32..vend as u32);
-            pos = vend;
-            d.key_ends.push(d.keys.len() as u32);
-            prev_start = start;
+        let n = u32_at(data, data.len().checked_sub(4)?)? as usize;
+        let most = n
+            .saturating_mul(RESTART_INTERVAL)
+            .min(self.entries_end / 3 + 1);
+        self.key_ends
+            .reserve(most.saturating_sub(self.key_ends.len()));
+        self.values.reserve(most.saturating_sub(self.values.len()));
+        while self.decode_next(data)? {}
+        Some(())
+    }
+
+    /// Decodes the next entry of `data` (the bytes given to `start`): true if
+    /// there was one, false if every entry is decoded, `None` if it is
+    /// malformed.
+    pub(crate) fn decode_next(&mut self, data: &[u8]) -> Option<bool> {
+        let (entries_end, mut pos) = (self.entries_end, self.next);
+        if pos >= entries_end {
+            return Some(false);
         }
-        (pos == entries_end && !d.values.is_empty()).then_some(())
+        let (shared, a) = get_varint(data.get(pos..entries_end)?)?;
+        pos += a;
+        let (unshared, b) = get_varint(data.get(pos..entries_end)?)?;
+        pos += b;
+        let (vlen, c) = get_varint(data.get(pos..entries_end)?)?;
+        pos += c;
+        let (shared, unshared, vlen) = (shared as usize, unshared as usize, vlen as usize);
+        let d = self;
+        let prev_len = d.keys.len() - d.prev_start;
+        if shared > prev_len {
+            return None;
+        }
+        let start = d.keys.len();
+        d.keys
+            .extend_from_within(d.prev_start..d.prev_start + shared);
+        d.keys
+            .extend_from_slice(data.get(pos..pos.checked_add(unshared)?)?);
+        pos += unshared;
+        if d.keys.len() - start < key::SUFFIX_LEN {
+            return None;
+        }
+        let vend = pos.checked_add(vlen)?;
+        if vend > entries_end {
+            return None;
+        }
+        d.values.push(pos as u32..vend as u32);
+        d.key_ends.push(d.keys.len() as u32);
+        d.prev_start = start;
+        d.next = vend;
+        Some(true)
+    }
+
+    /// Decodes entries of `data` until one is ≥ `target` or none is left;
+    /// returns the index of the first decoded key ≥ `target` (`len()` if
+    /// none), or `None` if the block is malformed.
+    pub(crate) fn seek_decoding(&mut self, data: &[u8], target: &[u8]) -> Option<usize> {
+        while self
+            .len()
+            .checked_sub(1)
+            .is_none_or(|last| key::compare(self.key(last), target) == Ordering::Less)
+        {
+            if !self.decode_next(data)? {
+                break;
+            }
+        }
+        Some(self.lower_bound(target))
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -183,6 +250,13 @@ impl DecodedBlock {
     pub(crate) fn lower_bound(&self, target: &[u8]) -> usize {
         key::lower_bound(self.len(), |i| self.key(i), target)
     }
+}
+
+/// Where the entries of a block end (its restart array begins), `None` if its
+/// trailer is malformed.
+fn entries_end(data: &[u8]) -> Option<usize> {
+    let n = u32_at(data, data.len().checked_sub(4)?)? as usize;
+    data.len().checked_sub(4 + n.checked_mul(4)?)
 }
 
 /// Decodes the entry at `pos` into `key` (which holds the previous key);

@@ -3,7 +3,7 @@
 use super::block::DecodedBlock;
 use super::{Meta, Table};
 use crate::advice::{self, ReadAhead};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::Source;
 use crate::key;
 use std::cmp::Ordering;
@@ -124,9 +124,13 @@ impl TableIter {
         let Some(meta) = &self.meta else {
             return Ok(());
         };
-        let (owned, base) = self
-            .table
-            .load_block(meta, i, self.fill_cache, &mut self.block)?;
+        // A forward user walk decodes a block's entries as it reaches them
+        // (a short scan reads a few of a block's entries); a reverse walk
+        // starts from the block's end and needs them all.
+        let lazy = self.fill_cache && !self.reverse;
+        let (owned, base) =
+            self.table
+                .load_block(meta, i, (self.fill_cache, lazy), &mut self.block)?;
         if let Some(from) = self.release_from {
             if base >= from + RELEASE_STEP {
                 self.table.release_pages(from, base);
@@ -150,6 +154,29 @@ impl TableIter {
         Ok(())
     }
 
+    /// Decodes the loaded block's next entry if it has one left: false when
+    /// it has none.
+    fn decode_next(&mut self) -> Result<bool> {
+        if self.block.complete() {
+            return Ok(false);
+        }
+        // Blocks decoded entry by entry are always held in a buffer (`load`).
+        let Some(buf) = &self.owned else {
+            return Ok(false);
+        };
+        match self.block.decode_next(buf) {
+            Some(more) => Ok(more),
+            None => {
+                self.valid = false;
+                Err(self.malformed())
+            }
+        }
+    }
+
+    fn malformed(&self) -> Error {
+        Error::corruption(self.table.path(), self.base as u64, "malformed data block")
+    }
+
     /// Positions at the last entry of block `i` (reverse); `None` means before the first block.
     fn last_of(&mut self, i: Option<usize>) -> Result<()> {
         self.valid = false;
@@ -170,7 +197,15 @@ impl Source for TableIter {
         if !self.reverse {
             self.first_from(b)?;
             if self.valid {
-                self.pos = self.block.lower_bound(target);
+                let found = match &self.owned {
+                    Some(buf) => self.block.seek_decoding(buf, target),
+                    None => Some(self.block.lower_bound(target)),
+                };
+                let Some(pos) = found else {
+                    self.valid = false;
+                    return Err(self.malformed());
+                };
+                self.pos = pos;
                 if self.pos == self.block.len() {
                     self.first_from(b + 1)?;
                 }
@@ -219,7 +254,7 @@ impl Source for TableIter {
                 return Ok(());
             }
             self.last_of(self.block_idx.checked_sub(1))?;
-        } else if self.pos + 1 < self.block.len() {
+        } else if self.pos + 1 < self.block.len() || self.decode_next()? {
             self.pos += 1;
             return Ok(());
         } else {

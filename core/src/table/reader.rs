@@ -388,6 +388,10 @@ impl Table {
         &self.mmap
     }
 
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     /// Memory this table holds itself: its key range and, when pinned, its
     /// index and filter (also counted in the cache's usage). A meta loaded
     /// through the cache's LRU is counted there only.
@@ -590,7 +594,7 @@ impl Table {
         fill: bool,
     ) -> Result<(DecodedBlock, Option<SharedBlock>, usize)> {
         let mut block = DecodedBlock::default();
-        let (owned, base) = self.load_block(meta, i, fill, &mut block)?;
+        let (owned, base) = self.load_block(meta, i, (fill, false), &mut block)?;
         Ok((block, owned, base))
     }
 
@@ -598,18 +602,27 @@ impl Table {
     /// buffers, and checks its crc the first time. Returns the buffer the
     /// block's value ranges point into when it was decompressed (else they
     /// are ranges of the file from the offset), and its file offset. `fill`:
-    /// cache a block decompressed now. On an error `block` is left empty.
+    /// cache a block decompressed now. `lazy`: decode only the first entry
+    /// when the block comes back in a buffer (the caller decodes the rest
+    /// from it with `DecodedBlock::decode_next` as it walks); a block read in
+    /// place in the mapping is decoded whole, under the read guard. On an
+    /// error `block` is left empty.
     pub(crate) fn load_block(
         &self,
         meta: &Meta,
         i: usize,
-        fill: bool,
+        (fill, lazy): (bool, bool),
         block: &mut DecodedBlock,
     ) -> Result<(Option<SharedBlock>, usize)> {
         let e = &meta.index[i];
         let owned = self.guarded(|| {
             let data = self.contents(meta, i, fill)?;
-            if !block.decode_into(&data) {
+            let decoded = if lazy && !matches!(data, Contents::Raw(_)) {
+                block.start(&data)
+            } else {
+                block.decode_into(&data)
+            };
+            if !decoded {
                 return Err(Error::corruption(
                     &self.path,
                     e.offset,

@@ -286,6 +286,84 @@ mod tests {
     use super::*;
     use crate::advice::test_pages::{eventually, evict, resident, PAGE};
 
+    /// A table of `n` keys `key00000000`.. with 40-byte values, in 4 KiB blocks.
+    fn table_of(dir: &std::path::Path, n: u32) -> Arc<Table> {
+        let path = dir.join("000001.sst");
+        let mut b = crate::table::test_builder(&path, 4096);
+        for i in 0..n {
+            b.add(
+                &key::encode(format!("key{i:08}").as_bytes(), 1),
+                format!("{i:040}").as_bytes(),
+            )
+            .unwrap();
+        }
+        b.finish().unwrap();
+        Arc::new(Table::open(&path, 1, &crate::table::test_cache()).unwrap())
+    }
+
+    #[test]
+    fn a_forward_seek_decodes_its_block_only_up_to_the_target_and_steps_decode_one_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table_of(dir.path(), 2000);
+        let mut it = TableIter::new(table.clone(), false);
+        // The second key of the table: its block holds some 70 entries.
+        it.seek(&key::encode(b"key00000001", key::MAX_SEQ)).unwrap();
+        assert!(it.valid());
+        assert_eq!(key::user_key(it.key()), b"key00000001");
+        assert_eq!(it.value(), format!("{:040}", 1).as_bytes());
+        // Decoding the whole block (as before) leaves 76 here.
+        assert_eq!(it.block.len(), 2, "entries decoded by a seek");
+        it.next().unwrap();
+        it.next().unwrap();
+        assert_eq!(it.block.len(), 4, "entries decoded after two steps");
+        assert_eq!(key::user_key(it.key()), b"key00000003");
+
+        // Walked to its end, a lazily decoded table yields what whole blocks
+        // decoded do, in both directions.
+        let walk = |reverse: bool| {
+            let mut it = TableIter::new(table.clone(), reverse);
+            it.rewind().unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next().unwrap();
+            }
+            out
+        };
+        let forward = walk(false);
+        let mut backward = walk(true);
+        backward.reverse();
+        assert_eq!(forward.len(), 2000);
+        assert_eq!(forward, backward);
+        let meta = table.meta().unwrap();
+        let mut whole = Vec::new();
+        for b in 0..meta.blocks() {
+            let (block, owned, base) = table.block(&meta, b, true).unwrap();
+            for i in 0..block.len() {
+                let r = block.value_range(i);
+                let v = match &owned {
+                    Some(buf) => buf[r].to_vec(),
+                    None => table.bytes()[base + r.start..base + r.end].to_vec(),
+                };
+                whole.push((block.key(i).to_vec(), v));
+            }
+        }
+        assert_eq!(forward, whole);
+        // Seeks to every key, and between keys, land where a search of the
+        // whole block does.
+        for (i, (k, _)) in forward.iter().enumerate().step_by(7) {
+            let mut it = TableIter::new(table.clone(), false);
+            it.seek(k).unwrap();
+            assert_eq!(it.key(), k.as_slice());
+            let between = key::encode(format!("key{i:08}a").as_bytes(), key::MAX_SEQ);
+            it.seek(&between).unwrap();
+            assert_eq!(it.valid(), i + 1 < forward.len());
+            if it.valid() {
+                assert_eq!(it.key(), forward[i + 1].0.as_slice());
+            }
+        }
+    }
+
     #[test]
     fn a_walk_reads_ahead_from_its_second_block_and_a_seek_or_one_step_does_not() {
         let dir = tempfile::tempdir().unwrap();

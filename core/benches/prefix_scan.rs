@@ -5,12 +5,31 @@
 //! `cargo bench -p sett --bench prefix_scan -- fill DIR [KEYS]` builds the
 //! Db once (random key order, small levels so that L0..L2 all hold tables);
 //! `-- run DIR [ROUNDS] [prefix]` opens it and prints, per round, ns per prefix call
-//! (iterator creation plus 10 items), ns per get and ns per item of a full
+//! (iterator creation plus 10 items), ns per get (thread CPU time) and ns per item of a full
 //! scan (only the first with `prefix`), then the medians. Two builds run against the same DIR in turns give
 //! an interleaved A/B.
 
 use sett::{Db, IterOptions, Options};
-use std::time::Instant;
+
+/// CPU time of this thread in ns: the machine is shared, and time spent
+/// descheduled would count in wall time.
+struct Instant(u64);
+
+impl Instant {
+    fn now() -> Instant {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec for the call.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Instant(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    }
+
+    fn elapsed_ns(&self) -> f64 {
+        (Instant::now().0 - self.0) as f64
+    }
+}
 
 fn rng_next(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -85,7 +104,7 @@ fn run(dir: &str, rounds: usize, prefix_only: bool) {
                 got += item.expect("item").1.len();
             }
         }
-        let p_ns = start.elapsed().as_nanos() as f64 / calls as f64;
+        let p_ns = start.elapsed_ns() / calls as f64;
         std::hint::black_box(got);
         if prefix_only {
             println!("round {r}: prefix {p_ns:.0} ns/call");
@@ -97,7 +116,7 @@ fn run(dir: &str, rounds: usize, prefix_only: bool) {
             let k = key(rng_next(&mut x) % keys);
             std::hint::black_box(db.get(&k).expect("get"));
         }
-        let g_ns = start.elapsed().as_nanos() as f64 / calls as f64;
+        let g_ns = start.elapsed_ns() / calls as f64;
         let start = Instant::now();
         let mut n = 0u64;
         let mut it = db.iter(IterOptions::default()).expect("iter");
@@ -105,7 +124,7 @@ fn run(dir: &str, rounds: usize, prefix_only: bool) {
             n += 1;
             it.advance().expect("advance");
         }
-        let s_ns = start.elapsed().as_nanos() as f64 / n as f64;
+        let s_ns = start.elapsed_ns() / n as f64;
         println!("round {r}: prefix {p_ns:.0} ns/call, get {g_ns:.0} ns, full scan {s_ns:.1} ns/item ({n} items)");
         pre.push(p_ns);
         get.push(g_ns);

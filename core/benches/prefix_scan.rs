@@ -89,6 +89,11 @@ fn run(dir: &str, rounds: usize, prefix_only: bool) {
     let (mut pre, mut get, mut scan) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..rounds {
         let calls = 100_000;
+        let lookups = |db: &Db| {
+            let s = db.stats();
+            s.cache_data_hits + s.cache_data_misses
+        };
+        let blocks_before = lookups(&db);
         let start = Instant::now();
         let mut got = 0usize;
         for _ in 0..calls {
@@ -105,6 +110,8 @@ fn run(dir: &str, rounds: usize, prefix_only: bool) {
             }
         }
         let p_ns = start.elapsed_ns() / calls as f64;
+        let blocks = (lookups(&db) - blocks_before) as f64 / calls as f64;
+        println!("round {r}: {blocks:.2} data-block lookups per prefix call");
         std::hint::black_box(got);
         if prefix_only {
             println!("round {r}: prefix {p_ns:.0} ns/call");

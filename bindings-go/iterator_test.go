@@ -159,37 +159,44 @@ func TestIteratorLimitStopsAfterThatManyEntriesFromEachPosition(t *testing.T) {
 }
 
 // BenchmarkIteratorPrefixOfTen is KVBench's Prefix case: a 10-key prefix scan
-// with 256 B values, with and without Limit.
+// with 256 B values, with and without Limit; values inline in the tables (as
+// KVBench has them: sett's default threshold is 1024 B) and separated into
+// the value log.
 func BenchmarkIteratorPrefixOfTen(b *testing.B) {
-	db := openTemp(b)
 	const groups = 10000
 	val := bytes.Repeat([]byte{7}, 256)
-	for i := 0; i < groups*10; i++ {
-		if err := db.Set([]byte(fmt.Sprintf("kvbench-%012d", i)), val); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, limit := range []int{0, 10} {
-		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
-			x := uint64(88172645463325252)
-			for n := 0; n < b.N; n++ {
-				x ^= x << 13
-				x ^= x >> 7
-				x ^= x << 17
-				p := []byte(fmt.Sprintf("kvbench-%011d", x%groups))
-				it, err := db.NewIterator(IteratorOptions{Prefix: p, Limit: limit})
-				if err != nil {
-					b.Fatal(err)
-				}
-				got := 0
-				for ; it.Valid() && got < 10; it.Next() {
-					got++
-				}
-				it.Close()
-				if got != 10 {
-					b.Fatalf("%q: %d keys", p, got)
-				}
+	for _, values := range []struct {
+		name      string
+		threshold int
+	}{{"inline", 1024}, {"separated", 64}} {
+		db := openTempWith(b, &Options{ValueThreshold: values.threshold, MemTableSize: 64 << 10})
+		for i := 0; i < groups*10; i++ {
+			if err := db.Set([]byte(fmt.Sprintf("kvbench-%012d", i)), val); err != nil {
+				b.Fatal(err)
 			}
-		})
+		}
+		for _, limit := range []int{0, 10} {
+			b.Run(fmt.Sprintf("values=%s/limit=%d", values.name, limit), func(b *testing.B) {
+				x := uint64(88172645463325252)
+				for n := 0; n < b.N; n++ {
+					x ^= x << 13
+					x ^= x >> 7
+					x ^= x << 17
+					p := []byte(fmt.Sprintf("kvbench-%011d", x%groups))
+					it, err := db.NewIterator(IteratorOptions{Prefix: p, Limit: limit})
+					if err != nil {
+						b.Fatal(err)
+					}
+					got := 0
+					for ; it.Valid() && got < 10; it.Next() {
+						got++
+					}
+					it.Close()
+					if got != 10 {
+						b.Fatalf("%q: %d keys", p, got)
+					}
+				}
+			})
+		}
 	}
 }

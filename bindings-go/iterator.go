@@ -48,6 +48,12 @@ type Iterator struct {
 	err     error
 	// limit is IteratorOptions.Limit (0: none); left counts down from it.
 	limit, left int
+	// grow: the last batch filled more than half of buf, so the next fetch
+	// goes to a buffer twice as large. It is made at that fetch, not at once,
+	// and not before the third: a short scan that ends with its first batch
+	// (and the fetch that finds its end) allocates no second buffer.
+	grow    bool
+	batches int
 }
 
 // Iterators start with a small batch buffer (a prefix scan of ten keys should
@@ -55,6 +61,8 @@ type Iterator struct {
 const (
 	iterFirstBytes = 4 << 10
 	iterMaxBytes   = 256 << 10
+	// iterFirstEntries: room for a short scan's entries in one allocation.
+	iterFirstEntries = 16
 	// iterDefaultPrefetch is sett's default PrefetchSize.
 	iterDefaultPrefetch = 256
 )
@@ -100,7 +108,13 @@ func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
 }
 
 func newIterator(it *C.sett_iter_t, limit int) *Iterator {
-	i := &Iterator{it: it, buf: make([]byte, iterFirstBytes), limit: limit, left: limit}
+	i := &Iterator{
+		it:      it,
+		buf:     make([]byte, iterFirstBytes),
+		entries: make([][2][]byte, 0, iterFirstEntries),
+		limit:   limit,
+		left:    limit,
+	}
 	i.fill()
 	return i
 }
@@ -112,6 +126,12 @@ func (i *Iterator) fill() {
 	if i.it == nil || i.done {
 		return
 	}
+	if i.grow && i.batches >= 2 {
+		// The last batch's entries are dropped above: its buffer can go.
+		i.buf = make([]byte, min(len(i.buf)*2, iterMaxBytes))
+		i.grow = false
+	}
+	i.batches++
 	for {
 		var count, used C.size_t
 		var cerr *C.sett_error_t
@@ -132,10 +152,7 @@ func (i *Iterator) fill() {
 			return
 		}
 		buf := i.buf
-		if int(used)*2 > len(i.buf) && len(i.buf) < iterMaxBytes {
-			// The entries point into buf; the next batch goes to a larger one.
-			i.buf = make([]byte, min(len(i.buf)*2, iterMaxBytes))
-		}
+		i.grow = int(used)*2 > len(i.buf) && len(i.buf) < iterMaxBytes
 		at := 0
 		for n := 0; n < int(count); n++ {
 			kl := int(binary.LittleEndian.Uint32(buf[at:]))

@@ -333,7 +333,7 @@ gotest: go-build go-install-check
 	# TestDigest is a tool of runbench (the smoke run below runs it with --digest): not run here.
 	cd bench-go && export $(GO_ENV) && go vet ./... && go test -json -race -count=1 -skip '^TestDigest$$' ./... | ../scripts/go-test-marks.py race
 	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --sizes 128,1024 \
-		--scale 0.005 --reads 2000 --iter 5000 --runs 2 --device-mib 8 --out target/bench-smoke > target/bench-smoke.log 2>&1 || \
+		--scale 0.005 --reads 2000 --iter 5000 --mgets 100 --runs 2 --device-mib 8 --out target/bench-smoke > target/bench-smoke.log 2>&1 || \
 		{ tail -40 target/bench-smoke.log; exit 1; }
 	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 19 || { echo "badger-bench smoke: expected 18 rows (9 cells x 2 runs)"; cat target/bench-smoke/badger-bench.csv; exit 1; }
 	@grep -q "Every check passed" target/bench-smoke/badger-bench.md || { echo "badger-bench smoke: cross-engine checks failed"; exit 1; }
@@ -341,7 +341,7 @@ gotest: go-build go-install-check
 	tmp=$$(mktemp -d /var/tmp/bench-large-smoke.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	./target/go/runbench --large --memhog target/go/memhog --populate target/go/populate --bench target/go/bench.test \
 		--mem-gib $$(awk '/MemAvailable/ {printf "%.2f", $$2/1048576 - 2}' /proc/meminfo) --ratio 0.02 --sizes 1024 \
-		--read-seconds 1 --iter-seconds 1 --device-mib 0 --dir "$$tmp" --out target/bench-large-smoke > target/bench-large-smoke.log 2>&1 || \
+		--read-seconds 1 --iter-seconds 1 --mget-seconds 1 --device-mib 0 --dir "$$tmp" --out target/bench-large-smoke > target/bench-large-smoke.log 2>&1 || \
 		{ tail -40 target/bench-large-smoke.log; exit 1; }
 	@grep -q "Every check passed" target/bench-large-smoke/badger-bench-large-1024.md || { echo "bench-large smoke: checks failed"; exit 1; }
 	@echo "bench-large smoke run: results in target/bench-large-smoke/badger-bench-large-1024.md"

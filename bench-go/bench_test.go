@@ -8,7 +8,9 @@
 // out and checked against the value its key must hold. Iterate*: a forward scan
 // from the first key, key (and value) copied out of the engine's borrowed slices
 // and checked; one op is one item, and a scan restarts after 2,000,000 items or
-// the end (a timed scan, --iter_seconds, does not stop at 2M items). Each engine is opened once per process and, before the clock, left
+// the end (a timed scan, --iter_seconds, does not stop at 2M items). MultiGet*:
+// one caller alternates --mget_keys point reads with a MultiGet of as many
+// keys, over the same fixed sequence, and reports both times per batch. Each engine is opened once per process and, before the clock, left
 // to finish the flushes and compactions it has pending (the wait and the backlog
 // are logged). With --read_seconds or --iter_seconds (and -benchtime 1x) a phase
 // runs for that long instead of b.N operations. Each process prints its memory
@@ -47,6 +49,8 @@ var (
 	flagSettle      = flag.Duration("settle_timeout", 2*time.Minute, "longest wait for pending flushes and compactions before the clock (0: none, the reads start at once)")
 	flagSettleAfter = flag.Duration("settle_after", 0, "after the benchmarks, wait this long at most for the engine to settle and print SETTLED with the time from open (0: no wait)")
 	flagDigest      = flag.String("digest", "", "TestDigest: 'full' (keys and values) or 'keys'")
+	flagMGetKeys    = flag.Int("mget_keys", 32, "keys per MultiGet batch")
+	flagMGetSeconds = flag.Float64("mget_seconds", 0, "run MultiGet for this long (with -benchtime 1x) instead of b.N batch pairs")
 )
 
 var (
@@ -361,6 +365,137 @@ func BenchmarkReadRandomRocks(b *testing.B)     { benchReadRandom(b, "rocksdb") 
 func BenchmarkReadRandomBadger(b *testing.B)    { benchReadRandom(b, "badger") }
 func BenchmarkReadRandomRocksBlob(b *testing.B) { benchReadRandom(b, "rocksdb-blob") }
 func BenchmarkReadRandomPebble(b *testing.B)    { benchReadRandom(b, "pebble") }
+
+// mgetStats is what one MultiGet run counted.
+type mgetStats struct {
+	pairs                     int64
+	getsTime, mgetTime        time.Duration
+	getsFound, mgetFound, bad int64
+}
+
+// benchMultiGet: one caller alternates between mget_keys point reads one
+// after another and one MultiGet of as many keys, each batch the next keys of
+// the fixed read sequence, so that both kinds of batch meet the same cache
+// state (in the large regime the engine's files were evicted before the
+// phase). One op is a pair of batches. The ratio of the two times is the
+// MultiGet's gain over the reads a caller would otherwise make.
+func benchMultiGet(b *testing.B, kind string) {
+	s := store(b, kind)
+	total := keys.Count(*flagKeysMil)
+	n := *flagMGetKeys
+	if n <= 0 {
+		b.Fatalf("--mget_keys %d: want at least 1", n)
+	}
+	var deadline time.Time
+	limit := int64(b.N)
+	if *flagMGetSeconds > 0 {
+		deadline = time.Now().Add(time.Duration(*flagMGetSeconds * float64(time.Second)))
+		limit = 1 << 62
+	}
+	batch := make([][]byte, n)
+	idx := make([]int64, n)
+	for i := range batch {
+		batch[i] = make([]byte, 0, 32)
+	}
+	fill := func(seq uint64) {
+		for i := range batch {
+			idx[i] = keys.ReadIndex(seq+uint64(i), total)
+			batch[i] = keys.AppendKey(batch[i][:0], *flagValSize, idx[i])
+		}
+	}
+	dst := make([]byte, 0, *flagValSize)
+	var st mgetStats
+	var seq uint64
+	b.ResetTimer()
+	for st.pairs < limit && (deadline.IsZero() || time.Now().Before(deadline)) {
+		fill(seq)
+		t0 := time.Now()
+		for i, k := range batch {
+			v, err := s.Get(k, dst)
+			switch {
+			case err == nil:
+				st.getsFound++
+				if !checkValue(v, idx[i], seq+uint64(i)) {
+					st.bad++
+				}
+				dst = v[:0]
+			case errors.Is(err, stores.ErrNotFound):
+			default:
+				b.Fatalf("%s: a read failed: %v", kind, err)
+			}
+		}
+		st.getsTime += time.Since(t0)
+		seq += uint64(n)
+		fill(seq)
+		t0 = time.Now()
+		err := s.MultiGet(batch, func(i int, v []byte) {
+			if v == nil {
+				return
+			}
+			st.mgetFound++
+			if !checkValue(v, idx[i], seq+uint64(i)) {
+				st.bad++
+			}
+		})
+		st.mgetTime += time.Since(t0)
+		if err != nil {
+			b.Fatalf("%s: a MultiGet failed: %v", kind, err)
+		}
+		seq += uint64(n)
+		st.pairs++
+	}
+	b.StopTimer()
+	if st.pairs == 0 {
+		b.Fatalf("%s: no MultiGet ran", kind)
+	}
+	// The same keys through both paths must give the same answers; checked
+	// after the clock, on the first batches, whose pages the run has read.
+	for p := uint64(0); p < uint64(min(st.pairs, 16)); p++ {
+		fill(p * uint64(2*n))
+		got := make([][]byte, n)
+		if err := s.MultiGet(batch, func(i int, v []byte) {
+			if v != nil {
+				got[i] = append([]byte{}, v...)
+			}
+		}); err != nil {
+			b.Fatalf("%s: a MultiGet failed: %v", kind, err)
+		}
+		for i, k := range batch {
+			v, err := s.Get(k, nil)
+			if errors.Is(err, stores.ErrNotFound) {
+				v = nil
+			} else if err != nil {
+				b.Fatalf("%s: a read failed: %v", kind, err)
+			}
+			if (v == nil) != (got[i] == nil) || !bytes.Equal(v, got[i]) {
+				b.Fatalf("%s: MultiGet and Get disagree on key %q", kind, k)
+			}
+		}
+	}
+	pairs := float64(st.pairs)
+	b.ReportMetric(float64(st.mgetTime.Nanoseconds())/pairs/1e3, "us/multiget")
+	b.ReportMetric(float64(st.getsTime.Nanoseconds())/pairs/1e3, "us/gets")
+	b.ReportMetric(float64(st.mgetTime)/float64(st.getsTime), "multiget/gets")
+	b.ReportMetric(pairs, "batches")
+	b.ReportMetric(float64(st.mgetFound), "found-multiget")
+	b.ReportMetric(float64(st.getsFound), "found-gets")
+	b.ReportMetric(float64(st.bad), "bad-values")
+	b.Logf("%s: %d batch pairs of %d keys, MultiGet %.1f µs, %d gets %.1f µs per batch, found %d and %d, wrong values %d",
+		kind, st.pairs, n, float64(st.mgetTime.Nanoseconds())/pairs/1e3, n, float64(st.getsTime.Nanoseconds())/pairs/1e3,
+		st.mgetFound, st.getsFound, st.bad)
+	if st.bad > 0 {
+		b.Fatalf("%s: %d values read back wrong", kind, st.bad)
+	}
+	if st.mgetFound == 0 {
+		b.Fatalf("%s: MultiGet found no key", kind)
+	}
+}
+
+func BenchmarkMultiGetSett(b *testing.B)      { benchMultiGet(b, "sett") }
+func BenchmarkMultiGetRocks(b *testing.B)     { benchMultiGet(b, "rocksdb") }
+func BenchmarkMultiGetBadger(b *testing.B)    { benchMultiGet(b, "badger") }
+func BenchmarkMultiGetRocksBlob(b *testing.B) { benchMultiGet(b, "rocksdb-blob") }
+func BenchmarkMultiGetPebble(b *testing.B)    { benchMultiGet(b, "pebble") }
 
 func BenchmarkIterateSettOnlyKeys(b *testing.B)        { benchIterate(b, "sett", true) }
 func BenchmarkIterateRocksOnlyKeys(b *testing.B)       { benchIterate(b, "rocksdb", true) }

@@ -71,6 +71,27 @@ func (s *badgerStore) Get(key, dst []byte) ([]byte, error) {
 	return out, err
 }
 
+// MultiGet: Badger has no batched read, so its users look keys up one after
+// another in one read transaction, which is what this does.
+func (s *badgerStore) MultiGet(keys [][]byte, fn func(i int, v []byte)) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		for i, k := range keys {
+			item, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				fn(i, nil)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := item.Value(func(v []byte) error { fn(i, v); return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Iterate hands fn Badger's own slices (item.Value's callback), with no copy:
 // the benchmark loop copies key and value itself, the same for every engine.
 func (s *badgerStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {

@@ -54,6 +54,66 @@ static int rk_write_packed(rocksdb_t *db, const rocksdb_writeoptions_t *wo, cons
 	return rc;
 }
 
+// One crossing per MultiGet: n keys packed as [klen u32 LE][key] in kbuf (klen
+// bytes) are read by RocksDB's batched MultiGet (rocksdb_batched_multi_get_pinned_cf,
+// which sorts the keys and groups their lookups by table and block). Found
+// values are copied back to back into dst and lens[i] is the value's length,
+// or -1 when absent. Returns 0; -1 if dst is too small (*need = the bytes the
+// values take; dst and lens then hold nothing); -2 if kbuf is malformed.
+static int rk_multi_get_packed(rocksdb_t *db, rocksdb_column_family_handle_t *cf,
+                               const rocksdb_readoptions_t *ro, const char *kbuf,
+                               size_t klen, size_t n, char *dst, size_t cap,
+                               int64_t *lens, size_t *need, char **err) {
+	rocksdb_slice_t *ks = malloc((n > 0 ? n : 1) * sizeof *ks);
+	if (ks == NULL) return -2;
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t kl;
+		if (klen - at < 4) { free(ks); return -2; }
+		memcpy(&kl, kbuf + at, 4);
+		if (klen - at - 4 < kl) { free(ks); return -2; }
+		ks[i].data = kbuf + at + 4;
+		ks[i].size = kl;
+		at += 4 + (size_t)kl;
+	}
+	if (at != klen) { free(ks); return -2; }
+	rocksdb_pinnable_multi_get_t *mg = rocksdb_batched_multi_get_pinned_cf(db, ro, cf, n, ks, 0);
+	free(ks);
+	size_t total = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *v = NULL, *e = NULL;
+		size_t vl = 0, el = 0;
+		switch (rocksdb_pinnable_multi_get_result(mg, i, &v, &vl, &e, &el)) {
+		case rocksdb_pinnable_multi_get_found:
+			total += vl;
+			break;
+		case rocksdb_pinnable_multi_get_not_found:
+			break;
+		default:
+			*err = strdup(e != NULL ? e : "MultiGet: a key's lookup failed");
+			rc = -3;
+		}
+	}
+	if (rc == 0 && total > cap) {
+		*need = total;
+		rc = -1;
+	}
+	for (size_t i = 0, off = 0; i < n && rc == 0; i++) {
+		const char *v = NULL, *e = NULL;
+		size_t vl = 0, el = 0;
+		if (rocksdb_pinnable_multi_get_result(mg, i, &v, &vl, &e, &el) == rocksdb_pinnable_multi_get_found) {
+			if (vl > 0) memcpy(dst + off, v, vl);
+			lens[i] = (int64_t)vl;
+			off += vl;
+		} else {
+			lens[i] = -1;
+		}
+	}
+	rocksdb_pinnable_multi_get_destroy(mg);
+	return rc;
+}
+
 // Many items per crossing, as sett_iter_next_batch: from the iterator's current
 // position, append [klen u32 LE][vlen u32 LE][key][value] records to buf while
 // they fit (at least one: -1 with *used = the size needed if the first does not),
@@ -109,6 +169,7 @@ type rocksStore struct {
 	cache    *C.rocksdb_cache_t
 	wo       *C.rocksdb_writeoptions_t
 	ro       *C.rocksdb_readoptions_t
+	cf       *C.rocksdb_column_family_handle_t // the default column family, for MultiGet
 	name     string
 	readOnly bool
 }
@@ -193,6 +254,7 @@ func openRocks(dir string, o Options, blob bool) (Store, error) {
 		C.rocksdb_writeoptions_set_sync(s.wo, 1)
 	}
 	s.ro = C.rocksdb_readoptions_create()
+	s.cf = C.rocksdb_get_default_column_family_handle(s.db)
 	return s, nil
 }
 
@@ -276,6 +338,58 @@ func (s *rocksStore) Get(key, dst []byte) ([]byte, error) {
 		dst = make([]byte, int(n))
 	}
 }
+
+// MultiGet packs the keys into one Go slice and reads them with
+// rk_multi_get_packed: one cgo crossing per batch (a second only when the
+// values outgrow the pooled buffer), as sett's get_many.
+func (s *rocksStore) MultiGet(keys [][]byte, fn func(i int, v []byte)) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	kb := packBufs.Get().(*[]byte)
+	defer packBufs.Put(kb)
+	buf := (*kb)[:0]
+	for _, k := range keys {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(k)))
+		buf = append(buf, k...)
+	}
+	*kb = buf
+	vb := mgetBufs.Get().(*[]byte)
+	defer mgetBufs.Put(vb)
+	lens := make([]int64, len(keys))
+	for {
+		dst := (*vb)[:cap(*vb)]
+		var need C.size_t
+		var cerr *C.char
+		rc := C.rk_multi_get_packed(s.db, s.cf, s.ro, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), C.size_t(len(keys)),
+			bptr(dst), C.size_t(len(dst)), (*C.int64_t)(unsafe.Pointer(&lens[0])), &need, &cerr)
+		runtime.KeepAlive(buf)
+		runtime.KeepAlive(dst)
+		if err := rocksErr(cerr); err != nil {
+			return err
+		}
+		switch rc {
+		case 0:
+			off := int64(0)
+			for i, n := range lens {
+				if n < 0 {
+					fn(i, nil)
+					continue
+				}
+				fn(i, dst[off:off+n])
+				off += n
+			}
+			return nil
+		case -1:
+			*vb = make([]byte, int(need))
+		default:
+			return errors.New("rocksdb: packed keys malformed")
+		}
+	}
+}
+
+// mgetBufs keeps MultiGet's value buffers between batches.
+var mgetBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // rocksIterBuf sizes the buffer of one rk_iter_fill call.
 const rocksIterBuf = 256 << 10
@@ -386,6 +500,10 @@ func (s *rocksStore) Close() error {
 }
 
 func (s *rocksStore) free() {
+	if s.cf != nil {
+		C.rocksdb_column_family_handle_destroy(s.cf)
+		s.cf = nil
+	}
 	if s.wo != nil {
 		C.rocksdb_writeoptions_destroy(s.wo)
 		s.wo = nil

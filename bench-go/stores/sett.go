@@ -78,6 +78,19 @@ func (s *settStore) Get(key, dst []byte) ([]byte, error) {
 	return v, err
 }
 
+// MultiGet is sett's get_many: one cgo crossing for the batch, the lookups at
+// one read point, read in parallel once one of them waits on the device.
+func (s *settStore) MultiGet(keys [][]byte, fn func(i int, v []byte)) error {
+	vals, err := s.db.MultiGet(keys)
+	if err != nil {
+		return err
+	}
+	for i, v := range vals {
+		fn(i, v)
+	}
+	return nil
+}
+
 func (s *settStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {
 	return s.scan(sett.IteratorOptions{KeysOnly: keysOnly}, limit, fn)
 }

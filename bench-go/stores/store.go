@@ -60,6 +60,12 @@ type Store interface {
 	// Get copies key's value into dst's spare capacity (or a new slice) and
 	// returns it; ErrNotFound when absent.
 	Get(key, dst []byte) ([]byte, error)
+	// MultiGet looks keys up together, through the engine's own batched read
+	// where it has one (sett's get_many, RocksDB's batched MultiGet) and a
+	// loop of point reads in one read view where it has none (Badger,
+	// Pebble), and calls fn with each key's index and value (nil when absent),
+	// in the order of keys. The value is valid only during the call.
+	MultiGet(keys [][]byte, fn func(i int, v []byte)) error
 	// Iterate walks forward from the first key, calling fn with each key (and
 	// value unless keysOnly) until fn returns false or limit items were seen.
 	// The slices are valid only during the call.

@@ -65,6 +65,31 @@ func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 			if _, err := s.Get(keys.Key(valsz, n+5), nil); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("missing key: %v", err)
 			}
+			// A MultiGet of present and missing keys, with a repeat, answers each
+			// in the order asked; one larger than the pooled buffers too.
+			for _, size := range []int{5, 200} {
+				var ks [][]byte
+				var want []int64
+				for i := 0; i < size; i++ {
+					k := int64((i * 7919) % (n + n/4)) // a fifth past n: missing
+					if i == 3 {
+						k = want[1]
+					}
+					ks, want = append(ks, keys.Key(valsz, k)), append(want, k)
+				}
+				seen := 0
+				if err := s.MultiGet(ks, func(i int, v []byte) {
+					seen++
+					if i != seen-1 {
+						t.Fatalf("MultiGet answered key %d out of order (after %d)", i, seen-1)
+					}
+					if present := want[i] < n; present != (v != nil) || (present && !keys.FullCheckValue(v, valsz, want[i])) {
+						t.Fatalf("MultiGet of key %d (present %v): wrong answer (%d bytes)", want[i], present, len(v))
+					}
+				}); err != nil || seen != size {
+					t.Fatalf("MultiGet of %d keys: %d answers, %v", size, seen, err)
+				}
+			}
 			h := crc64.New(crc64.MakeTable(crc64.ECMA))
 			var prev []byte
 			got, err := s.Iterate(false, 1<<30, func(k, v []byte) bool {

@@ -45,6 +45,8 @@ type config struct {
 	runs                       int
 	reads, iter                int
 	readSeconds, iterSeconds   float64
+	mgets                      int
+	mgetSeconds                float64
 	sync                       bool
 	cacheMiB                   int64
 	digest                     string
@@ -80,6 +82,8 @@ func main() {
 	flag.IntVar(&c.iter, "iter", 1000000, "items iterated per engine, size and mode (a tenth of it at 16 KiB; in-memory regime)")
 	flag.Float64Var(&c.readSeconds, "read-seconds", 60, "--large: seconds of random reads per engine")
 	flag.Float64Var(&c.iterSeconds, "iter-seconds", 20, "--large: seconds of each scan per engine")
+	flag.IntVar(&c.mgets, "mgets", 5000, "MultiGet phase: pairs of batches (32 point reads, then a MultiGet of 32 keys) per engine and size (in-memory regime)")
+	flag.Float64Var(&c.mgetSeconds, "mget-seconds", 20, "--large: seconds of the MultiGet phase per engine")
 	flag.BoolVar(&c.sync, "sync", false, "durable writes, for every engine")
 	flag.IntVar(&c.settThreshold, "sett-value-threshold", 0, "sett's value threshold in bytes (0: the suite's, the same as Badger's and BlobDB's); values below it stay in sett's tables")
 	flag.StringVar(&c.compression, "compression", "none", "codec of table data blocks for sett and RocksDB: none, lz4 or zstd (values stay random: what a codec costs on data it cannot shrink; bench-go/cmd/compressbench compares them on compressible data)")

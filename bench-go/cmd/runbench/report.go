@@ -93,6 +93,8 @@ func metricsFor(large bool) []metric {
 			// A found key costs at least one device read unless the page cache or the engine's
 			// cache holds it: engines level here are bound by the device, not by their code.
 			metric{"device reads per found key", func(c *cell) float64 { return safeDiv(float64(c.ReadDevOps), float64(c.Found)) }, true, f2, false},
+			metric{"MultiGet of 32 keys µs", func(c *cell) float64 { return c.MGetUs }, true, f0, true},
+			metric{"MultiGet ÷ its 32 gets one after another", func(c *cell) float64 { return safeDiv(c.MGetUs, c.MGetGetsUs) }, true, f2, false},
 			metric{"iterate keys-only ns/item", func(c *cell) float64 { return c.IterKeysNs }, true, f0, true},
 			metric{"iterate with values MB/s", func(c *cell) float64 { return c.IterValuesMBs }, false, f1, true},
 			metric{"iterate with values ns/item", func(c *cell) float64 { return c.IterValuesNs }, true, f0, false},
@@ -101,6 +103,8 @@ func metricsFor(large bool) []metric {
 		ms = append(ms,
 			metric{"random read at once ns/op", func(c *cell) float64 { return c.FreshReadNs }, true, f0, true},
 			metric{"random read settled ns/op", func(c *cell) float64 { return c.ReadNs }, true, f0, true},
+			metric{"MultiGet of 32 keys µs", func(c *cell) float64 { return c.MGetUs }, true, f1, true},
+			metric{"MultiGet ÷ its 32 gets one after another", func(c *cell) float64 { return safeDiv(c.MGetUs, c.MGetGetsUs) }, true, f2, false},
 			metric{"iterate keys-only ns/item", func(c *cell) float64 { return c.IterKeysNs }, true, f0, true},
 			metric{"iterate with values ns/item", func(c *cell) float64 { return c.IterValuesNs }, true, f0, true},
 		)
@@ -247,8 +251,10 @@ func report(r *runner) string {
 	b.WriteString("- Memory: peak RSS is the process's peak (VmHWM, and VmRSS sampled every 100 ms) less what it held before the engine was opened (the harness's buffers), per phase, each phase in its own process; the read and iterate phases count from the moment the engine has settled (the settle wait's own peaks are in each phase's SETTLE line of the log). It counts the pages of mapped files that the engine touched: Badger reads its tables through mappings, and sett's scans read its sealed value-log files through mappings (its point reads and table reads are positional reads, as RocksDB's), while RocksDB reads into its block cache and the page cache, which its RSS does not show; the anonymous columns leave mapped files out (heap, memtables, caches, indexes and filters).\n")
 	fmt.Fprintf(&b, "- Runs: %d per cell, engine order rotated each run; figures are the median [min–max].\n", c.runs)
 	if c.large {
+		b.WriteString("- MultiGet: one caller looks up 32 keys of the same fixed sequence at a time, alternating a batch of 32 point reads one after another with one MultiGet of the next 32 keys, on a cold cache (files evicted before the phase), so that both kinds of batch meet the same cache; µs per MultiGet of 32 keys, and its time ÷ the 32 point reads' (below 1: the batched read keeps more than one device read in flight). sett: get_many; RocksDB: its batched MultiGet (rocksdb_batched_multi_get_pinned_cf) in one cgo call; Badger and Pebble have no batched read, so theirs is a loop of point reads in one read view.\n")
 		b.WriteString("- Random read: one fixed sequence of keys (about 63% exist), µs per read per reader (wall time × readers ÷ reads), comparable with the device's random-read latency at the same number of readers. Iterate: a forward scan from the first key on a cold cache; keys-only reads no value (every engine has a keys-only mode here, RocksDB's iterator reading its inline values with the key where values are not separated).\n\n")
 	} else {
+		b.WriteString("- MultiGet: one caller looks up 32 keys of the same fixed sequence at a time, alternating a batch of 32 point reads one after another with one MultiGet of the next 32 keys, so that both kinds of batch meet the same cache; µs per MultiGet of 32 keys, and its time ÷ the 32 point reads' (below 1: the batched read gains). sett: get_many; RocksDB: its batched MultiGet (rocksdb_batched_multi_get_pinned_cf) in one cgo call; Badger and Pebble have no batched read, so theirs is a loop of point reads in one read view.\n")
 		b.WriteString("- Random read: one fixed sequence of keys (about 63% exist), ns per read in wall time with the readers in parallel. Iterate: forward scan from the first key, key and value copied, ns per item. Keys-only: sett, Badger and Pebble do not read separated values; RocksDB has no keys-only iterator, so its keys-only scan still reads every inline value (and, for rocksdb-blob, every blob): from the value threshold up that column compares a keys-only scan with a scan that reads values, and gets no verdict against RocksDB (n/a).\n\n")
 	}
 
@@ -351,9 +357,15 @@ func tabulate(cells []*cell, large bool) tables {
 	t.results = b.String()
 	b.Reset()
 	b.WriteString("| value size | vs |")
+	// A column no cell has a figure for (a report of a harness without that
+	// phase) is left out rather than shown as a row of dashes.
 	var cmp []int
 	for i, m := range ms {
-		if m.compare {
+		measured := false
+		for _, k := range order {
+			measured = measured || spreads[k][i].n > 0
+		}
+		if m.compare && measured {
 			cmp = append(cmp, i)
 			b.WriteString(" " + m.name + " |")
 		}
@@ -436,17 +448,17 @@ func csvReport(cells []*cell) string {
 	b.WriteString("valsz,engine,run,keys,populate_s,populate_keys_per_s,raw_bytes,disk_apparent_bytes,disk_allocated_bytes,populate_device_written_bytes,populate_rss_bytes," +
 		"settle_s,settle_idle,digest_count,digest_hash,read_ns,read_us_per_reader,reads,found,found_prefix,read_device_reads,read_device_bytes,read_rss_bytes," +
 		"iter_keys_ns,iter_keys_mb_s,iter_keys_device_bytes,iter_keys_rss_bytes,iter_values_ns,iter_values_mb_s,iter_values_device_bytes,iter_values_rss_bytes,read_anon_bytes,iter_anon_bytes,min_mem_available_bytes,killed,populate_anon_bytes," +
-		"settle_device_written_bytes,settled_disk_apparent_bytes,settled_disk_allocated_bytes,wait_s,fresh_read_ns,fresh_read_us_per_reader,fresh_reads,fresh_found,version\n")
+		"settle_device_written_bytes,settled_disk_apparent_bytes,settled_disk_allocated_bytes,wait_s,fresh_read_ns,fresh_read_us_per_reader,fresh_reads,fresh_found,version,mget_us,mget_gets_us,mget_batches\n")
 	for _, c := range cells {
 		minAvail := c.MinMemAvailable
 		if minAvail == 1<<62 {
 			minAvail = 0
 		}
-		fmt.Fprintf(&b, "%d,%s,%d,%d,%.3f,%.0f,%d,%d,%d,%d,%d,%.2f,%v,%d,%s,%.1f,%.2f,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%d,%d,%.1f,%.1f,%d,%d,%d,%d,%d,%q,%d,%d,%d,%d,%.1f,%.1f,%.2f,%d,%d,%q\n",
+		fmt.Fprintf(&b, "%d,%s,%d,%d,%.3f,%.0f,%d,%d,%d,%d,%d,%.2f,%v,%d,%s,%.1f,%.2f,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%d,%d,%.1f,%.1f,%d,%d,%d,%d,%d,%q,%d,%d,%d,%d,%.1f,%.1f,%.2f,%d,%d,%q,%.2f,%.2f,%d\n",
 			c.ValSize, c.Engine, c.Run, c.Keys, c.PopSeconds, c.PopKeysPerSec, c.RawBytes, c.DiskApparent, c.DiskAllocated, c.PopWritten, c.PopRSS,
 			c.SettleSeconds, c.SettleIdle, c.DigestCount, c.DigestHash, c.ReadNs, c.ReadUsPerReader, c.Reads, c.Found, c.FoundPre, c.ReadDevOps, c.ReadDevBytes, c.ReadRSS,
 			c.IterKeysNs, c.IterKeysMBs, c.IterKeysDevBytes, c.IterKeysRSS, c.IterValuesNs, c.IterValuesMBs, c.IterValuesDevBytes, c.IterValuesRSS, c.ReadAnon, c.IterAnon, minAvail, c.Killed, c.PopAnon,
-			c.SettleWritten, c.SettledApparent, c.SettledAllocated, c.WaitSeconds, c.FreshReadNs, c.FreshReadUsPerReader, c.FreshReads, c.FreshFound, c.Version)
+			c.SettleWritten, c.SettledApparent, c.SettledAllocated, c.WaitSeconds, c.FreshReadNs, c.FreshReadUsPerReader, c.FreshReads, c.FreshFound, c.Version, c.MGetUs, c.MGetGetsUs, c.MGetBatches)
 	}
 	return b.String()
 }

@@ -64,6 +64,11 @@ type cell struct {
 	ReadRSS                 int64
 	ReadAnon                int64 // anonymous memory only: not the mapped files
 
+	// MultiGet: one caller, batches of 32 keys; the same caller's 32 point
+	// reads one after another in batches alternating with them.
+	MGetUs, MGetGetsUs float64 // µs per batch
+	MGetBatches        int64
+
 	IterKeysNs, IterKeysMBs     float64
 	IterValuesNs, IterValuesMBs float64
 	IterKeysDevBytes            int64
@@ -295,6 +300,18 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	cl.ReadNs, cl.ReadUsPerReader = m["ns/read"], m["us/read/reader"]
 	cl.Reads, cl.Found, cl.FoundPre = int64(m["reads"]), int64(m["found"]), int64(m["found-prefix"])
 	cl.ReadDevOps, cl.ReadDevBytes, cl.ReadRSS, cl.ReadAnon = int64(ph.dev.ReadsCompleted), ph.dev.ReadBytes(), ph.rss, ph.anon
+
+	mgetArgs := append([]string{"-test.run", "^$", "-test.bench", "^BenchmarkMultiGet" + name + "$"}, common...)
+	if c.large {
+		mgetArgs = append(mgetArgs, "-test.benchtime", "1x", "--mget_seconds", fmt.Sprint(c.mgetSeconds))
+	} else {
+		mgetArgs = append(mgetArgs, "-test.benchtime", fmt.Sprintf("%dx", c.mgets))
+	}
+	m, ph, err = r.benchPhase(cl, "multiget", mgetArgs)
+	if err != nil || ph.killed != "" {
+		return cl, err
+	}
+	cl.MGetUs, cl.MGetGetsUs, cl.MGetBatches = m["us/multiget"], m["us/gets"], int64(m["batches"])
 
 	nIter := c.iter
 	if valsz >= 16384 {

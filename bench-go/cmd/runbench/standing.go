@@ -119,6 +119,7 @@ func readCells(path string) ([]*cell, error) {
 			IterKeysNs: num("iter_keys_ns"), IterKeysMBs: num("iter_keys_mb_s"), IterKeysRSS: i64("iter_keys_rss_bytes"),
 			IterValuesNs: num("iter_values_ns"), IterValuesMBs: num("iter_values_mb_s"), IterValuesRSS: i64("iter_values_rss_bytes"),
 			IterAnon: i64("iter_anon_bytes"),
+			MGetUs:   num("mget_us"), MGetGetsUs: num("mget_gets_us"), MGetBatches: i64("mget_batches"),
 		}
 		if perr != nil {
 			return nil, perr

@@ -137,6 +137,44 @@ func TestMultiGet(t *testing.T) {
 	}
 }
 
+// MultiGet's values share one allocation: each is capped at its length, so
+// that appending to one leaves the next intact, and values larger than the
+// reused buffer grow it (a second call into C) without losing any.
+func TestMultiGetValuesLargerThanItsBufferAndAppendsToOneLeaveTheOthers(t *testing.T) {
+	db := openTemp(t)
+	big := bytes.Repeat([]byte("v"), 3000) // two of them outgrow a 4 KiB buffer
+	mustSet(t, db, "a", string(big))
+	mustSet(t, db, "b", "small")
+	mustSet(t, db, "c", string(big[:2000]))
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("missing"), []byte("c"), []byte("a")}
+	for round := 0; round < 2; round++ {
+		vals, err := db.MultiGet(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(vals[0], big) || string(vals[1]) != "small" || vals[2] != nil ||
+			!bytes.Equal(vals[3], big[:2000]) || !bytes.Equal(vals[4], big) {
+			t.Fatalf("round %d: wrong values (lengths %d %d %v %d %d)", round, len(vals[0]), len(vals[1]), vals[2] == nil, len(vals[3]), len(vals[4]))
+		}
+		vals[1] = append(vals[1], "XXXXXXXX"...)
+		if !bytes.Equal(vals[3], big[:2000]) || string(vals[1]) != "smallXXXXXXXX" {
+			t.Fatalf("round %d: appending to one value changed the next", round)
+		}
+	}
+	// A keyspace takes the same path and reads only its own keys.
+	ks, err := db.Keyspace("k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ks.Set([]byte("a"), []byte("ks")); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := ks.MultiGet([][]byte{[]byte("b"), []byte("a")})
+	if err != nil || vals[0] != nil || string(vals[1]) != "ks" {
+		t.Fatalf("keyspace multiget: %q %v", vals, err)
+	}
+}
+
 func TestClosedDatabaseAndIteratorReturnErrorsNotCrashes(t *testing.T) {
 	db, err := Open(t.TempDir(), nil)
 	if err != nil {

@@ -9,6 +9,7 @@ import "C"
 import (
 	"context"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -25,7 +26,7 @@ type store interface {
 	cPut(key, value []byte, cerr **C.sett_error_t) C.int
 	cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int
 	cDelete(key []byte, cerr **C.sett_error_t) C.int
-	cMultiGet(keys **C.uint8_t, lens *C.size_t, n C.size_t, vals *C.sett_buf_t, st *C.int, cerr **C.sett_error_t) C.int
+	cMultiGetInto(keys **C.uint8_t, lens *C.size_t, n C.size_t, dst *C.uint8_t, capacity C.size_t, vlens *C.size_t, st *C.int, needed *C.size_t, cerr **C.sett_error_t) C.int
 	cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int
 	cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int
 	cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int
@@ -73,12 +74,12 @@ func (k *Keyspace) cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.i
 		C.uint8_t(e.UserMeta), ttl, cerr)
 }
 
-func (d *DB) cMultiGet(keys **C.uint8_t, lens *C.size_t, n C.size_t, vals *C.sett_buf_t, st *C.int, cerr **C.sett_error_t) C.int {
-	return C.sett_multi_get(d.db, keys, lens, n, vals, st, cerr)
+func (d *DB) cMultiGetInto(keys **C.uint8_t, lens *C.size_t, n C.size_t, dst *C.uint8_t, capacity C.size_t, vlens *C.size_t, st *C.int, needed *C.size_t, cerr **C.sett_error_t) C.int {
+	return C.sett_multi_get_into(d.db, keys, lens, n, dst, capacity, vlens, st, needed, cerr)
 }
 
-func (k *Keyspace) cMultiGet(keys **C.uint8_t, lens *C.size_t, n C.size_t, vals *C.sett_buf_t, st *C.int, cerr **C.sett_error_t) C.int {
-	return C.sett_keyspace_multi_get(k.ks, keys, lens, n, vals, st, cerr)
+func (k *Keyspace) cMultiGetInto(keys **C.uint8_t, lens *C.size_t, n C.size_t, dst *C.uint8_t, capacity C.size_t, vlens *C.size_t, st *C.int, needed *C.size_t, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_multi_get_into(k.ks, keys, lens, n, dst, capacity, vlens, st, needed, cerr)
 }
 
 func (d *DB) cDelete(key []byte, cerr **C.sett_error_t) C.int {
@@ -239,37 +240,81 @@ func storeMultiGet(s store, keys [][]byte) ([][]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	// The key pointer array lives in C memory (C may not hold Go pointers to Go
-	// memory); it is typed uintptr so that storing into it is not a Go pointer
-	// write (no write barrier on C memory). The keys themselves are pinned.
-	cptrs := unsafe.Slice((*uintptr)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(uintptr(0))))), n)
-	clens := unsafe.Slice((*C.size_t)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(C.size_t(0))))), n)
-	defer C.free(unsafe.Pointer(&cptrs[0]))
-	defer C.free(unsafe.Pointer(&clens[0]))
+	sc := multiGetPool.Get().(*multiGetScratch)
+	defer multiGetPool.Put(sc)
+	sc.reset(n)
+	for _, k := range keys {
+		sc.keys = append(sc.keys, k...)
+	}
+	// The keys are copied into one buffer, pinned once; C reads their
+	// addresses from ptrs, typed uintptr so that it holds no Go pointer for
+	// cgo's checks (the memory they point to is pinned until the call ends).
 	var pinner runtime.Pinner
 	defer pinner.Unpin()
+	if len(sc.keys) > 0 {
+		pinner.Pin(&sc.keys[0])
+	}
+	base, at := uintptr(unsafe.Pointer(unsafe.SliceData(sc.keys))), 0
 	for i, k := range keys {
-		cptrs[i] = 0
+		sc.ptrs[i] = 0
 		if len(k) > 0 {
-			pinner.Pin(&k[0])
-			cptrs[i] = uintptr(unsafe.Pointer(&k[0]))
+			sc.ptrs[i] = base + uintptr(at)
 		}
-		clens[i] = C.size_t(len(k))
+		sc.klens[i] = C.size_t(len(k))
+		at += len(k)
 	}
-	vals := make([]C.sett_buf_t, n)
-	st := make([]C.int, n)
-	var cerr *C.sett_error_t
-	rc := s.cMultiGet((**C.uint8_t)(unsafe.Pointer(&cptrs[0])), &clens[0], C.size_t(n), &vals[0], &st[0], &cerr)
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	out := make([][]byte, n)
-	for i := range vals {
-		if st[i] == C.SETT_OK {
-			out[i] = takeBuf(&vals[i])
-		} else {
-			C.sett_buf_free(&vals[i])
+	for {
+		var needed C.size_t
+		var cerr *C.sett_error_t
+		vals := sc.vals[:cap(sc.vals)]
+		rc := s.cMultiGetInto((**C.uint8_t)(unsafe.Pointer(&sc.ptrs[0])), &sc.klens[0], C.size_t(n),
+			(*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(vals))), C.size_t(len(vals)), &sc.vlens[0], &sc.st[0], &needed, &cerr)
+		if rc == C.SETT_BUFFER_TOO_SMALL {
+			C.sett_error_free(cerr)
+			sc.vals = make([]byte, 0, int(needed))
+			continue
 		}
+		if err := status(rc, cerr); err != nil {
+			return nil, err
+		}
+		// One allocation holds every value; each slice is capped at its own
+		// length, so that appending to one cannot overwrite the next.
+		backing := make([]byte, int(needed))
+		copy(backing, vals)
+		out := make([][]byte, n)
+		at = 0
+		for i := range out {
+			if sc.st[i] == C.SETT_OK {
+				l := int(sc.vlens[i])
+				out[i] = backing[at : at+l : at+l]
+				at += l
+			}
+		}
+		return out, nil
 	}
-	return out, nil
+}
+
+// multiGetScratch is what one MultiGet hands to C, kept between calls so
+// that a batch allocates only what it returns: the keys packed into one
+// buffer, their addresses and lengths, and the buffer C copies values into.
+type multiGetScratch struct {
+	keys         []byte
+	ptrs         []uintptr
+	klens, vlens []C.size_t
+	st           []C.int
+	vals         []byte
+}
+
+var multiGetPool = sync.Pool{New: func() any { return &multiGetScratch{vals: make([]byte, 0, 4096)} }}
+
+// reset empties the scratch and sizes its arrays for n keys.
+func (sc *multiGetScratch) reset(n int) {
+	sc.keys = sc.keys[:0]
+	if cap(sc.ptrs) < n {
+		sc.ptrs = make([]uintptr, n)
+		sc.klens = make([]C.size_t, n)
+		sc.vlens = make([]C.size_t, n)
+		sc.st = make([]C.int, n)
+	}
+	sc.ptrs, sc.klens, sc.vlens, sc.st = sc.ptrs[:n], sc.klens[:n], sc.vlens[:n], sc.st[:n]
 }

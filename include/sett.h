@@ -904,6 +904,27 @@ int sett_multi_get(struct sett_db_t *db,
                    struct sett_error_t **err);
 
 /**
+ * Reads `n` keys at one consistent point in one call, copying the values
+ * found back to back into the caller's buffer `dst` of `cap` bytes (no
+ * allocation per value). `lens[i]` receives the length of key i's value (0
+ * when absent) and `statuses[i]` SETT_OK or SETT_NOT_FOUND; value i starts
+ * where value i-1 ends. *needed receives the bytes all the values take:
+ * SETT_BUFFER_TOO_SMALL when that exceeds `cap` (nothing is copied; call
+ * again with a buffer of *needed bytes, which reads the keys anew). `dst`
+ * may be NULL when `cap` is 0.
+ */
+int sett_multi_get_into(struct sett_db_t *db,
+                        const uint8_t *const *keys,
+                        const size_t *keylens,
+                        size_t n,
+                        uint8_t *dst,
+                        size_t cap,
+                        size_t *lens,
+                        int *statuses,
+                        size_t *needed,
+                        struct sett_error_t **err);
+
+/**
  * The message of `err` (UTF-8, NUL-terminated), valid until sett_error_free().
  * Returns "" for NULL.
  */
@@ -1249,6 +1270,21 @@ int sett_keyspace_multi_get(struct sett_keyspace_t *ks,
                             struct sett_buf_t *values,
                             int *statuses,
                             struct sett_error_t **err);
+
+/**
+ * Reads `n` keys of the keyspace at one consistent point into the caller's
+ * buffer. Same contract as sett_multi_get_into().
+ */
+int sett_keyspace_multi_get_into(struct sett_keyspace_t *ks,
+                                 const uint8_t *const *keys,
+                                 const size_t *keylens,
+                                 size_t n,
+                                 uint8_t *dst,
+                                 size_t cap,
+                                 size_t *lens,
+                                 int *statuses,
+                                 size_t *needed,
+                                 struct sett_error_t **err);
 
 /**
  * Removes key from the keyspace (no error if absent).

@@ -83,6 +83,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_get": "Db.get",
     "sett_get_entry": "Db.get_entry",
     "sett_multi_get": "Db.get_many",
+    "sett_multi_get_into": "Db.get_many",
     "sett_put": "Db.put",
     "sett_put_with": "Db.put",  # ttl=, meta=
     "sett_delete": "Db.delete",
@@ -161,6 +162,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_keyspace_put_with": "Keyspace.put",  # ttl=, meta=
     "sett_keyspace_get": "Keyspace.get",
     "sett_keyspace_multi_get": "Keyspace.get_many",
+    "sett_keyspace_multi_get_into": "Keyspace.get_many",
     "sett_keyspace_delete": "Keyspace.delete",
     "sett_keyspace_delete_range": "Keyspace.delete_range",
     "sett_keyspace_iter_new": "Keyspace.iter",

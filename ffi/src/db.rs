@@ -216,3 +216,29 @@ pub unsafe extern "C" fn sett_multi_get(
     // SAFETY: forwarded contract.
     unsafe { store::multi_get(db, keys, keylens, n, values, statuses, err) }
 }
+
+/// Reads `n` keys at one consistent point in one call, copying the values
+/// found back to back into the caller's buffer `dst` of `cap` bytes (no
+/// allocation per value). `lens[i]` receives the length of key i's value (0
+/// when absent) and `statuses[i]` SETT_OK or SETT_NOT_FOUND; value i starts
+/// where value i-1 ends. *needed receives the bytes all the values take:
+/// SETT_BUFFER_TOO_SMALL when that exceeds `cap` (nothing is copied; call
+/// again with a buffer of *needed bytes, which reads the keys anew). `dst`
+/// may be NULL when `cap` is 0.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn sett_multi_get_into(
+    db: *mut sett_db_t,
+    keys: *const *const u8,
+    keylens: *const usize,
+    n: usize,
+    dst: *mut u8,
+    cap: usize,
+    lens: *mut usize,
+    statuses: *mut c_int,
+    needed: *mut usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { store::multi_get_into(db, keys, keylens, n, dst, cap, lens, statuses, needed, err) }
+}

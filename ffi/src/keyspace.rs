@@ -305,6 +305,26 @@ pub unsafe extern "C" fn sett_keyspace_multi_get(
     unsafe { store::multi_get(ks, keys, keylens, n, values, statuses, err) }
 }
 
+/// Reads `n` keys of the keyspace at one consistent point into the caller's
+/// buffer. Same contract as sett_multi_get_into().
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn sett_keyspace_multi_get_into(
+    ks: *mut sett_keyspace_t,
+    keys: *const *const u8,
+    keylens: *const usize,
+    n: usize,
+    dst: *mut u8,
+    cap: usize,
+    lens: *mut usize,
+    statuses: *mut c_int,
+    needed: *mut usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { store::multi_get_into(ks, keys, keylens, n, dst, cap, lens, statuses, needed, err) }
+}
+
 /// Removes key from the keyspace (no error if absent).
 #[no_mangle]
 pub unsafe extern "C" fn sett_keyspace_delete(

@@ -260,23 +260,11 @@ pub(crate) unsafe fn multi_get<H: StoreHandle>(
         if n == 0 {
             return Ok(());
         }
-        if keys.is_null() || keylens.is_null() || values.is_null() || statuses.is_null() {
-            return Err(FfiError::invalid(
-                "keys, keylens, values and statuses must not be NULL",
-            ));
+        if values.is_null() || statuses.is_null() {
+            return Err(FfiError::invalid("values and statuses must not be NULL"));
         }
-        // SAFETY: each array is not NULL (checked above) and holds `n` elements, as sett.h requires.
-        let (kp, kl) = unsafe {
-            (
-                std::slice::from_raw_parts(keys, n),
-                std::slice::from_raw_parts(keylens, n),
-            )
-        };
-        let mut ks = Vec::with_capacity(n);
-        for i in 0..n {
-            // SAFETY: `kp[i]` is NULL (refused) or points to `kl[i]` readable bytes, as sett.h requires of the caller.
-            ks.push(unsafe { bytes(kp[i], kl[i], "key") }?);
-        }
+        // SAFETY: forwarded from this function's contract.
+        let ks = unsafe { multi_get_keys(keys, keylens, n) }?;
         let got = s.get_many(&ks)?;
         for (i, v) in got.into_iter().enumerate() {
             // SAFETY: values and statuses hold n elements.
@@ -291,6 +279,101 @@ pub(crate) unsafe fn multi_get<H: StoreHandle>(
             }
         }
         Ok(())
+    })
+}
+
+/// The keys of a multi-get as slices, from C's pointer and length arrays.
+///
+/// # Safety
+/// Unless `n` is 0, `keys` and `keylens` are NULL (refused) or hold `n`
+/// elements, and each key pointer is NULL or valid for its length.
+unsafe fn multi_get_keys<'a>(
+    keys: *const *const u8,
+    keylens: *const usize,
+    n: usize,
+) -> Result<Vec<&'a [u8]>, FfiError> {
+    if keys.is_null() || keylens.is_null() {
+        return Err(FfiError::invalid("keys and keylens must not be NULL"));
+    }
+    // SAFETY: each array is not NULL (checked above) and holds `n` elements, as sett.h requires.
+    let (kp, kl) = unsafe {
+        (
+            std::slice::from_raw_parts(keys, n),
+            std::slice::from_raw_parts(keylens, n),
+        )
+    };
+    let mut ks = Vec::with_capacity(n);
+    for i in 0..n {
+        // SAFETY: `kp[i]` is NULL (refused) or points to `kl[i]` readable bytes, as sett.h requires of the caller.
+        ks.push(unsafe { bytes(kp[i], kl[i], "key") }?);
+    }
+    Ok(ks)
+}
+
+/// sett_multi_get_into(): `n` keys read at one consistent point, the values
+/// found copied back to back into the caller's buffer.
+///
+/// # Safety
+/// As [`multi_get`] for `h`, `keys` and `keylens`; unless `n` is 0, `lens`
+/// and `statuses` are NULL (refused) or hold `n` elements, `needed` is NULL
+/// (refused) or writable, and `dst` is valid for writes of `cap` bytes (NULL
+/// only with `cap` 0).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn multi_get_into<H: StoreHandle>(
+    h: *const H,
+    keys: *const *const u8,
+    keylens: *const usize,
+    n: usize,
+    dst: *mut u8,
+    cap: usize,
+    lens: *mut usize,
+    statuses: *mut c_int,
+    needed: *mut usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard(err, || {
+        // SAFETY: `needed` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(needed, 0, "needed") }?;
+        // SAFETY: `h` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let s = unsafe { live(h) }?.store();
+        if n == 0 {
+            return Ok(SETT_OK);
+        }
+        if lens.is_null() || statuses.is_null() {
+            return Err(FfiError::invalid("lens and statuses must not be NULL"));
+        }
+        if dst.is_null() && cap > 0 {
+            return Err(FfiError::invalid("dst is NULL with a non-zero capacity"));
+        }
+        // SAFETY: forwarded from this function's contract.
+        let ks = unsafe { multi_get_keys(keys, keylens, n) }?;
+        let got = s.get_many(&ks)?;
+        let total: usize = got.iter().flatten().map(Vec::len).sum();
+        // SAFETY: `needed` was checked writable (not NULL) above.
+        unsafe { needed.write(total) };
+        if total > cap {
+            return Err(FfiError::new(
+                SETT_BUFFER_TOO_SMALL,
+                format!("{n} values of {total} bytes do not fit a buffer of {cap}"),
+            ));
+        }
+        let mut at = 0;
+        for (i, v) in got.iter().enumerate() {
+            let len = v.as_ref().map_or(0, Vec::len);
+            // SAFETY: lens and statuses hold n elements; dst is valid for cap >= total
+            // bytes and at + len <= total.
+            unsafe {
+                if let Some(v) = v {
+                    std::ptr::copy_nonoverlapping(v.as_ptr(), dst.add(at), len);
+                }
+                lens.add(i).write(len);
+                statuses
+                    .add(i)
+                    .write(if v.is_some() { SETT_OK } else { SETT_NOT_FOUND });
+            }
+            at += len;
+        }
+        Ok(SETT_OK)
     })
 }
 

@@ -316,6 +316,19 @@ static void test_a_keyspace_multi_get_reads_only_its_own_keys(void) {
     CHECK_RC(sett_keyspace_multi_get(a, keys, lens, 3, vals, st, NULL), SETT_INVALID_ARGUMENT);
     CHECK_RC(sett_keyspace_multi_get(NULL, keys, lens, 3, vals, st, NULL), SETT_INVALID_ARGUMENT);
     CHECK(holds(a, "k1", "a1") && holds(a, "k3", "a3"));
+    /* Into the caller's buffer: the keyspace's values only, in the order asked. */
+    lens[1] = 2;
+    uint8_t dst[8];
+    size_t vlens[3], needed = 0;
+    CHECK_RC(sett_keyspace_multi_get_into(a, keys, lens, 3, dst, sizeof dst, vlens, st, &needed, NULL), SETT_OK);
+    CHECK(needed == 4 && vlens[0] == 2 && vlens[1] == 0 && vlens[2] == 2);
+    CHECK(st[0] == SETT_OK && st[1] == SETT_NOT_FOUND && st[2] == SETT_OK);
+    CHECK(memcmp(dst, "a3a1", 4) == 0);
+    CHECK_RC(sett_keyspace_multi_get_into(a, keys, lens, 3, dst, 3, vlens, st, &needed, NULL), SETT_BUFFER_TOO_SMALL);
+    CHECK(needed == 4);
+    CHECK_RC(sett_keyspace_multi_get_into(NULL, keys, lens, 3, dst, sizeof dst, vlens, st, &needed, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_keyspace_multi_get_into(a, NULL, lens, 3, dst, sizeof dst, vlens, st, &needed, NULL), SETT_INVALID_ARGUMENT);
+    CHECK(holds(a, "k1", "a1") && holds(a, "k3", "a3"));
     sett_keyspace_close(a);
     CHECK_RC(sett_close(db, NULL), SETT_OK);
     sett_db_free(db);

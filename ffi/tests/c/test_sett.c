@@ -216,6 +216,38 @@ static void test_batch_and_multi_get(sett_db_t *db) {
     for (int i = 0; i < 4; i++) sett_buf_free(&vals[i]);
     CHECK_RC(sett_multi_get(db, NULL, lens, 4, vals, st, NULL), SETT_INVALID_ARGUMENT);
     CHECK_RC(sett_multi_get(db, keys, lens, 0, NULL, NULL, NULL), SETT_OK);
+
+    /* Into the caller's buffer: values back to back, in the order asked. */
+    uint8_t dst[16];
+    size_t vlens[4], needed = 99;
+    sett_error_t *err = NULL;
+    CHECK_RC(sett_multi_get_into(db, keys, lens, 4, dst, sizeof dst, vlens, st, &needed, NULL), SETT_OK);
+    CHECK(needed == 8);
+    CHECK(st[0] == SETT_NOT_FOUND && st[1] == SETT_OK && st[2] == SETT_OK && st[3] == SETT_NOT_FOUND);
+    CHECK(vlens[0] == 0 && vlens[1] == 3 && vlens[2] == 5 && vlens[3] == 0);
+    CHECK(memcmp(dst, "twothree", 8) == 0);
+    /* Too small a buffer: the size needed, nothing copied. */
+    memset(dst, 'x', sizeof dst);
+    CHECK_RC(sett_multi_get_into(db, keys, lens, 4, dst, 7, vlens, st, &needed, &err), SETT_BUFFER_TOO_SMALL);
+    CHECK(needed == 8 && dst[0] == 'x');
+    CHECK(strstr(sett_error_message(err), "do not fit") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    /* Bad input: NULL arrays, NULL dst with a capacity, NULL needed, an empty key. */
+    CHECK_RC(sett_multi_get_into(db, keys, lens, 4, dst, sizeof dst, NULL, st, &needed, &err), SETT_INVALID_ARGUMENT);
+    CHECK(strstr(sett_error_message(err), "lens") != NULL);
+    sett_error_free(err);
+    err = NULL;
+    CHECK_RC(sett_multi_get_into(db, keys, lens, 4, NULL, 8, vlens, st, &needed, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_multi_get_into(db, keys, lens, 4, dst, sizeof dst, vlens, st, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_multi_get_into(NULL, keys, lens, 4, dst, sizeof dst, vlens, st, &needed, NULL), SETT_INVALID_ARGUMENT);
+    size_t empty[4] = {2, 0, 2, 2};
+    CHECK_RC(sett_multi_get_into(db, keys, empty, 4, dst, sizeof dst, vlens, st, &needed, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_multi_get_into(db, keys, lens, 0, NULL, 0, NULL, NULL, &needed, NULL), SETT_OK);
+    CHECK(needed == 0);
+    /* The data is still there. */
+    CHECK_RC(sett_multi_get_into(db, keys, lens, 4, dst, sizeof dst, vlens, st, &needed, NULL), SETT_OK);
+    CHECK(memcmp(dst, "twothree", 8) == 0);
 }
 
 static void test_transactions(sett_db_t *db) {

@@ -61,6 +61,10 @@ type Options struct {
 	BaseLevelSize int64
 	// LevelSizeMultiplier: size ratio between levels (default 10).
 	LevelSizeMultiplier int
+	// LevelDynamic: size levels from the last one up, as RocksDB's
+	// level_compaction_dynamic_level_bytes: L0 compacts into the highest
+	// level in use and the levels above it stay empty (default false).
+	LevelDynamic bool
 	// MaxLevels: number of levels, L0 included (default 7).
 	MaxLevels int
 	// NumLevelZeroTables: L0 tables that start a compaction (default 4).
@@ -234,6 +238,7 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 	} else if o.ChangeFeedHistoryBytes > 0 {
 		C.sett_options_set_change_feed_history_bytes(co, C.size_t(o.ChangeFeedHistoryBytes))
 	}
+	C.sett_options_set_level_dynamic(co, cbool(o.LevelDynamic))
 	C.sett_options_set_sync_writes(co, cbool(o.SyncWrites))
 	C.sett_options_set_read_only(co, cbool(o.ReadOnly))
 	if firstErr != nil {

@@ -25,6 +25,7 @@ func allOptions() Options {
 		BaseTableSize:              2 << 20,
 		BaseLevelSize:              8 << 20,
 		LevelSizeMultiplier:        8,
+		LevelDynamic:               true,
 		MaxLevels:                  5,
 		NumLevelZeroTables:         3,
 		NumLevelZeroTablesSlowdown: 6,

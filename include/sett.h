@@ -1575,6 +1575,15 @@ int sett_options_set_max_txn_size(struct sett_options_t *opts,
 int sett_options_set_change_feed_history_bytes(struct sett_options_t *opts, size_t value);
 
 /**
+ * 1: size levels from the last one up (RocksDB's
+ * level_compaction_dynamic_level_bytes): L0 compacts into the highest level
+ * in use, and the levels above it stay empty; 0 (default): level 1 targets
+ * level_base_size and each level below level_multiplier times more. Any
+ * other value is SETT_INVALID_ARGUMENT.
+ */
+int sett_options_set_level_dynamic(struct sett_options_t *opts, uint32_t value);
+
+/**
  * 1: fsync the WAL and value log once per write group; 0 (default): do not.
  * Any other value is SETT_INVALID_ARGUMENT.
  */

@@ -73,7 +73,8 @@ pub struct Config {
     zstd_level: Option<i32>,
     /// A tuning option of the LSM tree, repeatable: memtable_size,
     /// max_memtables, table_size, level_base_size, level_multiplier,
-    /// l0_compaction_trigger, l0_slowdown_trigger, l0_stop_trigger (bytes or counts)
+    /// l0_compaction_trigger, l0_slowdown_trigger, l0_stop_trigger (bytes or
+    /// counts), level_dynamic (0 off, 1 on)
     #[arg(long = "opt", value_name = "NAME=VALUE", value_parser = parse_tuning)]
     tuning: Vec<(String, u64)>,
     /// Before the read phases, flush the memtable and wait (up to 120 s) until
@@ -180,12 +181,13 @@ fn storage_write_bytes() -> Option<u64> {
 }
 
 /// The tuning options `--opt` takes.
-const TUNING: [&str; 8] = [
+const TUNING: [&str; 9] = [
     "memtable_size",
     "max_memtables",
     "table_size",
     "level_base_size",
     "level_multiplier",
+    "level_dynamic",
     "l0_compaction_trigger",
     "l0_slowdown_trigger",
     "l0_stop_trigger",
@@ -208,7 +210,11 @@ fn parse_tuning(s: &str) -> Result<(String, u64), String> {
 /// a value outside the option's bounds is refused naming the option and its
 /// bounds; rules between options are checked at open.
 fn set_tuning(o: &mut Options, name: &str, v: u64) -> Result<(), sett::Error> {
-    o.set(name, OptionValue::Int(i128::from(v)))
+    match name {
+        // The one switch among them: 0 is off, anything else on.
+        "level_dynamic" => o.set(name, OptionValue::Bool(v != 0)),
+        _ => o.set(name, OptionValue::Int(i128::from(v))),
+    }
 }
 
 /// SplitMix64: fast, seedable, good enough for benchmark keys and values.

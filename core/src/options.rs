@@ -63,6 +63,7 @@ const DEFAULT_CACHE_SIZE: usize = 256 << 20;
 const DEFAULT_TABLE_SIZE: u64 = 64 << 20;
 const DEFAULT_LEVEL_BASE_SIZE: u64 = 256 << 20;
 const DEFAULT_LEVEL_MULTIPLIER: u64 = 10;
+const DEFAULT_LEVEL_DYNAMIC: bool = false;
 const DEFAULT_NUM_LEVELS: usize = 7;
 const DEFAULT_L0_COMPACTION_TRIGGER: usize = 4;
 const DEFAULT_L0_SLOWDOWN_TRIGGER: usize = 8;
@@ -411,6 +412,14 @@ pub const OPTIONS: &[OptionSpec] = &[
         doc: "Size ratio between adjacent levels.",
     },
     OptionSpec {
+        name: "level_dynamic",
+        kind: OptionKind::Bool,
+        unit: OptionUnit::None,
+        default: OptionValue::Bool(DEFAULT_LEVEL_DYNAMIC),
+        bounds: OptionBounds::Any,
+        doc: "Size levels from the last one up (RocksDB's level_compaction_dynamic_level_bytes): L0 compacts into the highest level in use whose target reaches level_base_size / level_multiplier, and the levels above it stay empty.",
+    },
+    OptionSpec {
         name: "num_levels",
         kind: OptionKind::Usize,
         unit: OptionUnit::None,
@@ -424,7 +433,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         unit: OptionUnit::None,
         default: OptionValue::Int(DEFAULT_L0_COMPACTION_TRIGGER as i128),
         bounds: OptionBounds::Int { min: 1, max: None },
-        doc: "L0 tables that start a compaction into L1.",
+        doc: "L0 tables that start a compaction into the base level (L1, or with level_dynamic the highest level in use).",
     },
     OptionSpec {
         name: "l0_slowdown_trigger",
@@ -595,9 +604,19 @@ pub struct Options {
     pub level_base_size: u64,
     /// Size ratio between adjacent levels. Default 10.
     pub level_multiplier: u64,
+    /// Size levels from the last one up, as RocksDB's
+    /// `level_compaction_dynamic_level_bytes`: the last level holds what it
+    /// holds, each level above targets `level_multiplier` times less, and L0
+    /// compacts into the highest level whose target is still at least about
+    /// `level_base_size / level_multiplier` (levels above it stay empty), so
+    /// the last level holds most of the data. Off: level 1 targets
+    /// `level_base_size` and each level below `level_multiplier` times more.
+    /// Default false: with random keys at 128 B, sett's populate wrote as
+    /// many bytes either way (docs/write-path.md).
+    pub level_dynamic: bool,
     /// Number of levels, L0 included. Default 7.
     pub num_levels: usize,
-    /// L0 table count that starts an L0 → L1 compaction. Default 4.
+    /// L0 table count that starts a compaction of L0 into the base level. Default 4.
     pub l0_compaction_trigger: usize,
     /// L0 table count at which writes are slowed down. Default 8.
     pub l0_slowdown_trigger: usize,
@@ -692,6 +711,7 @@ impl Options {
             table_size: DEFAULT_TABLE_SIZE,
             level_base_size: DEFAULT_LEVEL_BASE_SIZE,
             level_multiplier: DEFAULT_LEVEL_MULTIPLIER,
+            level_dynamic: DEFAULT_LEVEL_DYNAMIC,
             num_levels: DEFAULT_NUM_LEVELS,
             l0_compaction_trigger: DEFAULT_L0_COMPACTION_TRIGGER,
             l0_slowdown_trigger: DEFAULT_L0_SLOWDOWN_TRIGGER,
@@ -807,6 +827,7 @@ impl Options {
             table_size,
             level_base_size,
             level_multiplier,
+            level_dynamic,
             num_levels,
             l0_compaction_trigger,
             l0_slowdown_trigger,
@@ -840,6 +861,7 @@ impl Options {
             "table_size" => OptionValue::Int(i128::from(*table_size)),
             "level_base_size" => OptionValue::Int(i128::from(*level_base_size)),
             "level_multiplier" => OptionValue::Int(i128::from(*level_multiplier)),
+            "level_dynamic" => OptionValue::Bool(*level_dynamic),
             "num_levels" => u(num_levels),
             "l0_compaction_trigger" => u(l0_compaction_trigger),
             "l0_slowdown_trigger" => u(l0_slowdown_trigger),
@@ -895,6 +917,7 @@ impl Options {
             ("table_size", _) => self.table_size = int(spec, v)?,
             ("level_base_size", _) => self.level_base_size = int(spec, v)?,
             ("level_multiplier", _) => self.level_multiplier = int(spec, v)?,
+            ("level_dynamic", OptionValue::Bool(b)) => self.level_dynamic = b,
             ("num_levels", _) => self.num_levels = int(spec, v)?,
             ("l0_compaction_trigger", _) => self.l0_compaction_trigger = int(spec, v)?,
             ("l0_slowdown_trigger", _) => self.l0_slowdown_trigger = int(spec, v)?,

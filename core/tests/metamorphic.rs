@@ -3,7 +3,7 @@
 //! snapshots, checkpoints, GC, flatten, flushes, reopens and kills) is run
 //! under several random option sets (value threshold, memtable, table, block
 //! and value-log file sizes, compression, background GC ratios, cache size,
-//! level shape). Options change how data is laid out, never what a read
+//! level shape, static or dynamic level sizes). Options change how data is laid out, never what a read
 //! returns: every run must give the same transcript, read for read.
 //!
 //! `METAMORPHIC_OPS` (operations per sequence, default 500),
@@ -182,9 +182,10 @@ fn options(dir: &Path, seed: u64) -> (Options, String) {
     if pick(&[0, 1]) == 1 {
         o.compression_per_level = vec![Compression::None, Compression::Lz4, Compression::Zstd];
     }
+    o.level_dynamic = pick(&[0, 1]) == 1;
     let label = format!(
         "seed {seed}: value_threshold {} memtable {} x{} block {} table {} level base {} x{} \
-         l0 trigger {} vlog file {} cache {} gc {}/{} compression {:?} per level {:?}",
+         dynamic {} l0 trigger {} vlog file {} cache {} gc {}/{} compression {:?} per level {:?}",
         o.value_threshold,
         o.memtable_size,
         o.max_memtables,
@@ -192,6 +193,7 @@ fn options(dir: &Path, seed: u64) -> (Options, String) {
         o.table_size,
         o.level_base_size,
         o.level_multiplier,
+        o.level_dynamic,
         o.l0_compaction_trigger,
         o.vlog_file_size,
         o.cache_size,

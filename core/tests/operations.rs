@@ -171,3 +171,88 @@ fn bulk_load_writes_sorted_data_that_reads_back_and_survives_reopen() {
         Some(value_for(b"bulk000100", 0, 100))
     );
 }
+
+/// Waits (up to 30 s) until nothing is flushing or compacting.
+fn settled(db: &Db) -> sett::Stats {
+    let start = std::time::Instant::now();
+    loop {
+        let s = db.stats();
+        let busy = s.immutable_memtables as u64 + s.compactions_pending + s.compactions_running;
+        if busy == 0 || start.elapsed().as_secs() >= 30 {
+            return s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn dynamic_level_sizes_keep_a_small_tree_in_the_last_level_and_a_static_tree_reopened_dynamic_reads_the_same(
+) {
+    let keys = 3000u32;
+    let write = |db: &Db, version: u64| {
+        for i in 0..keys {
+            let k = format!("k{:05}", (i * 7919) % keys);
+            db.put(k.as_bytes(), &value_for(k.as_bytes(), version, 60))
+                .unwrap();
+        }
+        db.flush().unwrap();
+    };
+    let check = |db: &Db, version: u64| {
+        for i in 0..keys {
+            let k = format!("k{i:05}");
+            assert_eq!(
+                db.get(k.as_bytes()).unwrap(),
+                Some(value_for(k.as_bytes(), version, 60)),
+                "{k}"
+            );
+        }
+    };
+
+    // Dynamic: L0 compacts into the last level of a tree smaller than
+    // level_base_size, so no level between them holds a table.
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = tiny_options(dir.path());
+    opts.level_dynamic = true;
+    opts.level_base_size = 16 << 20;
+    opts.l0_compaction_trigger = 2;
+    let db = Db::open(opts.clone()).unwrap();
+    write(&db, 1);
+    write(&db, 2);
+    let s = settled(&db);
+    let last = s.levels.len() - 1;
+    assert!(s.levels[last].0 > 0, "{:?}", s.levels);
+    assert!(
+        s.levels[1..last].iter().all(|&(tables, _)| tables == 0),
+        "levels above the last hold tables: {:?}",
+        s.levels
+    );
+    check(&db, 2);
+    db.close().unwrap();
+
+    // Static, then reopened dynamic: the tables in L1 stay readable, L0
+    // compacts no deeper than the first level in use, and every answer holds.
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = tiny_options(dir.path());
+    opts.level_dynamic = false;
+    opts.level_base_size = 16 << 20;
+    opts.l0_compaction_trigger = 2;
+    let db = Db::open(opts.clone()).unwrap();
+    write(&db, 1);
+    write(&db, 2);
+    let s = settled(&db);
+    assert!(s.levels[1].0 > 0, "static: L0 goes to L1: {:?}", s.levels);
+    db.close().unwrap();
+    drop(db);
+    opts.level_dynamic = true;
+    let db = Db::open(opts).unwrap();
+    check(&db, 2);
+    write(&db, 3);
+    write(&db, 4);
+    let s = settled(&db);
+    assert!(
+        s.levels[1].0 > 0,
+        "the base stays at L1, in use: {:?}",
+        s.levels
+    );
+    check(&db, 4);
+}

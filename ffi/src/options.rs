@@ -420,6 +420,22 @@ pub unsafe extern "C" fn sett_options_set_change_feed_history_bytes(
     })
 }
 
+/// 1: size levels from the last one up (RocksDB's
+/// level_compaction_dynamic_level_bytes): L0 compacts into the highest level
+/// in use, and the levels above it stay empty; 0 (default): level 1 targets
+/// level_base_size and each level below level_multiplier times more. Any
+/// other value is SETT_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_level_dynamic(
+    opts: *mut sett_options_t,
+    value: u32,
+) -> c_int {
+    set(opts, |o| {
+        o.level_dynamic = flag(value, "level_dynamic")?;
+        Ok(())
+    })
+}
+
 /// 1: fsync the WAL and value log once per write group; 0 (default): do not.
 /// Any other value is SETT_INVALID_ARGUMENT.
 #[no_mangle]

@@ -343,6 +343,7 @@ class OpenOptions(TypedDict, total=False):
     table_size: int
     level_base_size: int
     level_multiplier: int
+    level_dynamic: bool
     num_levels: int
     l0_compaction_trigger: int
     l0_slowdown_trigger: int

@@ -1,8 +1,12 @@
 //! Choosing and running compactions.
 //!
-//! L0 is compacted (all of it, with the overlapping L1 tables) once it holds
-//! `l0_compaction_trigger` tables. A deeper level is compacted one table at a
-//! time, round robin through its key space, when it exceeds its target size.
+//! L0 is compacted (all of it, with the overlapping tables of the base level)
+//! once it holds `l0_compaction_trigger` tables. A deeper level is compacted
+//! one table at a time, round robin through its key space, when it exceeds
+//! its target size. The base level is L1 with static sizing; with
+//! `level_dynamic` the targets are set from the last level up and the base
+//! level is the highest one whose target reaches about `level_base_size`
+//! (see [`Shape`]).
 //! Versions shadowed by a newer one that every reader can see are dropped, and
 //! so are tombstones when no deeper level holds the key.
 
@@ -50,15 +54,29 @@ impl Compaction {
         inputs: Vec<Arc<Table>>,
         drop_prefix: Option<Vec<u8>>,
     ) -> Compaction {
+        Compaction::into_level(v, level, level + 1, inputs, drop_prefix)
+    }
+
+    /// `inputs` of `level` merged with what overlaps them in `out_level`.
+    /// Requires: every level between the two is empty, so that no version
+    /// moves below an older one of its key.
+    fn into_level(
+        v: &Version,
+        level: usize,
+        out_level: usize,
+        inputs: Vec<Arc<Table>>,
+        drop_prefix: Option<Vec<u8>>,
+    ) -> Compaction {
+        debug_assert!((level + 1..out_level).all(|l| v.levels[l].is_empty()));
         let (lo, hi) = range_of(&inputs);
-        let next = v.overlapping(level + 1, &lo, &hi);
+        let next = v.overlapping(out_level, &lo, &hi);
         let (lo, hi) = range_of(&[inputs.as_slice(), next.as_slice()].concat());
-        let bottom = (level + 2..v.levels.len()).all(|l| v.overlapping(l, &lo, &hi).is_empty());
+        let bottom = (out_level + 1..v.levels.len()).all(|l| v.overlapping(l, &lo, &hi).is_empty());
         Compaction {
             level,
             inputs,
             next,
-            out_level: level + 1,
+            out_level,
             bottom,
             drop_prefix,
         }
@@ -81,12 +99,62 @@ impl Compaction {
     }
 }
 
-fn target_bytes(opts: &Options, level: usize) -> u64 {
-    let mut t = opts.level_base_size;
-    for _ in 1..level {
-        t = t.saturating_mul(opts.level_multiplier);
+/// The tree's shape for picking compactions: where L0 goes and what each
+/// level below it may hold.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The level L0 compacts into. Levels between L0 and it are empty.
+    pub base: usize,
+    /// Target bytes per level; 0 for L0, for the levels above `base` and for
+    /// the last level, which nothing compacts down from.
+    pub targets: Vec<u64>,
+}
+
+impl Shape {
+    /// Static sizing: L1 is the base and targets `level_base_size`, each level
+    /// below `level_multiplier` times more.
+    ///
+    /// Dynamic sizing (`level_dynamic`, RocksDB's
+    /// level_compaction_dynamic_level_bytes): the largest level's size, divided
+    /// by `level_multiplier` once per level above the last, gives the size
+    /// the first non-empty level would have; the base moves up from there
+    /// while that size is above `level_base_size`. The base level targets that
+    /// size, at least `level_base_size / level_multiplier`, and each level
+    /// below `level_multiplier` times more. The base is never below the first
+    /// non-empty level, so L0 skips only empty levels.
+    pub(crate) fn of(v: &Version, opts: &Options) -> Shape {
+        let n = v.levels.len();
+        let mult = opts.level_multiplier.max(2);
+        let mut targets = vec![0; n];
+        if n < 2 {
+            return Shape { base: 1, targets };
+        }
+        let last = n - 1;
+        let (base, base_target) = if opts.level_dynamic {
+            let first = (1..=last)
+                .find(|&l| !v.levels[l].is_empty())
+                .unwrap_or(last);
+            let largest = (1..=last).map(|l| v.level_bytes(l)).max().unwrap_or(0);
+            let mut size = largest;
+            for _ in first..last {
+                size /= mult;
+            }
+            let mut base = first;
+            while base > 1 && size > opts.level_base_size {
+                base -= 1;
+                size /= mult;
+            }
+            (base, size.max(opts.level_base_size / mult))
+        } else {
+            (1, opts.level_base_size)
+        };
+        let mut t = base_target;
+        for target in targets.iter_mut().take(last).skip(base) {
+            *target = t;
+            t = t.saturating_mul(mult);
+        }
+        Shape { base, targets }
     }
-    t
 }
 
 pub(crate) fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
@@ -113,13 +181,20 @@ pub(crate) fn range_of(tables: &[Arc<Table>]) -> (Vec<u8>, Vec<u8>) {
 /// GC loop decides when the Db is idle).
 pub(crate) fn due(v: &Version, opts: &Options, idle: bool) -> Vec<usize> {
     let last = v.levels.len().saturating_sub(1);
+    let shape = Shape::of(v, opts);
     let mut scored: Vec<(f64, usize)> = Vec::new();
     let l0 = v.levels.first().map_or(0, |l| l.len());
     if l0 >= opts.l0_compaction_trigger || (idle && l0 > 0 && last > 0) {
         scored.push((l0 as f64 / opts.l0_compaction_trigger as f64, 0));
     }
     for level in 1..last {
-        let score = v.level_bytes(level) as f64 / target_bytes(opts, level) as f64;
+        let bytes = v.level_bytes(level);
+        // Levels above the base are empty (the base is never below the first
+        // non-empty level) and have no target.
+        let score = match shape.targets[level] {
+            0 => 0.0,
+            target => bytes as f64 / target as f64,
+        };
         if score > 1.0 {
             scored.push((score, level));
         }
@@ -156,7 +231,11 @@ pub(crate) fn pick(
                 continue;
             }
             let hi = range_of(&inputs).1;
-            let c = Compaction::down(v, level, inputs, None);
+            let c = if level == 0 {
+                Compaction::into_level(v, 0, Shape::of(v, opts).base, inputs, None)
+            } else {
+                Compaction::down(v, level, inputs, None)
+            };
             if c.next.iter().any(|t| busy.contains(&t.id())) {
                 continue;
             }
@@ -436,14 +515,60 @@ mod tests {
     }
 
     #[test]
-    fn level_targets_grow_by_the_multiplier_and_saturate() {
+    fn static_level_targets_grow_by_the_multiplier_and_saturate() {
         let mut opts = Options::new("unused");
+        opts.level_dynamic = false;
         opts.level_base_size = 10;
         opts.level_multiplier = 10;
-        assert_eq!(target_bytes(&opts, 1), 10);
-        assert_eq!(target_bytes(&opts, 3), 1000);
+        let s = Shape::of(&Version::new(6), &opts);
+        assert_eq!(s.base, 1);
+        assert_eq!(s.targets, vec![0, 10, 100, 1000, 10_000, 0]);
         opts.level_base_size = u64::MAX / 2;
-        assert_eq!(target_bytes(&opts, 5), u64::MAX);
+        assert_eq!(Shape::of(&Version::new(6), &opts).targets[4], u64::MAX);
+    }
+
+    #[test]
+    fn dynamic_sizing_sends_l0_to_the_last_level_of_a_small_tree_and_moves_the_base_up_as_it_grows()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.level_dynamic = true;
+        opts.level_multiplier = 10;
+        opts.l0_compaction_trigger = 2;
+        let none = HashSet::new();
+        let big = table(dir.path(), 10, "m", 1000);
+        opts.level_base_size = big.size() / 5;
+        let l0 = [
+            (0, table(dir.path(), 1, "a", 10)),
+            (0, table(dir.path(), 2, "b", 10)),
+        ];
+        // Nothing below L0: it goes straight into the last level.
+        let v = Version::new(5).apply(&none, &l0);
+        let s = Shape::of(&v, &opts);
+        assert_eq!(s.base, 4);
+        assert!(s.targets.iter().all(|&t| t == 0), "{s:?}");
+        let c = pick(&v, &opts, &none, &mut vec![Vec::new(); 5], false).unwrap();
+        assert_eq!((c.level, c.out_level, c.bottom), (0, 4, true));
+
+        // The last level past level_base_size: the base moves up a level and
+        // targets a tenth of it; L0 goes there.
+        let v = v.apply(&none, &[(4, big.clone())]);
+        let s = Shape::of(&v, &opts);
+        assert_eq!((s.base, s.targets[3]), (3, big.size() / 10));
+        let c = pick(&v, &opts, &none, &mut vec![Vec::new(); 5], false).unwrap();
+        assert_eq!((c.level, c.out_level), (0, 3));
+
+        // A table in L2 keeps the base at L2 at most: L0 never skips a level
+        // that holds data. Its target is at least level_base_size / 10.
+        let v2 = v.apply(&none, &[(2, table(dir.path(), 11, "z", 10))]);
+        let s = Shape::of(&v2, &opts);
+        assert_eq!((s.base, s.targets[2]), (2, opts.level_base_size / 10));
+        let c = pick(&v2, &opts, &none, &mut vec![Vec::new(); 5], false).unwrap();
+        assert_eq!(c.out_level, 2);
+
+        // Static sizing keeps L1 as the base whatever the tree holds.
+        opts.level_dynamic = false;
+        assert_eq!(Shape::of(&v, &opts).base, 1);
     }
 
     /// L1 over its target with three tables (`a`, `b`, `c`), L2 holding `b`.

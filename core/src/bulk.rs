@@ -165,14 +165,23 @@ impl BulkLoader {
         self.vlog.sync()?;
         sync_dir(&db.opts.fs, &db.dir)?;
         let vid = self.vlog.id();
-        let vfile = Arc::new(VlogFile::open_sealed(&filename::vlog(&db.dir, vid), vid)?);
+        let vfile = Arc::new(VlogFile::open_sealed(
+            &db.opts.fs,
+            &filename::vlog(&db.dir, vid),
+            vid,
+        )?);
         let last = (db.opts.num_levels - 1) as u8;
         let mut edits = vec![Edit::AddVlog(vid), Edit::LastSeq(self.seq)];
         let mut added = Vec::new();
         for (id, meta) in &self.tables {
             added.push((
                 last as usize,
-                Arc::new(Table::open(&filename::table(&db.dir, *id), *id, &db.cache)?),
+                Arc::new(Table::open(
+                    &db.opts.fs,
+                    &filename::table(&db.dir, *id),
+                    *id,
+                    &db.cache,
+                )?),
             ));
             edits.push(Edit::AddTable {
                 level: last,

@@ -55,6 +55,16 @@ pub enum Error {
         /// The configured limit in bytes.
         max: usize,
     },
+    /// The master key does not open the key registry (`KEYREGISTRY`, the
+    /// path given): it is not the key the database was encrypted with.
+    /// Nothing was read or changed; open again with the right key.
+    WrongEncryptionKey(PathBuf),
+    /// The database in this directory is encrypted and no key was given
+    /// ([`crate::Options::encryption`]).
+    EncryptionKeyRequired(PathBuf),
+    /// A key was given but the database in this directory is not encrypted;
+    /// sett does not encrypt an existing database in place.
+    NotEncrypted(PathBuf),
     /// Another Db (in this process or another) holds the directory lock; open
     /// waits up to 200 ms for it before saying so.
     Locked(PathBuf),
@@ -147,6 +157,21 @@ impl fmt::Display for Error {
                 f,
                 "database directory {} is locked by another process",
                 path.display()
+            ),
+            Error::WrongEncryptionKey(path) => write!(
+                f,
+                "the encryption key does not open {}: it is not the key this database was encrypted with",
+                path.display()
+            ),
+            Error::EncryptionKeyRequired(dir) => write!(
+                f,
+                "the database in {} is encrypted: open it with its encryption key",
+                dir.display()
+            ),
+            Error::NotEncrypted(dir) => write!(
+                f,
+                "the database in {} is not encrypted: open it without an encryption key",
+                dir.display()
             ),
             Error::ReadOnly => write!(f, "database is open read-only"),
             Error::Closed => write!(f, "database is closed"),

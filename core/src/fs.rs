@@ -7,7 +7,9 @@
 //!
 //! Reads do not go through this layer: tables and sealed value-log files are
 //! mapped and the head value-log file is read with `pread`, from the real
-//! files that every implementation writes. The directory lock (`LOCK`) is
+//! files that every implementation writes (through `crypt::ReadFile`, which
+//! decrypts them when the Db is encrypted: then nothing is read through a
+//! mapping). The directory lock (`LOCK`) is
 //! taken outside it too: it holds no data. Nor do the WAL's writes when the
 //! file system says it [maps appends](FileSystem::maps_appends) (Linux): they
 //! are copies into a shared mapping, and only the syncs of the file come
@@ -156,26 +158,67 @@ fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> io::Re
 }
 
 /// The file system a Db writes through ([`crate::Options::fs`]); the real one by default.
+/// Under encryption ([`crate::Options::encryption`]), the Db's `Fs` also
+/// encrypts: it writes each new file's plaintext prefix and encrypts every
+/// append at the file's end (see `crypt`), and never maps appends.
 #[derive(Clone)]
-pub struct Fs(Arc<dyn FileSystem>);
+pub struct Fs {
+    inner: Arc<dyn FileSystem>,
+    crypt: Option<Arc<crate::crypt::Writer>>,
+}
 
 impl Fs {
     /// The operating system's file system.
     pub fn real() -> Fs {
-        Fs(Arc::new(RealFs))
+        Fs::new(Arc::new(RealFs))
     }
 
     /// Another implementation, such as a `SimFs` (feature `testing`).
     pub fn new(fs: Arc<dyn FileSystem>) -> Fs {
-        Fs(fs)
+        Fs {
+            inner: fs,
+            crypt: None,
+        }
+    }
+
+    /// This file system, encrypting every file created through it with the
+    /// keys of `keys`.
+    pub(crate) fn encrypted(&self, keys: Arc<crate::crypt::KeyRing>) -> Fs {
+        Fs {
+            inner: self.inner.clone(),
+            crypt: Some(Arc::new(crate::crypt::Writer::new(keys))),
+        }
+    }
+
+    /// This file system without encryption: writes bytes as they are.
+    pub(crate) fn plain(&self) -> Fs {
+        Fs::new(self.inner.clone())
+    }
+
+    /// The data keys files are encrypted with, if any.
+    pub(crate) fn keys(&self) -> Option<&Arc<crate::crypt::KeyRing>> {
+        self.crypt.as_ref().map(|c| c.keys())
     }
 
     pub(crate) fn create_new(&self, path: &Path) -> io::Result<File> {
-        self.0.create_new(path)
+        let mut file = self.inner.create_new(path)?;
+        if let Some(c) = &self.crypt {
+            let prefix = c.start(path)?;
+            self.inner.append(&mut file, path, &prefix)?;
+        }
+        Ok(file)
     }
 
     pub(crate) fn append(&self, file: &mut File, path: &Path, data: &[u8]) -> io::Result<()> {
-        self.0.append(file, path, data)
+        match &self.crypt {
+            None => self.inner.append(file, path, data),
+            Some(c) => {
+                let sealed = c.seal(path, data)?;
+                let res = self.inner.append(file, path, &sealed);
+                c.commit(path, res.as_ref().ok().map(|_| data.len()));
+                res
+            }
+        }
     }
 
     pub(crate) fn append_vectored(
@@ -184,7 +227,11 @@ impl Fs {
         path: &Path,
         slices: &mut [IoSlice<'_>],
     ) -> io::Result<()> {
-        self.0.append_vectored(file, path, slices)
+        if self.crypt.is_some() {
+            let data: Vec<u8> = slices.iter().flat_map(|s| s.iter().copied()).collect();
+            return self.append(file, path, &data);
+        }
+        self.inner.append_vectored(file, path, slices)
     }
 
     /// With the `unsafe-skip-fsync` feature (a mutation check for the power-loss
@@ -193,23 +240,31 @@ impl Fs {
         if cfg!(feature = "unsafe-skip-fsync") {
             return Ok(());
         }
-        self.0.sync(file, path)
+        self.inner.sync(file, path)
     }
 
     pub(crate) fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.0.rename(from, to)
+        self.inner.rename(from, to)?;
+        if let Some(c) = &self.crypt {
+            c.renamed(from, to);
+        }
+        Ok(())
     }
 
     pub(crate) fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.0.hard_link(from, to)
+        self.inner.hard_link(from, to)
     }
 
+    /// Never under encryption: a mapping would hold plaintext.
     pub(crate) fn maps_appends(&self) -> bool {
-        self.0.maps_appends()
+        self.crypt.is_none() && self.inner.maps_appends()
     }
 
     pub(crate) fn remove(&self, path: &Path) -> io::Result<()> {
-        self.0.remove(path)
+        if let Some(c) = &self.crypt {
+            c.removed(path);
+        }
+        self.inner.remove(path)
     }
 
     /// With the `unsafe-skip-dir-sync` feature (a mutation check) this does nothing.
@@ -217,11 +272,11 @@ impl Fs {
         if cfg!(feature = "unsafe-skip-dir-sync") {
             return Ok(());
         }
-        self.0.sync_dir(dir)
+        self.inner.sync_dir(dir)
     }
 
     pub(crate) fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.0.create_dir_all(dir)
+        self.inner.create_dir_all(dir)
     }
 }
 

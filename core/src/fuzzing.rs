@@ -56,7 +56,7 @@ fn fuzz_table(data: &[u8]) {
     }
     // A small cache: the meta is pinned, or loaded per read, by the input's size.
     let cache = Arc::new(crate::table::TableCache::new(1 << 20));
-    if let Ok(table) = Table::open(&path, 1, &cache) {
+    if let Ok(table) = Table::open(&crate::fs::Fs::real(), &path, 1, &cache) {
         let table = Arc::new(table);
         let _ = table.verify();
         let index_keys: Vec<Vec<u8>> = match table.meta() {

@@ -73,6 +73,7 @@ mod batch;
 mod bulk;
 mod cache;
 mod coding;
+mod crypt;
 mod db;
 mod error;
 #[doc(hidden)]
@@ -113,6 +114,7 @@ pub mod internals {
 
 pub use batch::{PutOptions, WriteBatch};
 pub use bulk::BulkLoader;
+pub use crypt::{Encryption, EncryptionKey, DEFAULT_KEY_ROTATION};
 pub use db::Keyspace;
 pub use db::{CheckpointReport, Db, GcOutcome, Item, Stats, VerifyReport, CHECKPOINT_MARKER};
 pub use error::{Error, Result};

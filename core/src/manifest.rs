@@ -331,12 +331,12 @@ fn has_torn_sector(data: &[u8], tail: usize) -> bool {
 
 /// Reads the manifest of `dir`, if there is one. A torn last record is ignored
 /// (it was never acknowledged); any other damage is corruption.
-pub(crate) fn load(dir: &Path, num_levels: usize) -> Result<Option<ManifestState>> {
+pub(crate) fn load(fs: &Fs, dir: &Path, num_levels: usize) -> Result<Option<ManifestState>> {
     let path = dir.join(filename::MANIFEST);
     if !path.exists() {
         return Ok(None);
     }
-    let data = wal::read_file(&path, MAGIC, VERSION)?;
+    let data = wal::read_file(fs, &path, MAGIC, VERSION)?;
     let scan = wal::scan(&path, &data)?;
     // The first record is the snapshot written before the rename: it is never torn.
     if scan
@@ -545,7 +545,7 @@ mod tests {
             },
         ])
         .unwrap();
-        let s = load(dir.path(), 3).unwrap().unwrap();
+        let s = load(&Fs::real(), dir.path(), 3).unwrap().unwrap();
         assert_eq!(&s, m.state());
         assert!(s.levels[0].is_empty());
         assert_eq!(s.levels[1].len(), 1);
@@ -571,7 +571,7 @@ mod tests {
             "a failed edit is not applied"
         );
         m.log(&[Edit::AddVlog(3)]).unwrap();
-        let s = load(&dir, 3).unwrap().unwrap();
+        let s = load(&Fs::real(), &dir, 3).unwrap().unwrap();
         assert_eq!(&s, m.state());
         assert_eq!(s.vlogs, BTreeSet::from([1, 3]));
     }
@@ -597,14 +597,16 @@ mod tests {
                 + 8);
         // Cut short: a write that never completed; the state before it loads.
         std::fs::write(&path, &good[..good.len() - 5]).unwrap();
-        assert!(load(dir.path(), 3).unwrap().unwrap().levels[0].is_empty());
+        assert!(load(&Fs::real(), dir.path(), 3).unwrap().unwrap().levels[0].is_empty());
         // Whole record, one byte flipped anywhere in it (length field included): corruption.
         for off in last..good.len() {
             let mut bad = good.clone();
             bad[off] ^= 0x21;
             std::fs::write(&path, &bad).unwrap();
             assert!(
-                load(dir.path(), 3).unwrap_err().is_corruption(),
+                load(&Fs::real(), dir.path(), 3)
+                    .unwrap_err()
+                    .is_corruption(),
                 "flip at {off} taken as a torn tail"
             );
         }
@@ -613,8 +615,18 @@ mod tests {
     #[test]
     fn a_whole_length_last_record_with_a_zeroed_sector_is_a_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(filename::MANIFEST);
-        let mut m = Manifest::create(&Fs::real(), dir.path(), ManifestState::new(3)).unwrap();
+        zeroed_sector_is_a_torn_tail(dir.path(), &Fs::real());
+    }
+
+    #[test]
+    fn an_encrypted_manifest_with_a_zeroed_sector_in_its_last_record_is_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        zeroed_sector_is_a_torn_tail(dir.path(), &crate::crypt::test_fs(dir.path()));
+    }
+
+    fn zeroed_sector_is_a_torn_tail(dir: &Path, fs: &Fs) {
+        let path = dir.join(filename::MANIFEST);
+        let mut m = Manifest::create(fs, dir, ManifestState::new(3)).unwrap();
         // Log until the last record crosses a sector boundary.
         let mut id = 1;
         let (last, boundary) = loop {
@@ -637,7 +649,7 @@ mod tests {
         let mut torn = good.clone();
         torn[boundary..].fill(0);
         std::fs::write(&path, &torn).unwrap();
-        let s = load(dir.path(), 3).unwrap().unwrap();
+        let s = load(fs, dir, 3).unwrap().unwrap();
         assert_eq!(
             s.levels[0].len() as u64,
             id - 1,
@@ -647,7 +659,7 @@ mod tests {
         let mut bad = good.clone();
         bad[last + 9] ^= 0x21;
         std::fs::write(&path, &bad).unwrap();
-        assert!(load(dir.path(), 3).unwrap_err().is_corruption());
+        assert!(load(fs, dir, 3).unwrap_err().is_corruption());
     }
 
     #[test]

@@ -688,6 +688,12 @@ pub struct Options {
     /// removed through. Default: the real one; power-loss tests use
     /// `sett::fs::SimFs` (feature `testing`).
     pub fs: Fs,
+    /// Encryption at rest: the master key and the data-key rotation period
+    /// (see [`crate::Encryption`]). A database created with it must always
+    /// be opened with the same master key; one created without it cannot be
+    /// opened with one. Not in [`OPTIONS`]: it holds a secret, which the
+    /// table's text forms (docs, `Debug`) must never show. Default: none.
+    pub encryption: Option<crate::Encryption>,
     /// Bytes of recent changes the change feed keeps in memory, so that a
     /// subscription can start from a past version (see [`crate::Db::subscribe`]).
     /// Kept from the first subscription on; 0 keeps none. Default 4 MiB.
@@ -729,6 +735,7 @@ impl Options {
             max_txn_size: DEFAULT_MAX_TXN_SIZE,
             clock: Clock::system(),
             fs: Fs::real(),
+            encryption: None,
             change_feed_history_bytes: DEFAULT_CHANGE_FEED_HISTORY_BYTES,
         }
     }
@@ -815,6 +822,7 @@ impl Options {
             dir: _,
             clock: _,
             fs: _,
+            encryption: _,
             value_threshold,
             memtable_size,
             max_memtables,
@@ -1031,8 +1039,9 @@ mod tests {
         }
     }
 
-    /// Fields of `Options` that are not options a binding sets.
-    const NOT_IN_TABLE: [&str; 3] = ["dir", "clock", "fs"];
+    /// Fields of `Options` that are not in the table: `encryption` holds a secret
+    /// (bindings take it their own way), the others are no scalar option.
+    const NOT_IN_TABLE: [&str; 4] = ["dir", "clock", "fs", "encryption"];
 
     #[test]
     fn options_new_holds_the_default_of_every_table_entry() {

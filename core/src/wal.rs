@@ -189,9 +189,8 @@ pub(crate) fn scan_synced(
 }
 
 /// Reads a whole log file, checking its header.
-pub(crate) fn read_file(path: &Path, magic: &[u8; 8], version: u32) -> Result<Vec<u8>> {
-    let data =
-        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+pub(crate) fn read_file(fs: &Fs, path: &Path, magic: &[u8; 8], version: u32) -> Result<Vec<u8>> {
+    let data = crate::crypt::read_whole(fs, path)?;
     check_header(path, &data, magic, version)?;
     Ok(data)
 }

@@ -378,12 +378,22 @@ impl DbInner {
         placed.push(target.join(filename::MANIFEST));
         // Written through MANIFEST.tmp and a rename, then the directory synced.
         crate::manifest::Manifest::create(fs, target, plan.manifest.clone())?;
+        if let Some(keys) = fs.keys() {
+            // Copied after every file it must open (the MANIFEST included):
+            // keys are only ever added, so this copy holds each one they name.
+            let to = target.join(crate::crypt::REGISTRY);
+            report.bytes_copied += self.copy_file(&keys.path(), &to, placed)?;
+            report.files_copied += 1;
+            sync_dir(fs, target)?;
+        }
         Ok(())
     }
 
-    /// Copies `from` to the new file `to` and syncs it; returns the bytes copied.
+    /// Copies `from` to the new file `to` and syncs it; returns the bytes
+    /// copied. The bytes are copied as they are on disk: an encrypted file
+    /// stays encrypted under the same data key, which the copied registry holds.
     fn copy_file(&self, from: &Path, to: &Path, placed: &mut Vec<PathBuf>) -> Result<u64> {
-        let fs = &self.opts.fs;
+        let fs = &self.opts.fs.plain();
         let mut src = File::open(from)
             .map_err(|e| Error::io(format!("opening {} to copy it", from.display()), e))?;
         let mut out = fs

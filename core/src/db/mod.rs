@@ -463,6 +463,24 @@ impl Db {
         self.inner.sync_logs()
     }
 
+    /// Makes a new data key ([`Options::encryption`]) and returns its id:
+    /// files created from now on are encrypted with it; files written
+    /// before keep their keys, which stay in the key registry. The new key
+    /// is durable before this returns. Data already on disk is not
+    /// re-encrypted: it moves to the new key as compaction and value-log
+    /// GC rewrite it. [`Error::InvalidArgument`] on a Db without
+    /// encryption, [`Error::ReadOnly`] on a read-only one.
+    pub fn rotate_encryption_key(&self) -> Result<u32> {
+        self.inner.check_open()?;
+        self.inner.check_writable()?;
+        match self.inner.opts.fs.keys() {
+            Some(keys) => keys.rotate(),
+            None => Err(Error::InvalidArgument(
+                "rotate_encryption_key on a database without encryption".into(),
+            )),
+        }
+    }
+
     /// Rewrites the value-log file with the largest share of garbage if that
     /// share is at least `discard_ratio` (in (0, 1)), and deletes it. Run it in a
     /// loop until it returns [`GcOutcome::NothingToCollect`].

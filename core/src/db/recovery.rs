@@ -92,7 +92,7 @@ fn missing_is_corruption(e: Error, what: &str) -> Error {
 
 /// Opens the Db of `opts`: lock, manifest, tables, value-log files, WAL replay;
 /// then, unless read-only, flushes what was replayed and starts the threads.
-pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
+pub(super) fn open(mut opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let dir = opts.dir.clone();
     let marker = dir.join(super::CHECKPOINT_MARKER);
@@ -134,7 +134,18 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     }
     let dir_lock = lock_dir(&dir, opts.read_only)?;
     let files = list_dir(&dir)?;
-    let mut mstate = match manifest::load(&dir, opts.num_levels)? {
+    let has_data = !files.is_empty() || dir.join(filename::MANIFEST).exists();
+    if let Some(keys) = crate::crypt::KeyRing::open(
+        &opts.fs,
+        &dir,
+        opts.encryption.as_ref(),
+        has_data,
+        opts.read_only,
+    )? {
+        // From here on every file is written and read encrypted.
+        opts.fs = opts.fs.encrypted(keys);
+    }
+    let mut mstate = match manifest::load(&opts.fs, &dir, opts.num_levels)? {
         Some(s) => s,
         None => {
             if !files.is_empty() {
@@ -154,7 +165,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     for (level, tables) in mstate.levels.iter().enumerate() {
         for rec in tables.values() {
             let path = filename::table(&dir, rec.id);
-            let t = Table::open(&path, rec.id, &cache)
+            let t = Table::open(&opts.fs, &path, rec.id, &cache)
                 .map_err(|e| missing_is_corruption(e, "table listed in MANIFEST is missing"))?;
             added.push((level, Arc::new(t)));
         }
@@ -164,7 +175,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     for &id in &mstate.vlogs {
         let path = filename::vlog(&dir, id);
         // Every file listed is sealed: each open starts a new head file.
-        let f = VlogFile::open_sealed(&path, id).map_err(|e| {
+        let f = VlogFile::open_sealed(&opts.fs, &path, id).map_err(|e| {
             missing_is_corruption(e, "value-log file listed in MANIFEST is missing")
         })?;
         vlogs = vlogs.with(Arc::new(f));
@@ -194,6 +205,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
     for &id in &wal_ids {
         replayed.push(id);
         let complete = replay_wal(
+            &opts.fs,
             &filename::wal(&dir, id),
             &mem,
             &vlogs,
@@ -205,7 +217,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
             break;
         }
     }
-    check_orphan_tables(&dir, &files, &mstate, known_seq, replayed_seqs)?;
+    check_orphan_tables(&opts.fs, &dir, &files, &mstate, known_seq, replayed_seqs)?;
 
     let max_file_id = files
         .iter()
@@ -264,6 +276,7 @@ pub(super) fn open(opts: Options) -> Result<Arc<DbInner>> {
 /// records that no replayed WAL holds either means the manifest lost committed
 /// records (a truncated MANIFEST): that is corruption, and nothing is deleted.
 fn check_orphan_tables(
+    fs: &crate::fs::Fs,
     dir: &Path,
     files: &[FileKind],
     mstate: &ManifestState,
@@ -278,6 +291,7 @@ fn check_orphan_tables(
         // An orphan that does not even open is a table cut by the crash.
         // Opened only to read its footer: no cache room is taken.
         let Ok(t) = Table::open(
+            fs,
             &filename::table(dir, *id),
             *id,
             &Arc::new(TableCache::new(0)),
@@ -305,14 +319,14 @@ fn check_orphan_tables(
 /// tail, or a batch pointing at value-log bytes that did not survive).
 /// `seqs` widens to the (lowest, highest) version replayed.
 fn replay_wal(
+    fs: &crate::fs::Fs,
     path: &Path,
     mem: &Memtable,
     vlogs: &VlogSet,
     last_seq: &mut u64,
     seqs: &mut (u64, u64),
 ) -> Result<bool> {
-    let data =
-        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let data = crate::crypt::read_whole(fs, path)?;
     if data.len() < wal::HEADER_LEN {
         return Ok(false); // torn while being created: holds nothing acknowledged
     }
@@ -417,6 +431,7 @@ impl DbInner {
         )?;
         let vlog = VlogWriter::create(&self.opts.fs, &self.dir, vlog_id)?;
         let head = Arc::new(VlogFile::open(
+            &self.opts.fs,
             &filename::vlog(&self.dir, vlog_id),
             vlog_id,
         )?);
@@ -532,7 +547,15 @@ mod tests {
     fn replay(path: &Path) -> (bool, Memtable) {
         let mem = Memtable::new(1);
         let (mut last, mut seqs) = (0, (u64::MAX, 0));
-        let complete = replay_wal(path, &mem, &VlogSet::default(), &mut last, &mut seqs).unwrap();
+        let complete = replay_wal(
+            &crate::fs::Fs::real(),
+            path,
+            &mem,
+            &VlogSet::default(),
+            &mut last,
+            &mut seqs,
+        )
+        .unwrap();
         (complete, mem)
     }
 

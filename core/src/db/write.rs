@@ -479,10 +479,15 @@ impl DbInner {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
         let vlog = VlogWriter::create(&self.opts.fs, &self.dir, id)?;
-        let file = Arc::new(VlogFile::open(&filename::vlog(&self.dir, id), id)?);
+        let file = Arc::new(VlogFile::open(
+            &self.opts.fs,
+            &filename::vlog(&self.dir, id),
+            id,
+        )?);
         // The old head is complete now: read it through a mapping from here on.
         let old_id = log.vlog.id();
         let sealed = Arc::new(VlogFile::open_sealed(
+            &self.opts.fs,
             &filename::vlog(&self.dir, old_id),
             old_id,
         )?);

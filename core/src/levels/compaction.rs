@@ -485,7 +485,15 @@ mod tests {
                 .unwrap();
         }
         b.finish().unwrap();
-        Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap())
+        Arc::new(
+            Table::open(
+                &crate::fs::Fs::real(),
+                &path,
+                id,
+                &crate::table::test_cache(),
+            )
+            .unwrap(),
+        )
     }
 
     #[test]
@@ -671,7 +679,15 @@ mod tests {
             b.add(&key::encode(k, *seq), v).unwrap();
         }
         b.finish().unwrap();
-        Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap())
+        Arc::new(
+            Table::open(
+                &crate::fs::Fs::real(),
+                &path,
+                id,
+                &crate::table::test_cache(),
+            )
+            .unwrap(),
+        )
     }
 
     fn pointer(file: u32, len: u32) -> Vec<u8> {
@@ -690,7 +706,13 @@ mod tests {
         let mut all = Vec::new();
         for (id, _) in &out.tables {
             let t = Arc::new(
-                Table::open(&filename::table(dir, *id), *id, &crate::table::test_cache()).unwrap(),
+                Table::open(
+                    &crate::fs::Fs::real(),
+                    &filename::table(dir, *id),
+                    *id,
+                    &crate::table::test_cache(),
+                )
+                .unwrap(),
             );
             let mut it = TableIter::streaming(t);
             it.rewind().unwrap();

@@ -298,7 +298,15 @@ mod tests {
             .unwrap();
         }
         b.finish().unwrap();
-        Arc::new(Table::open(&path, 1, &crate::table::test_cache()).unwrap())
+        Arc::new(
+            Table::open(
+                &crate::fs::Fs::real(),
+                &path,
+                1,
+                &crate::table::test_cache(),
+            )
+            .unwrap(),
+        )
     }
 
     #[test]
@@ -375,7 +383,15 @@ mod tests {
         }
         b.finish().unwrap();
         let evicted = evict(&path);
-        let table = Arc::new(Table::open(&path, 1, &crate::table::test_cache()).unwrap());
+        let table = Arc::new(
+            Table::open(
+                &crate::fs::Fs::real(),
+                &path,
+                1,
+                &crate::table::test_cache(),
+            )
+            .unwrap(),
+        );
         assert!(table.size() > 3 << 20);
         let pages = |r: std::ops::Range<usize>| resident(table.bytes())[r].to_vec();
         // The open reads the tail only; where the file system keeps its pages

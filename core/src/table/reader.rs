@@ -24,6 +24,7 @@ use super::{bloom, PAGE, VERSION, VERSION_COMPRESSED};
 use crate::advice::{self, ReadAhead};
 use crate::cache::{self, Cache, Kind, ENTRY_OVERHEAD, META};
 use crate::coding::Reader;
+use crate::crypt::ReadFile;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::key;
@@ -31,9 +32,7 @@ use crate::page_pool::Block;
 use crate::read_guard;
 use memmap2::{Mmap, UncheckedAdvice};
 use std::cmp::Ordering;
-use std::fs::File;
 use std::ops::{Deref, Range};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
@@ -159,10 +158,15 @@ impl Deref for MetaRef<'_> {
 pub(crate) struct Table {
     id: u64,
     path: PathBuf,
-    mmap: Mmap,
+    /// The file mapped (for iterators' reads in place and read-ahead
+    /// advice); none when it is encrypted: every read is then a positional
+    /// read of `file`, decrypted, into a cached block.
+    mmap: Option<Mmap>,
+    /// The table's length in bytes (without an encryption prefix).
+    len: u64,
     /// Descriptor for user reads of data blocks (advised random: no read-ahead
     /// window around a miss).
-    file: File,
+    file: ReadFile,
     smallest: Box<[u8]>,
     largest: Box<[u8]>,
     index_at: Handle,
@@ -199,22 +203,25 @@ impl Table {
     /// Opens table `id` at `path`, checking the footer and the index block
     /// (its crc and structure). Its filter is checked when it is first
     /// loaded: here if the cache can pin the meta, else on the first read.
-    pub(crate) fn open(path: &Path, id: u64, cache: &Arc<TableCache>) -> Result<Table> {
-        let file =
-            File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    pub(crate) fn open(fs: &Fs, path: &Path, id: u64, cache: &Arc<TableCache>) -> Result<Table> {
+        let file = ReadFile::open(fs, path)?;
         let len = file
-            .metadata()
-            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
-            .len();
+            .len()
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
         if len < footer::LEN as u64 {
             return Err(Error::corruption(path, 0, "table shorter than its footer"));
         }
-        // SAFETY: the file is opened read-only and sett never modifies a table
-        // after it is written; other processes are kept out by the directory lock.
-        let mmap = unsafe { Mmap::map(&file) }
-            .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
-        // Point lookups touch one block; iterators ask for read-ahead themselves.
-        advice::random(&mmap);
+        let mmap = if file.encrypted() {
+            None
+        } else {
+            // SAFETY: the file is opened read-only and sett never modifies a table
+            // after it is written; other processes are kept out by the directory lock.
+            let mmap = unsafe { Mmap::map(file.file()) }
+                .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
+            // Point lookups touch one block; iterators ask for read-ahead themselves.
+            advice::random(&mmap);
+            Some(mmap)
+        };
         let read_failed = AtomicBool::new(false);
         let (o, tail) = Self::parse(path, &file, len)?;
         let largest = o
@@ -226,11 +233,12 @@ impl Table {
                 o.keys[e.key_start as usize..][..e.key_len as usize].into()
             })
             .unwrap_or_default();
-        advice::random_fd(&file);
+        advice::random_fd(file.file());
         let t = Table {
             id,
             path: path.to_path_buf(),
             mmap,
+            len,
             file,
             smallest: o.smallest,
             largest,
@@ -266,7 +274,7 @@ impl Table {
 
     /// Checks and parses the footer and the index of a table of `len`
     /// bytes; returns them with the tail they were read from.
-    fn parse(path: &Path, file: &File, len: u64) -> Result<(Opened, Tail)> {
+    fn parse(path: &Path, file: &ReadFile, len: u64) -> Result<(Opened, Tail)> {
         let fpos = len - footer::LEN as u64;
         let mut footer = [0u8; footer::LEN];
         read_at(path, file, &mut footer, fpos)?;
@@ -307,7 +315,7 @@ impl Table {
             max_seq: self.max_seq,
             version: self.version,
         };
-        let tail = Tail::read(&self.path, &self.file, &footer, self.mmap.len() as u64)?;
+        let tail = Tail::read(&self.path, &self.file, &footer, self.len)?;
         let (_, keys, index) = tail.index(&self.path, &footer)?;
         Ok(Meta::new(index, keys, tail.filter(&self.path, &footer)?))
     }
@@ -355,7 +363,7 @@ impl Table {
     }
 
     pub(crate) fn size(&self) -> u64 {
-        self.mmap.len() as u64
+        self.len
     }
 
     pub(crate) fn max_seq(&self) -> u64 {
@@ -384,8 +392,10 @@ impl Table {
         &self.largest
     }
 
+    /// The mapped bytes of the table: empty when it is encrypted (no
+    /// block then comes back as a range of them: see `contents`).
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.mmap
+        self.mmap.as_deref().unwrap_or(&[])
     }
 
     pub(crate) fn path(&self) -> &std::path::Path {
@@ -414,12 +424,20 @@ impl Table {
     }
 
     /// The stored bytes of block `i`, its crc checked the first time.
+    /// Requires: the table is mapped (not encrypted).
     fn block_bytes(&self, meta: &Meta, i: usize) -> Result<&[u8]> {
         let e = &meta.index[i];
+        let Some(mmap) = &self.mmap else {
+            return Err(Error::corruption(
+                &self.path,
+                e.offset,
+                "an encrypted table read in place",
+            ));
+        };
         if meta.checked[i].load(AtomicOrdering::Acquire) != UNCHECKED {
             // Offsets were checked against the file size when the index was parsed.
             let start = e.offset as usize;
-            return Ok(&self.mmap[start..start + e.len as usize]);
+            return Ok(&mmap[start..start + e.len as usize]);
         }
         // First read of the block in this process, likely from the device: a
         // block over two pages comes in one read, not a fault each. (A block in
@@ -427,9 +445,9 @@ impl Table {
         let start = e.offset as usize;
         let end = start + e.len as usize + 4;
         if start / PAGE as usize != (end - 1) / PAGE as usize {
-            advice::will_need(&self.mmap, start, end);
+            advice::will_need(mmap, start, end);
         }
-        let data = checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+        let data = checked_slice(&self.path, mmap, e.offset, e.len, mmap.len())?;
         let state = match data.last() {
             Some(&t) if self.version >= VERSION_COMPRESSED && t != 0 => COMPRESSED,
             _ => IN_PLACE,
@@ -448,7 +466,9 @@ impl Table {
     /// or when stored raw, else its decompressed bytes, from the cache or
     /// decompressed now (and cached if `fill`).
     fn contents<'a>(&'a self, meta: &Meta, i: usize, fill: bool) -> Result<Contents<'a>> {
-        if fill {
+        // An encrypted table has no plaintext to read in place: its blocks
+        // are read, decrypted and cached.
+        if fill || self.mmap.is_none() {
             return self.cached_block(meta, i).map(Contents::Shared);
         }
         if self.version < VERSION_COMPRESSED {
@@ -537,8 +557,7 @@ impl Table {
             blocks += 1;
             if self.version >= VERSION_COMPRESSED {
                 let e = meta.entry(i);
-                let stored =
-                    checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+                let stored = self.stored(e)?;
                 if stored.last().is_some_and(|&t| t != 0) {
                     compressed += 1;
                 }
@@ -553,7 +572,7 @@ impl Table {
         let mut ahead = ReadAhead::new(advice::MAX_WINDOW);
         let mut prev_end = 0u64;
         for e in &meta.index {
-            if let Some(r) = ahead.forward(e.offset as usize, self.mmap.len()) {
+            if let Some(r) = ahead.forward(e.offset as usize, self.len as usize) {
                 self.will_need(r);
             }
             let gap = prev_end..e.offset;
@@ -561,8 +580,8 @@ impl Table {
             self.guarded(|| {
                 // Padding before a block is zeros: no reader looks at it, so
                 // only this check can find damage there.
-                let pad = self.mmap.get(gap.start as usize..gap.end as usize);
-                if let Some(at) = pad.and_then(|p| p.iter().position(|&b| b != 0)) {
+                let pad = self.padding(gap.clone())?;
+                if let Some(at) = pad.iter().position(|&b| b != 0) {
                     return Err(Error::corruption(
                         &self.path,
                         gap.start + at as u64,
@@ -570,12 +589,11 @@ impl Table {
                     ));
                 }
                 // The stored bytes, checked again even if a read did already.
-                let stored =
-                    checked_slice(&self.path, &self.mmap, e.offset, e.len, self.mmap.len())?;
+                let stored = self.stored(e)?;
                 let data = if self.version < VERSION_COMPRESSED {
-                    Contents::Raw(stored)
+                    Contents::Raw(&stored)
                 } else {
-                    codec::decode(stored)
+                    codec::decode(&stored)
                         .map_err(|bad| Error::corruption(&self.path, e.offset, bad.to_string()))?
                 };
                 DecodedBlock::decode(&data)
@@ -681,7 +699,35 @@ impl Table {
     /// Starts reading `range` of the file into the page cache (a walk in order
     /// is about to read it; the mapping is otherwise read a page per fault).
     pub(crate) fn will_need(&self, range: Range<usize>) {
-        advice::will_need(&self.mmap, range.start, range.end);
+        if let Some(mmap) = &self.mmap {
+            advice::will_need(mmap, range.start, range.end);
+        }
+    }
+
+    /// The stored bytes of the block at `e`, crc checked: in place in the
+    /// mapping, or read (and decrypted) when the table is encrypted.
+    fn stored(&self, e: &IndexEntry) -> Result<std::borrow::Cow<'_, [u8]>> {
+        if let Some(mmap) = &self.mmap {
+            return checked_slice(&self.path, mmap, e.offset, e.len, mmap.len())
+                .map(std::borrow::Cow::Borrowed);
+        }
+        let mut buf = vec![0u8; e.len as usize + 4];
+        read_at(&self.path, &self.file, &mut buf, e.offset)?;
+        checked_slice(&self.path, &buf, 0, e.len, buf.len())
+            .map_err(|_| Error::corruption(&self.path, e.offset, "block checksum mismatch"))?;
+        buf.truncate(e.len as usize);
+        Ok(std::borrow::Cow::Owned(buf))
+    }
+
+    /// The bytes of `range` of the table (padding between blocks).
+    fn padding(&self, range: Range<u64>) -> Result<std::borrow::Cow<'_, [u8]>> {
+        if let Some(mmap) = &self.mmap {
+            let r = mmap.get(range.start as usize..range.end as usize);
+            return Ok(std::borrow::Cow::Borrowed(r.unwrap_or(&[])));
+        }
+        let mut buf = vec![0u8; range.end.saturating_sub(range.start) as usize];
+        read_at(&self.path, &self.file, &mut buf, range.start)?;
+        Ok(std::borrow::Cow::Owned(buf))
     }
 
     /// Drops this process's mapping of `[start, end)` (page cache untouched), so
@@ -690,15 +736,15 @@ impl Table {
     pub(crate) fn release_pages(&self, start: usize, end: usize) {
         const PAGE: usize = 4096;
         let start = start.next_multiple_of(PAGE);
-        let end = end.min(self.mmap.len()) / PAGE * PAGE;
+        let Some(mmap) = &self.mmap else { return };
+        let end = end.min(mmap.len()) / PAGE * PAGE;
         if end > start {
             // SAFETY: the mapping is a read-only shared mapping of a file that
             // never changes while open, so MADV_DONTNEED cannot change what any
             // live slice into it reads: touched pages fault back in with the same
             // bytes. The range is inside the mapping (checked above).
             let _ = unsafe {
-                self.mmap
-                    .unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
+                mmap.unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
             };
         }
     }
@@ -753,7 +799,7 @@ type ParsedIndex = (Box<[u8]>, Vec<u8>, Vec<IndexEntry>);
 
 /// The index block named by `f`, crc and structure checked.
 /// Reads `buf.len()` bytes at `off`; a short read is a table cut short.
-fn read_at(path: &Path, file: &File, buf: &mut [u8], off: u64) -> Result<()> {
+fn read_at(path: &Path, file: &ReadFile, buf: &mut [u8], off: u64) -> Result<()> {
     crate::fault::check(crate::fault::Op::Read)
         .and_then(|()| file.read_exact_at(buf, off))
         .map_err(|err| match err.kind() {
@@ -775,7 +821,7 @@ struct Tail {
 }
 
 impl Tail {
-    fn read(path: &Path, file: &File, f: &Footer, len: u64) -> Result<Tail> {
+    fn read(path: &Path, file: &ReadFile, f: &Footer, len: u64) -> Result<Tail> {
         let fpos = len - footer::LEN as u64;
         let base = f.filter.offset.min(f.index.offset).min(fpos);
         let size = usize::try_from(fpos - base)
@@ -904,7 +950,13 @@ mod tests {
                 .unwrap();
         }
         b.finish().unwrap();
-        let t = Table::open(&path, 1, &crate::table::test_cache()).unwrap();
+        let t = Table::open(
+            &crate::fs::Fs::real(),
+            &path,
+            1,
+            &crate::table::test_cache(),
+        )
+        .unwrap();
         let mut padding = 0;
         let mut prev_end = 0;
         let meta = t.meta().unwrap();
@@ -945,10 +997,15 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[gap_at as usize] = 0x5A;
         std::fs::write(&path, &bytes).unwrap();
-        let err = Table::open(&path, 1, &crate::table::test_cache())
-            .unwrap()
-            .verify()
-            .unwrap_err();
+        let err = Table::open(
+            &crate::fs::Fs::real(),
+            &path,
+            1,
+            &crate::table::test_cache(),
+        )
+        .unwrap()
+        .verify()
+        .unwrap_err();
         assert!(err.to_string().contains("padding"), "{err}");
     }
 
@@ -959,7 +1016,7 @@ mod tests {
         // Pinned at open, and through a cache that holds nothing (every read
         // loads the index and filter again).
         for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
-            let t = Table::open(&path, 1, &cache).unwrap();
+            let t = Table::open(&crate::fs::Fs::real(), &path, 1, &cache).unwrap();
             assert_eq!(t.is_pinned(), cache.stats().capacity > 0);
             versions_across_many_blocks(&t);
         }
@@ -1001,7 +1058,7 @@ mod tests {
         // Another table's meta takes the pinning room (half the budget)...
         assert!(cache.try_pin(&(2, META), 512 << 10));
         // ...so this one's meta goes through the LRU.
-        let t = Table::open(&path, 1, &cache).unwrap();
+        let t = Table::open(&crate::fs::Fs::real(), &path, 1, &cache).unwrap();
         assert!(!t.is_pinned(), "{:?}", cache.stats());
         let k = b"key001234";
         for _ in 0..5 {
@@ -1047,8 +1104,15 @@ mod tests {
         let size = |c: Compression| {
             let path = dir.path().join(format!("{}.sst", c.name()));
             write_json_table(&path, c, n);
-            let t =
-                std::sync::Arc::new(Table::open(&path, 1, &crate::table::test_cache()).unwrap());
+            let t = std::sync::Arc::new(
+                Table::open(
+                    &crate::fs::Fs::real(),
+                    &path,
+                    1,
+                    &crate::table::test_cache(),
+                )
+                .unwrap(),
+            );
             let want_version = if c == Compression::None { 2 } else { 3 };
             assert_eq!(t.version(), want_version, "{c:?}");
             for i in (0..n).step_by(13) {
@@ -1085,7 +1149,13 @@ mod tests {
             let path = dir.path().join(format!("{}.sst", c.name()));
             write_json_table(&path, c, 2000);
             let (off, len) = {
-                let t = Table::open(&path, 1, &crate::table::test_cache()).unwrap();
+                let t = Table::open(
+                    &crate::fs::Fs::real(),
+                    &path,
+                    1,
+                    &crate::table::test_cache(),
+                )
+                .unwrap();
                 let m = t.meta().unwrap();
                 (m.entry(1).offset as usize, m.entry(1).len as usize)
             };
@@ -1106,7 +1176,13 @@ mod tests {
                 bad[off + len..off + len + 4].copy_from_slice(&crc);
                 std::fs::write(&path, &bad).unwrap();
                 let t = std::sync::Arc::new(
-                    Table::open(&path, 1, &crate::table::test_cache()).unwrap(),
+                    Table::open(
+                        &crate::fs::Fs::real(),
+                        &path,
+                        1,
+                        &crate::table::test_cache(),
+                    )
+                    .unwrap(),
                 );
                 let m = t.meta().unwrap().to_arc();
                 let k = m.key(1).to_vec();
@@ -1141,7 +1217,7 @@ mod tests {
                 std::fs::write(&path, &bad).unwrap();
                 // Pinned at open, and loaded at each read (a cache of nothing).
                 for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
-                    let Ok(t) = Table::open(&path, 1, &cache) else {
+                    let Ok(t) = Table::open(&crate::fs::Fs::real(), &path, 1, &cache) else {
                         continue;
                     };
                     let _ = t.verify();
@@ -1171,7 +1247,7 @@ mod tests {
             std::fs::write(&path, &bad).unwrap();
             // Pinned at open, and loaded at each read (a cache of nothing).
             for cache in [crate::table::test_cache(), Arc::new(TableCache::new(0))] {
-                let Ok(t) = Table::open(&path, 1, &cache) else {
+                let Ok(t) = Table::open(&crate::fs::Fs::real(), &path, 1, &cache) else {
                     continue;
                 };
                 for i in 0..60u32 {

@@ -95,9 +95,9 @@ mod tests {
         for sealed in [false, true] {
             let path = crate::filename::vlog(&dir, 1);
             let f = if sealed {
-                VlogFile::open_sealed(&path, 1).unwrap()
+                VlogFile::open_sealed(&crate::fs::Fs::real(), &path, 1).unwrap()
             } else {
-                VlogFile::open(&path, 1).unwrap()
+                VlogFile::open(&crate::fs::Fs::real(), &path, 1).unwrap()
             };
             for (p, value) in &written {
                 assert_eq!(

@@ -2,14 +2,14 @@
 
 use super::{check_entry, ENTRY_HEADER_LEN, MAGIC, VERSION};
 use crate::advice::{self, ReadAhead};
+use crate::crypt::ReadFile;
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::fs::Fs;
 use crate::value::ValuePointer;
 use memmap2::Mmap;
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -42,17 +42,17 @@ const SEQUENTIAL_GAP: usize = 64 << 10;
 pub(crate) struct VlogFile {
     id: u32,
     path: PathBuf,
-    file: File,
+    file: ReadFile,
+    /// The sealed file's mapping, for advice only; none when it is encrypted.
     map: Option<Mmap>,
     /// Descriptor for point reads of a sealed file (no read-ahead).
-    point: Option<File>,
+    point: Option<ReadFile>,
 }
 
 impl VlogFile {
     /// Opens file `id` and checks its header.
-    pub(crate) fn open(path: &Path, id: u32) -> Result<VlogFile> {
-        let file =
-            File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    pub(crate) fn open(fs: &Fs, path: &Path, id: u32) -> Result<VlogFile> {
+        let file = ReadFile::open(fs, path)?;
         let mut header = [0u8; crate::wal::HEADER_LEN];
         let n = read_up_to(&file, &mut header, 0)
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
@@ -67,22 +67,25 @@ impl VlogFile {
     }
 
     /// Opens a file that is complete (no writer will append to it) and maps it.
-    pub(crate) fn open_sealed(path: &Path, id: u32) -> Result<VlogFile> {
-        let mut f = VlogFile::open(path, id)?;
+    pub(crate) fn open_sealed(fs: &Fs, path: &Path, id: u32) -> Result<VlogFile> {
+        let mut f = VlogFile::open(fs, path, id)?;
+        let point = ReadFile::open(fs, path)?;
+        advice::random_fd(point.file());
+        f.point = Some(point);
+        if f.file.encrypted() {
+            // The mapping would show ciphertext at shifted offsets: no advice.
+            return Ok(f);
+        }
         // SAFETY: sealed value-log files are never written again; sett only
         // deletes them (a mapping outlives the unlink), and other processes are
         // kept out by the directory lock. Nothing dereferences the mapping
         // (it only takes advice and residency probes), so a file truncated
         // behind sett's back cannot fault.
-        let map = unsafe { Mmap::map(&f.file) }
+        let map = unsafe { Mmap::map(f.file.file()) }
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
         // Scans ask for their ranges (read_many); nothing else should be read.
         advice::random(&map);
         f.map = Some(map);
-        let point =
-            File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-        advice::random_fd(&point);
-        f.point = Some(point);
         Ok(f)
     }
 
@@ -97,14 +100,13 @@ impl VlogFile {
     /// Current length of the file in bytes.
     pub(crate) fn len(&self) -> Result<u64> {
         self.file
-            .metadata()
-            .map(|m| m.len())
+            .len()
             .map_err(|e| Error::io(format!("stat {}", self.path.display()), e))
     }
 
     /// fsyncs the file (through this read handle: fsync acts on the file, not the handle).
     pub(crate) fn sync(&self, fs: &crate::fs::Fs) -> Result<()> {
-        fs.sync(&self.file, &self.path)
+        fs.sync(self.file.file(), &self.path)
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 
@@ -453,18 +455,8 @@ fn to_usize(offset: u64) -> usize {
 }
 
 /// Reads as many bytes as the file has at `offset`, up to `buf.len()`.
-fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    crate::fault::check(crate::fault::Op::Read)?;
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+fn read_up_to(file: &ReadFile, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    file.read_at(buf, offset)
 }
 
 /// The live value-log files, by id. Immutable: a change makes a new set, and
@@ -649,7 +641,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.vlog");
         std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
-        let file = File::open(&path).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
         // SAFETY: a test file that nothing writes while it is mapped.
         let map = unsafe { Mmap::map(&file) }.unwrap();
         advice::random(&map);

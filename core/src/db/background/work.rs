@@ -97,7 +97,7 @@ impl DbInner {
                 None => remove(&self.opts.fs, &path)?,
                 Some(meta) => {
                     sync_dir(&self.opts.fs, &self.dir)?;
-                    let t = Arc::new(Table::open(&path, id, &self.cache)?);
+                    let t = Arc::new(Table::open(&self.opts.fs, &path, id, &self.cache)?);
                     t.set_range_clean(range_seq);
                     edits.push(Edit::AddTable {
                         level: 0,
@@ -198,7 +198,12 @@ impl DbInner {
                 edits.push(Edit::VlogDiscard { id, bytes });
             }
             for (id, meta) in result.tables {
-                let t = Table::open(&filename::table(&self.dir, id), id, &self.cache)?;
+                let t = Table::open(
+                    &self.opts.fs,
+                    &filename::table(&self.dir, id),
+                    id,
+                    &self.cache,
+                )?;
                 t.set_range_clean(range_seq);
                 edits.push(Edit::AddTable {
                     level: out as u8,

@@ -105,7 +105,8 @@ impl Fake {
             data[at as usize] ^= 0xff;
             std::fs::write(self.path(id), data).unwrap();
         }
-        let f = Arc::new(VlogFile::open_sealed(&self.path(id), id).unwrap());
+        let f =
+            Arc::new(VlogFile::open_sealed(&crate::fs::Fs::real(), &self.path(id), id).unwrap());
         lock(&self.discard).insert(id, f.len().unwrap());
         self.swap(|s| ReadState {
             vlogs: Arc::new(s.vlogs.with(f.clone())),

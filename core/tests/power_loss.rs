@@ -111,15 +111,25 @@ struct Setup {
     /// by `write(2)`.
     mapped: bool,
     values: Values,
+    /// Every file encrypted (`Options::encryption`): the WAL is then written
+    /// by appends whatever `mapped` says.
+    encrypted: bool,
 }
 
 const WRITE_PATH: Setup = Setup {
     mapped: false,
     values: Values::Mixed,
+    encrypted: false,
 };
 const MAPPED: Setup = Setup {
     mapped: true,
     values: Values::Mixed,
+    encrypted: false,
+};
+const ENCRYPTED: Setup = Setup {
+    mapped: false,
+    values: Values::Mixed,
+    encrypted: true,
 };
 
 impl Setup {
@@ -132,6 +142,9 @@ impl Setup {
             Values::Small => o.memtable_size = 64 << 10,
             // Value-log files of many pages, for the same reason.
             Values::Large => o.vlog_file_size = 256 << 10,
+        }
+        if self.encrypted {
+            o.encryption = Some(sett::Encryption::new(sett::EncryptionKey::new([3; 32])));
         }
         o
     }
@@ -654,7 +667,11 @@ fn reordered_sweep(values: Values, first_seed: u64) -> Totals {
         let steps = workload_of(seed, 50, values);
         for mapped in [false, true] {
             for sync in [false, true] {
-                let setup = Setup { mapped, values };
+                let setup = Setup {
+                    mapped,
+                    values,
+                    encrypted: false,
+                };
                 let total = count_ops(&steps, sync, setup, seed);
                 let mut rng = Rng::new(seed ^ 0x0dd ^ u64::from(mapped) ^ (u64::from(sync) << 1));
                 let cuts: Vec<u64> = (0..4).map(|_| 1 + rng.below(total)).collect();
@@ -719,6 +736,20 @@ fn power_cut_with_the_mapped_wal_keeps_every_acknowledged_synced_write() {
 fn power_cut_with_the_mapped_wal_without_sync_writes_keeps_a_prefix_of_the_writes() {
     let t = sweep(false, 1000, 2, MAPPED);
     print_totals("mapped WAL, no sync", &t);
+    assert!(t.report.bytes_dropped > 0);
+}
+
+#[test]
+fn power_cut_of_an_encrypted_db_keeps_every_acknowledged_synced_write() {
+    let t = sweep(true, 1, 2, ENCRYPTED);
+    print_totals("encrypted, sync_writes", &t);
+    assert!(t.report.bytes_dropped > 0 && t.report.entries_reverted > 0);
+}
+
+#[test]
+fn power_cut_of_an_encrypted_db_without_sync_writes_keeps_a_prefix_of_the_writes() {
+    let t = sweep(false, 1000, 2, ENCRYPTED);
+    print_totals("encrypted, no sync", &t);
     assert!(t.report.bytes_dropped > 0);
 }
 

@@ -466,10 +466,13 @@ impl Table {
     /// or when stored raw, else its decompressed bytes, from the cache or
     /// decompressed now (and cached if `fill`).
     fn contents<'a>(&'a self, meta: &Meta, i: usize, fill: bool) -> Result<Contents<'a>> {
-        // An encrypted table has no plaintext to read in place: its blocks
-        // are read, decrypted and cached.
-        if fill || self.mmap.is_none() {
+        if fill {
             return self.cached_block(meta, i).map(Contents::Shared);
+        }
+        // An encrypted table has no plaintext to read in place: its blocks
+        // are read and decrypted (from the cache if there, not put in it).
+        if self.mmap.is_none() {
+            return self.read_block(meta, i, false).map(Contents::Shared);
         }
         if self.version < VERSION_COMPRESSED {
             return Ok(Contents::Raw(self.block_bytes(meta, i)?));
@@ -502,6 +505,13 @@ impl Table {
     /// memory, mapped pages would make every eviction an unmap and count in
     /// the process's RSS, outside the memory budget (see docs/read-path.md).
     fn cached_block(&self, meta: &Meta, i: usize) -> Result<SharedBlock> {
+        self.read_block(meta, i, true)
+    }
+
+    /// [`Table::cached_block`], caching the block read only if `fill`: a
+    /// walk of an encrypted table that must not fill the cache (compaction)
+    /// reads this way, as a mapped table's is read in place.
+    fn read_block(&self, meta: &Meta, i: usize, fill: bool) -> Result<SharedBlock> {
         let e = &meta.index[i];
         let key = (self.id, e.offset);
         if let Some(Cached::Block(b)) = self.cache.get(&key, Kind::Data) {
@@ -540,8 +550,10 @@ impl Table {
             }
         };
         let block = Arc::new(block);
-        let charge = block.footprint() + ENTRY_OVERHEAD;
-        self.cache.insert(key, Cached::Block(block.clone()), charge);
+        if fill {
+            let charge = block.footprint() + ENTRY_OVERHEAD;
+            self.cache.insert(key, Cached::Block(block.clone()), charge);
+        }
         Ok(block)
     }
 

@@ -86,6 +86,16 @@ pub(crate) fn start_writeback(file: &File, from: u64, to: u64) {
     let _ = (file, from, to);
 }
 
+thread_local! {
+    /// The encrypted copy of an append, kept for the thread's next one: a
+    /// value-log append is a whole batch, and a fresh buffer of a MiB costs
+    /// a page fault per page each time.
+    static SEALED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest buffer [`SEALED`] keeps between appends.
+const SEALED_KEEP: usize = 8 << 20;
+
 /// The operating system's file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
@@ -212,12 +222,16 @@ impl Fs {
     pub(crate) fn append(&self, file: &mut File, path: &Path, data: &[u8]) -> io::Result<()> {
         match &self.crypt {
             None => self.inner.append(file, path, data),
-            Some(c) => {
-                let sealed = c.seal(path, data)?;
+            Some(c) => SEALED.with(|buf| {
+                let mut sealed = buf.take();
+                c.seal(path, data, &mut sealed)?;
                 let res = self.inner.append(file, path, &sealed);
                 c.commit(path, res.as_ref().ok().map(|_| data.len()));
+                if sealed.capacity() <= SEALED_KEEP {
+                    buf.set(sealed);
+                }
                 res
-            }
+            }),
         }
     }
 

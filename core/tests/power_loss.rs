@@ -111,8 +111,8 @@ struct Setup {
     /// by `write(2)`.
     mapped: bool,
     values: Values,
-    /// Every file encrypted (`Options::encryption`): the WAL is then written
-    /// by appends whatever `mapped` says.
+    /// Every file encrypted (`Options::encryption`), data keys rotated every
+    /// millisecond: the WAL is then written by appends whatever `mapped` says.
     encrypted: bool,
 }
 
@@ -144,7 +144,11 @@ impl Setup {
             Values::Large => o.vlog_file_size = 256 << 10,
         }
         if self.encrypted {
-            o.encryption = Some(sett::Encryption::new(sett::EncryptionKey::new([3; 32])));
+            // A new data key for nearly every file: cuts land in the key
+            // registry's rewrites too, and files of many keys are reopened.
+            let key = sett::EncryptionKey::new([3; 32]);
+            o.encryption =
+                Some(sett::Encryption::new(key).rotation(std::time::Duration::from_millis(1)));
         }
         o
     }

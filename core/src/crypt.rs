@@ -38,6 +38,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use zeroize::{Zeroize, Zeroizing};
 
 /// The key registry's file name.
 pub(crate) const REGISTRY: &str = "KEYREGISTRY";
@@ -64,7 +65,9 @@ const SECTOR: usize = 512;
 /// Default [`Encryption::rotation`]: 10 days (Badger's default).
 pub const DEFAULT_KEY_ROTATION: Duration = Duration::from_secs(10 * 24 * 3600);
 
-/// A 32-byte AES-256 master key. Its `Debug` does not print the key.
+/// A 32-byte AES-256 master key. Its `Debug` does not print the key, and
+/// its bytes are zeroed when it is dropped (as are the data keys' and the
+/// ciphers' key schedules).
 #[derive(Clone, PartialEq, Eq)]
 pub struct EncryptionKey([u8; 32]);
 
@@ -82,6 +85,12 @@ impl EncryptionKey {
                 name: "encryption",
                 reason: format!("the master key is {} bytes, not 32", bytes.len()),
             })
+    }
+}
+
+impl Drop for EncryptionKey {
+    fn drop(&mut self) {
+        self.0.zeroize();
     }
 }
 
@@ -256,6 +265,7 @@ impl KeyRing {
                         aad: &aad(s.id, s.created_ms),
                     },
                 )
+                .map(Zeroizing::new)
                 .map_err(|_| Error::WrongEncryptionKey(path.to_path_buf()))?;
             let aes = aes::Aes256::new_from_slice(&key)
                 .map_err(|_| corrupt(at, "data key of the wrong length"))?;
@@ -287,7 +297,7 @@ impl KeyRing {
         }
         let path = self.dir.join(REGISTRY);
         let rand_err = |e| Error::io(format!("making a data key for {}", path.display()), e);
-        let key: [u8; 32] = random().map_err(rand_err)?;
+        let key: Zeroizing<[u8; 32]> = Zeroizing::new(random().map_err(rand_err)?);
         let nonce: [u8; 12] = random().map_err(rand_err)?;
         let id = ring.keys.keys().next_back().map_or(1, |id| id + 1);
         let created_ms = now_ms();
@@ -296,7 +306,7 @@ impl KeyRing {
             .encrypt(
                 Nonce::from_slice(&nonce),
                 Payload {
-                    msg: &key,
+                    msg: key.as_slice(),
                     aad: &aad(id, created_ms),
                 },
             )
@@ -310,7 +320,7 @@ impl KeyRing {
         });
         self.write(&entries)?;
         ring.sealed = entries;
-        let aes = aes::Aes256::new(&key.into());
+        let aes = aes::Aes256::new(key.as_ref().into());
         ring.keys.insert(
             id,
             Arc::new(DataKey {

@@ -214,7 +214,11 @@ impl Fs {
         let mut file = self.inner.create_new(path)?;
         if let Some(c) = &self.crypt {
             let prefix = c.start(path)?;
-            self.inner.append(&mut file, path, &prefix)?;
+            if let Err(e) = self.inner.append(&mut file, path, &prefix) {
+                // The caller drops the file; forget its cipher too.
+                c.removed(path);
+                return Err(e);
+            }
         }
         Ok(file)
     }

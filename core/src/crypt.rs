@@ -238,7 +238,10 @@ impl KeyRing {
             });
         }
         let count = crate::coding::u32_at(&data, 12).unwrap_or(0) as usize;
-        if REGISTRY_HEADER + count * ENTRY_LEN != body || count == 0 {
+        let expected = count
+            .checked_mul(ENTRY_LEN)
+            .and_then(|n| n.checked_add(REGISTRY_HEADER));
+        if expected != Some(body) || count == 0 {
             return Err(corrupt(
                 12,
                 "key registry length does not match its key count",
@@ -491,6 +494,10 @@ fn parse_prefix(keys: &KeyRing, path: &Path, p: &[u8]) -> Result<Prefix> {
 /// The write side: the cipher and engine length of each file being written.
 pub(crate) struct Writer {
     keys: Arc<KeyRing>,
+    /// By path, as `FileSystem` names files. An entry lives until its file
+    /// is removed through the `Fs` (a table or sealed value-log file keeps
+    /// its entry, about a hundred bytes, while it lives): the file-system
+    /// layer is not told when a writer is done with a file.
     files: Mutex<HashMap<PathBuf, (FileCipher, u64)>>,
 }
 
@@ -562,7 +569,7 @@ impl Writer {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, (FileCipher, u64)>> {
-        self.files.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.files)
     }
 }
 

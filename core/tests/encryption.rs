@@ -467,3 +467,46 @@ fn a_read_only_open_and_its_checkpoint_read_an_encrypted_database_with_unflushed
     let copy = Db::open(encrypted(&cp, KEY)).unwrap();
     check(&copy, &model, "checkpoint of a read-only open");
 }
+
+#[test]
+fn a_key_registry_of_a_newer_version_is_refused_as_unsupported_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(encrypted(dir.path(), KEY)).unwrap();
+        write(&db, 50, 0, &mut model);
+        db.close().unwrap();
+    }
+    let registry = dir.path().join("KEYREGISTRY");
+    let good = std::fs::read(&registry).unwrap();
+    let mut newer = good.clone();
+    newer[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let body = newer.len() - 4;
+    let crc = crc32_ieee(&newer[..body]);
+    newer[body..].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&registry, &newer).unwrap();
+    match Db::open(encrypted(dir.path(), KEY)) {
+        Err(Error::UnsupportedVersion { found: 2, .. }) => {}
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a registry of version 2 opened"),
+    }
+    std::fs::write(&registry, good).unwrap();
+    let db = Db::open(encrypted(dir.path(), KEY)).unwrap();
+    check(&db, &model, "registry restored");
+}
+
+/// CRC-32/IEEE, bit by bit (the tests do not depend on crc32fast).
+fn crc32_ieee(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}

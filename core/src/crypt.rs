@@ -711,7 +711,8 @@ pub(crate) fn read_whole(fs: &Fs, path: &Path) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Reads as many bytes as `file` has at `off`, up to `buf.len()`.
+/// Reads as many bytes as `file` has at `off`, up to `buf.len()`: one
+/// read as the fault injection (`crate::fault`) counts them.
 fn read_full(file: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
     crate::fault::check(crate::fault::Op::Read)?;
     let mut done = 0;

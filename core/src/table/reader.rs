@@ -521,8 +521,9 @@ impl Table {
         // (every block of an uncompressed table but one holding a larger
         // entry): see `page_pool` for why blocks are not plain allocations.
         let mut buf = self.cache.pages().take(e.len as usize + 4);
-        crate::fault::check(crate::fault::Op::Read)
-            .and_then(|()| self.file.read_exact_at(&mut buf, e.offset))
+        // ReadFile's reads pass the injected-fault check themselves.
+        self.file
+            .read_exact_at(&mut buf, e.offset)
             .map_err(|err| match err.kind() {
                 std::io::ErrorKind::UnexpectedEof => Error::corruption(
                     &self.path,
@@ -812,8 +813,7 @@ type ParsedIndex = (Box<[u8]>, Vec<u8>, Vec<IndexEntry>);
 /// The index block named by `f`, crc and structure checked.
 /// Reads `buf.len()` bytes at `off`; a short read is a table cut short.
 fn read_at(path: &Path, file: &ReadFile, buf: &mut [u8], off: u64) -> Result<()> {
-    crate::fault::check(crate::fault::Op::Read)
-        .and_then(|()| file.read_exact_at(buf, off))
+    file.read_exact_at(buf, off)
         .map_err(|err| match err.kind() {
             std::io::ErrorKind::UnexpectedEof => {
                 Error::corruption(path, off, "table shorter than its footer says")

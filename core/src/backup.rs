@@ -27,13 +27,25 @@ const REC_END: u8 = 3;
 const REC_RANGE_DELS: u8 = 4;
 const KIND_DELETE: u8 = 0;
 const KIND_PUT: u8 = 1;
+/// A merge operand: only in incremental backups (a full one folds each key
+/// to its value), applied with the restoring Db's merge operator.
+const KIND_MERGE: u8 = 2;
 /// Entry chunks are cut past this many bytes.
 const CHUNK: usize = 1 << 20;
 /// A record longer than this is damage, not data.
 const MAX_RECORD: usize = 1 << 31;
 
-/// An entry read back: key, value (`None` for a delete), user meta, expiry.
-type Restored = (Vec<u8>, Option<Vec<u8>>, u8, u64);
+/// An entry read back: key, value (`None` for a delete), user meta, expiry,
+/// and whether the value is a merge operand.
+type Restored = (Vec<u8>, Option<Vec<u8>>, u8, u64, bool);
+
+/// Adds a restored entry to `batch`.
+fn restore_into(batch: &mut WriteBatch, (k, v, m, x, operand): Restored) {
+    match (v, operand) {
+        (Some(v), true) => batch.push_merge(&k, &v, crate::batch::Space::Storage),
+        (v, _) => batch.put_raw(&k, v.as_deref(), m, x),
+    }
+}
 
 fn stream_name() -> PathBuf {
     PathBuf::from("<backup stream>")
@@ -167,8 +179,21 @@ pub(crate) fn backup(db: &Arc<DbInner>, w: &mut dyn Write, since: u64) -> Result
         // first and then only versions newer than them.
         let hidden = dels.hides(&uk, seq, read_ts);
         let keep = !hidden && (since > 0 || (rec.stored != Stored::Delete && !expired));
+        // A full backup holds a merged key's value, folded as a read at
+        // read_ts folds it; an incremental one its operands as they are.
+        let folded = match rec.stored {
+            Stored::Merge(_) if keep && since == 0 => db.get_in(&st, &uk, read_ts)?,
+            _ => None,
+        };
+        let (user_meta, expires_at) = match &folded {
+            Some(item) => (item.user_meta, item.expires_at),
+            None => (rec.user_meta, rec.expires_at),
+        };
+        let operand = folded.is_none() && rec.stored.is_merge();
         if keep {
             let value = match rec.stored {
+                _ if folded.is_some() => folded.map(|item| item.value),
+                Stored::Merge(op) => Some(op.to_vec()),
                 Stored::Delete => None,
                 Stored::Inline(v) => Some(v.to_vec()),
                 Stored::Pointer(p) if st.vlogs.get(p.file).is_none() => {
@@ -179,13 +204,13 @@ pub(crate) fn backup(db: &Arc<DbInner>, w: &mut dyn Write, since: u64) -> Result
             put_varint(&mut chunk.buf, uk.len() as u64);
             chunk.buf.extend_from_slice(&uk);
             chunk.buf.extend_from_slice(&seq.to_le_bytes());
-            chunk.buf.push(if value.is_some() {
-                KIND_PUT
-            } else {
-                KIND_DELETE
+            chunk.buf.push(match value {
+                Some(_) if operand => KIND_MERGE,
+                Some(_) => KIND_PUT,
+                None => KIND_DELETE,
             });
-            chunk.buf.push(rec.user_meta);
-            put_varint(&mut chunk.buf, rec.expires_at);
+            chunk.buf.push(user_meta);
+            put_varint(&mut chunk.buf, expires_at);
             let v = value.unwrap_or_default();
             put_varint(&mut chunk.buf, v.len() as u64);
             chunk.buf.extend_from_slice(&v);
@@ -279,15 +304,16 @@ pub(crate) fn load(db: &Arc<DbInner>, r: &mut dyn Read) -> Result<u64> {
                         let meta = rr.u8()?;
                         let expires = rr.varint()?;
                         let v = rr.len_prefixed()?.to_vec();
-                        Some((k, (kind == KIND_PUT).then_some(v), meta, expires))
+                        let value = matches!(kind, KIND_PUT | KIND_MERGE).then_some(v);
+                        Some((k, value, meta, expires, kind == KIND_MERGE))
                     })()
                     .ok_or_else(|| {
                         Error::corruption(stream_name(), at, "bad entry in backup chunk")
                     })?;
                     if group.first().is_some_and(|g| g.0 != e.0) {
                         applied += group.len() as u64;
-                        for (k, v, m, x) in group.drain(..).rev() {
-                            batch.put_raw(&k, v.as_deref(), m, x);
+                        for e in group.drain(..).rev() {
+                            restore_into(&mut batch, e);
                         }
                         if batch.size_bytes() >= CHUNK {
                             db.write(
@@ -304,8 +330,8 @@ pub(crate) fn load(db: &Arc<DbInner>, r: &mut dyn Read) -> Result<u64> {
                     .u64()
                     .ok_or_else(|| Error::corruption(stream_name(), at, "bad end record"))?;
                 applied += group.len() as u64;
-                for (k, v, m, x) in group.drain(..).rev() {
-                    batch.put_raw(&k, v.as_deref(), m, x);
+                for e in group.drain(..).rev() {
+                    restore_into(&mut batch, e);
                 }
                 if total != applied {
                     return Err(Error::corruption(

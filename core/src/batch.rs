@@ -44,6 +44,8 @@ pub(crate) enum OpValue {
     Own(Vec<u8>),
     /// A range delete of `[key, end)` (an empty end is unbounded).
     RangeEnd(Range<usize>),
+    /// A merge operand in the batch's buffer (always stored inline).
+    Merge(Range<usize>),
 }
 
 impl OpValue {
@@ -52,6 +54,7 @@ impl OpValue {
         match self {
             OpValue::Here(v) => v.len(),
             OpValue::Own(v) => v.len(),
+            OpValue::Merge(v) => v.len(),
             OpValue::Delete | OpValue::RangeEnd(_) => 0,
         }
     }
@@ -95,6 +98,10 @@ pub struct WriteBatch {
     /// Whether its commit fsyncs the logs, instead of the Db's
     /// [`crate::Options::sync_writes`] ([`WriteBatch::set_sync`]).
     pub(crate) sync: Option<bool>,
+    /// Whether it holds a merge operand: such a batch is checked against
+    /// the Db's merge operator, and ops on one key combined, before it
+    /// commits (`DbInner::prepare_merges`).
+    pub(crate) has_merge: bool,
 }
 
 impl WriteBatch {
@@ -110,6 +117,12 @@ impl WriteBatch {
         at..self.data.len()
     }
 
+    /// Copies `bytes` into the buffer for a value made by the crate (a
+    /// merge folded into an earlier op); returns their span.
+    pub(crate) fn stash_bytes(&mut self, bytes: &[u8]) -> Range<usize> {
+        self.stash(bytes)
+    }
+
     /// The key of `op`, an op of this batch.
     pub(crate) fn key(&self, op: &BatchOp) -> &[u8] {
         &self.data[op.key.clone()]
@@ -120,7 +133,15 @@ impl WriteBatch {
         match &op.value {
             OpValue::Here(v) => Some(&self.data[v.clone()]),
             OpValue::Own(v) => Some(v),
-            OpValue::Delete | OpValue::RangeEnd(_) => None,
+            OpValue::Delete | OpValue::RangeEnd(_) | OpValue::Merge(_) => None,
+        }
+    }
+
+    /// The operand of `op`, if it is a merge.
+    pub(crate) fn operand(&self, op: &BatchOp) -> Option<&[u8]> {
+        match &op.value {
+            OpValue::Merge(v) => Some(&self.data[v.clone()]),
+            _ => None,
         }
     }
 
@@ -202,6 +223,33 @@ impl WriteBatch {
             ttl: None,
         };
         self.push(key, value, opts, expires_at, Space::Storage, None);
+    }
+
+    /// Adds a merge of `operand` into `key` (see [`crate::Db::merge`]): the
+    /// Db's merge operator folds it onto the key's value when it is read.
+    /// Ops of one batch on one key combine in order, as separate writes
+    /// would; [`crate::Db::write`] refuses the batch when the Db has no
+    /// merge operator.
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
+        self.push_merge(key.as_ref(), operand.as_ref(), Space::User);
+        self
+    }
+
+    /// Adds a merge of a key already in `space`.
+    pub(crate) fn push_merge(&mut self, key: &[u8], operand: &[u8], space: Space) {
+        self.bytes += key.len() + operand.len();
+        self.has_merge = true;
+        let key = self.stash(key);
+        let value = OpValue::Merge(self.stash(operand));
+        self.ops.push(BatchOp {
+            key,
+            value,
+            user_meta: 0,
+            ttl: None,
+            expires_at: 0,
+            space,
+            value_threshold: None,
+        });
     }
 
     /// Adds a delete of `key`.
@@ -308,6 +356,7 @@ impl WriteBatch {
         self.keyspaces.clear();
         self.drops.clear();
         self.version = None;
+        self.has_merge = false;
     }
 
     /// Commits the batch at exactly `version` instead of the Db's next one,

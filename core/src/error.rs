@@ -94,6 +94,29 @@ pub enum Error {
         /// The oldest version a subscription can start from now.
         oldest: u64,
     },
+    /// A read met merge operands of `key` but the Db was opened without a
+    /// merge operator (or a merge was written to such a Db): open it with
+    /// the operator its manifest names ([`crate::Options::merge_operator`]).
+    MergeOperatorMissing {
+        /// The key (a storage key: a keyspace's carries its prefix).
+        key: Vec<u8>,
+    },
+    /// The Db's manifest records merge operands written with another operator
+    /// than the one given at open.
+    MergeOperatorMismatch {
+        /// The name recorded in the manifest.
+        stored: String,
+        /// The name of the operator given in the options.
+        given: String,
+    },
+    /// The merge operator refused the operands of `key` (a malformed operand,
+    /// say). The operands stay stored as they were.
+    MergeFailed {
+        /// The key (a storage key: a keyspace's carries its prefix).
+        key: Vec<u8>,
+        /// What the operator said.
+        reason: String,
+    },
 }
 
 /// The result type of sett.
@@ -187,6 +210,17 @@ impl fmt::Display for Error {
                 f,
                 "change-feed history no longer holds the changes after version {from}: the oldest version a subscription can start from is {oldest}; rescan at a snapshot and subscribe from its version"
             ),
+            Error::MergeOperatorMissing { key } => write!(
+                f,
+                "key {key:?} holds merge operands but the database was opened without a merge operator"
+            ),
+            Error::MergeOperatorMismatch { stored, given } => write!(
+                f,
+                "the database's merge operator is {stored:?}, not {given:?}: open it with {stored:?}"
+            ),
+            Error::MergeFailed { key, reason } => {
+                write!(f, "merging the operands of key {key:?} failed: {reason}")
+            }
             Error::Poisoned(cause) => write!(
                 f,
                 "database refuses writes after an earlier write error: {cause}"

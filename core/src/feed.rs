@@ -65,6 +65,11 @@ pub enum ChangeKind {
     /// subscriber to prefixes gets it when the range meets one of them, with
     /// the whole range: keys in it outside its prefixes are not its concern.
     DeleteRange,
+    /// A merge operand was written to the key ([`crate::Db::merge`]):
+    /// [`Change::value`] is the operand, not the key's new value. A
+    /// subscriber that needs the value reads the key at
+    /// [`Change::version`], or folds the operands itself.
+    Merge,
 }
 
 /// One committed write, as delivered by a [`Subscription`].
@@ -183,6 +188,7 @@ impl Collector {
             OpValue::Own(v) => (ChangeKind::Put, &v[..]),
             OpValue::RangeEnd(end) => (ChangeKind::DeleteRange, span(end)),
             OpValue::Delete => (ChangeKind::Delete, &[][..]),
+            OpValue::Merge(v) => (ChangeKind::Merge, span(v)),
         };
         let change = Change::from_op(
             kind,
@@ -639,6 +645,7 @@ impl crate::WriteBatch {
                 change.expires_at,
             ),
             ChangeKind::DeleteRange => self.delete_range_raw(key, &change.value),
+            ChangeKind::Merge => self.push_merge(key, &change.value, crate::batch::Space::Storage),
             _ => self.delete_raw(key),
         }
         self

@@ -28,6 +28,7 @@ const TAG_DELETE_VLOG: u8 = 7;
 const TAG_VLOG_DISCARD: u8 = 8;
 const TAG_ADD_RANGE_DEL: u8 = 9;
 const TAG_DELETE_RANGE_DEL: u8 = 10;
+const TAG_MERGE_OPERATOR: u8 = 11;
 
 /// What the manifest knows about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +89,9 @@ pub(crate) enum Edit {
     AddRangeDel(RangeTombstone),
     /// A range tombstone retired: no table holds a version it hides.
     DeleteRangeDel(RangeTombstone),
+    /// The name of the merge operator the Db is opened with (see
+    /// `crate::merge`): written when it changes from none.
+    MergeOperator(String),
 }
 
 /// The state the edits build up.
@@ -105,6 +109,8 @@ pub(crate) struct ManifestState {
     /// The newest sequence of a retired range tombstone: an incremental
     /// backup since an older version cannot carry it any more.
     pub range_dels_retired: u64,
+    /// The merge operator's name, once a Db was opened with one.
+    pub merge_operator: Option<String>,
 }
 
 impl ManifestState {
@@ -163,6 +169,7 @@ impl ManifestState {
                 self.range_dels.remove(t);
                 self.range_dels_retired = self.range_dels_retired.max(t.seq);
             }
+            Edit::MergeOperator(name) => self.merge_operator = Some(name.clone()),
         }
         Ok(())
     }
@@ -197,6 +204,7 @@ impl ManifestState {
                 seq: self.range_dels_retired,
             }));
         }
+        edits.extend(self.merge_operator.iter().cloned().map(Edit::MergeOperator));
         edits
     }
 }
@@ -258,6 +266,11 @@ pub(crate) fn encode_edits(edits: &[Edit]) -> Vec<u8> {
                 put_varint(&mut b, t.end.len() as u64);
                 b.extend_from_slice(&t.end);
             }
+            Edit::MergeOperator(name) => {
+                b.push(TAG_MERGE_OPERATOR);
+                put_varint(&mut b, name.len() as u64);
+                b.extend_from_slice(name.as_bytes());
+            }
         }
     }
     b
@@ -302,6 +315,9 @@ pub(crate) fn decode_edits(payload: &[u8]) -> Option<Vec<Edit>> {
                 } else {
                     Edit::DeleteRangeDel(t)
                 }
+            }
+            TAG_MERGE_OPERATOR => {
+                Edit::MergeOperator(String::from_utf8(r.len_prefixed()?.to_vec()).ok()?)
             }
             _ => return None,
         };
@@ -516,6 +532,7 @@ mod tests {
                 end: b"zz".to_vec(),
                 seq: 8,
             }),
+            Edit::MergeOperator("sett.u64_add".into()),
         ];
         assert_eq!(decode_edits(&encode_edits(&edits)).unwrap(), edits);
         let enc = encode_edits(&edits);

@@ -312,8 +312,8 @@ impl OptionSpec {
 
 /// The options a binding sets by name, in the order of [`Options`]' fields,
 /// with their defaults and the bounds `validate` checks. `dir` (the path
-/// argument of every open), `clock` and `fs` (Rust values for tests) are
-/// fields of [`Options`] but not in the table.
+/// argument of every open), `clock` and `fs` (Rust values for tests) and
+/// `merge_operator` (code) are fields of [`Options`] but not in the table.
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "value_threshold",
@@ -698,6 +698,12 @@ pub struct Options {
     /// subscription can start from a past version (see [`crate::Db::subscribe`]).
     /// Kept from the first subscription on; 0 keeps none. Default 4 MiB.
     pub change_feed_history_bytes: usize,
+    /// How [`crate::Db::merge`] operands combine (see [`crate::merge`]).
+    /// Its name is recorded in the manifest: a Db whose manifest names
+    /// another operator refuses to open, and one opened without an operator
+    /// fails reads of keys holding operands. Default: none (merges are
+    /// refused). Not in [`OPTIONS`]: it is code, not a scalar.
+    pub merge_operator: Option<std::sync::Arc<dyn crate::merge::MergeOperator>>,
 }
 
 impl Options {
@@ -737,6 +743,7 @@ impl Options {
             fs: Fs::real(),
             encryption: None,
             change_feed_history_bytes: DEFAULT_CHANGE_FEED_HISTORY_BYTES,
+            merge_operator: None,
         }
     }
 
@@ -823,6 +830,7 @@ impl Options {
             clock: _,
             fs: _,
             encryption: _,
+            merge_operator: _,
             value_threshold,
             memtable_size,
             max_memtables,
@@ -1039,9 +1047,10 @@ mod tests {
         }
     }
 
-    /// Fields of `Options` that are not in the table: `encryption` holds a secret
-    /// (bindings take it their own way), the others are no scalar option.
-    const NOT_IN_TABLE: [&str; 4] = ["dir", "clock", "fs", "encryption"];
+    /// Fields of `Options` that are not in the table: `encryption` holds a
+    /// secret and `merge_operator` code (bindings take them their own way),
+    /// the others are no scalar option.
+    const NOT_IN_TABLE: [&str; 5] = ["dir", "clock", "fs", "encryption", "merge_operator"];
 
     #[test]
     fn options_new_holds_the_default_of_every_table_entry() {

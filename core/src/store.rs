@@ -27,6 +27,8 @@ pub trait Store: Send + Sync {
     fn put_with(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()>;
     /// Removes `key` (a no-op if it is absent).
     fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Merges `operand` into `key` with the Db's merge operator.
+    fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()>;
     /// Deletes every key in `[start, end)` with one range tombstone; an
     /// empty `end` is the end of the map.
     fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()>;
@@ -57,6 +59,9 @@ macro_rules! store_by_own_methods {
             }
             fn delete(&self, key: &[u8]) -> Result<()> {
                 <$t>::delete(self, key)
+            }
+            fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+                <$t>::merge(self, key, operand)
             }
             fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
                 <$t>::delete_range(self, start, end)

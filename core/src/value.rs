@@ -10,6 +10,9 @@ const KIND_POINTER: u8 = 2;
 /// and the record holds its end. Never in a memtable or a table, so
 /// [`decode`] refuses it.
 const KIND_RANGE_DELETE: u8 = 3;
+/// A merge operand (`Db::merge`): always inline, folded on reads and in
+/// compaction onto the value below it.
+const KIND_MERGE: u8 = 4;
 
 /// The WAL value record of a range delete ending at `end` (exclusive; empty
 /// is unbounded).
@@ -42,6 +45,21 @@ pub(crate) enum Stored<'a> {
     Delete,
     Inline(&'a [u8]),
     Pointer(ValuePointer),
+    /// A merge operand.
+    Merge(&'a [u8]),
+}
+
+impl Stored<'_> {
+    /// True for a merge operand.
+    pub(crate) fn is_merge(&self) -> bool {
+        matches!(self, Stored::Merge(_))
+    }
+}
+
+/// True when the encoded record `src` is a merge operand: one byte read,
+/// for the paths that only need to know.
+pub(crate) fn is_merge(src: &[u8]) -> bool {
+    src.first() == Some(&KIND_MERGE)
 }
 
 /// A decoded value record: what it is plus the per-entry fields kept for TTL and
@@ -67,13 +85,14 @@ pub(crate) fn encode(buf: &mut Vec<u8>, stored: &Stored<'_>, user_meta: u8, expi
         Stored::Delete => KIND_DELETE,
         Stored::Inline(_) => KIND_INLINE,
         Stored::Pointer(_) => KIND_POINTER,
+        Stored::Merge(_) => KIND_MERGE,
     };
     buf.push(kind);
     buf.push(user_meta);
     put_varint(buf, expires_at);
     match stored {
         Stored::Delete => {}
-        Stored::Inline(v) => buf.extend_from_slice(v),
+        Stored::Inline(v) | Stored::Merge(v) => buf.extend_from_slice(v),
         Stored::Pointer(p) => {
             buf.extend_from_slice(&p.file.to_le_bytes());
             buf.extend_from_slice(&p.offset.to_le_bytes());
@@ -96,6 +115,7 @@ pub(crate) fn decode(src: &[u8]) -> Option<ValueRecord<'_>> {
             offset: r.u64()?,
             len: r.u32()?,
         }),
+        KIND_MERGE => Stored::Merge(r.bytes(r.remaining())?),
         _ => return None,
     };
     Some(ValueRecord {
@@ -134,6 +154,7 @@ mod tests {
             Stored::Inline(b"hello"),
             Stored::Inline(b""),
             Stored::Pointer(p),
+            Stored::Merge(b"+1"),
         ] {
             let mut buf = Vec::new();
             encode(&mut buf, &s, 3, 12345);

@@ -168,6 +168,14 @@ impl Keyspace {
         self.put_with(key, value, PutOptions::default())
     }
 
+    /// Merges `operand` into `key` with the Db's merge operator (see
+    /// [`crate::Db::merge`]). The keyspace's default TTL does not apply.
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge_in(self, key, operand);
+        self.write(b)
+    }
+
     /// Stores `key` → `value` with user meta and/or a time to live (without
     /// one, the keyspace's default TTL).
     pub fn put_with(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
@@ -257,6 +265,20 @@ impl WriteBatch {
             Space::Keyspace,
             o.value_threshold,
         );
+        self.note_keyspace(ks.shared());
+        self
+    }
+
+    /// Adds a merge of `operand` into `key` in keyspace `ks` (see
+    /// [`WriteBatch::merge`]).
+    pub fn merge_in(
+        &mut self,
+        ks: &Keyspace,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        let key = ks.shared().storage_key(key.as_ref());
+        self.push_merge(&key, operand.as_ref(), Space::Keyspace);
         self.note_keyspace(ks.shared());
         self
     }

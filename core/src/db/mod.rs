@@ -91,6 +91,62 @@ impl ReadState {
         Some(found).filter(|(seq, _)| !self.range_dels.hides(key, *seq, crate::key::MAX_SEQ))
     }
 
+    /// The versions of `key` under a merge operand at `version`, newest
+    /// first, as a read at `read_seq` sees them: each operand, then the
+    /// first version that is not one (the operands' base), if any is
+    /// visible. Appended to `out`.
+    pub(crate) fn lookup_below(
+        &self,
+        key: &[u8],
+        mut version: u64,
+        read_seq: u64,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<()> {
+        while version > 0 {
+            let Some((seq, raw)) = self.lookup_raw(key, version - 1)? else {
+                break;
+            };
+            // A range tombstone hides this version and every older one.
+            if self.range_dels.hides(key, seq, read_seq) {
+                break;
+            }
+            let operand = value::is_merge(&raw);
+            out.push((seq, raw));
+            if !operand {
+                break;
+            }
+            version = seq;
+        }
+        Ok(())
+    }
+
+    /// The newest version of `key` whose record is not a merge operand (a
+    /// put, a pointer, a tombstone), with the operands above it, newest
+    /// first: how the GC finds that a value-log entry under operands is
+    /// still the base of a live value.
+    pub(crate) fn lookup_base(&self, key: &[u8], read_seq: u64) -> Result<Option<BaseLookup>> {
+        let Some((version, raw)) = self.lookup(key, read_seq)? else {
+            return Ok(None);
+        };
+        if !value::is_merge(&raw) {
+            return Ok(Some(BaseLookup {
+                version,
+                raw,
+                above: Vec::new(),
+            }));
+        }
+        let mut versions = vec![(version, raw)];
+        self.lookup_below(key, version, read_seq, &mut versions)?;
+        match versions.pop() {
+            Some((version, raw)) if !value::is_merge(&raw) => Ok(Some(BaseLookup {
+                version,
+                raw,
+                above: versions,
+            })),
+            _ => Ok(None),
+        }
+    }
+
     fn lookup_raw(&self, key: &[u8], read_seq: u64) -> Result<Option<(u64, Vec<u8>)>> {
         if let Some(found) = self.mem.get(key, read_seq) {
             return Ok(Some(found));
@@ -122,6 +178,16 @@ impl ReadState {
         self.version.sources(reverse, lower, upper, &mut sources);
         sources
     }
+}
+
+/// A key's newest version that is not a merge operand
+/// (`ReadState::lookup_base`).
+pub(crate) struct BaseLookup {
+    pub(crate) version: u64,
+    /// Its value record.
+    pub(crate) raw: Vec<u8>,
+    /// The merge operands above it, newest first: (version, value record).
+    pub(crate) above: Vec<(u64, Vec<u8>)>,
 }
 
 /// Owned by the write leader.
@@ -421,6 +487,31 @@ impl Db {
     pub fn put_with(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put_with(key, value, opts);
+        self.write(b)
+    }
+
+    /// Merges `operand` into `key`: the Db's merge operator
+    /// ([`Options::merge_operator`]) folds it onto the key's value when the
+    /// key is read (or compacted), so a counter increment or an append costs
+    /// a write and no read. Operands are stored inline (never in the value
+    /// log) and limited to `max_value_size`. A Db opened without an operator
+    /// refuses it ([`Error::MergeOperatorMissing`]).
+    ///
+    /// ```
+    /// # fn main() -> sett::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let mut opts = sett::Options::new(dir.path());
+    /// opts.merge_operator = Some(std::sync::Arc::new(sett::merge::U64Add));
+    /// let db = sett::Db::open(opts)?;
+    /// db.merge(b"hits", &1u64.to_le_bytes())?;
+    /// db.merge(b"hits", &2u64.to_le_bytes())?;
+    /// assert_eq!(db.get(b"hits")?, Some(3u64.to_le_bytes().to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
         self.write(b)
     }
 
@@ -820,11 +911,14 @@ impl DbInner {
                 format!("undecodable value record for key {key:?}"),
             )
         })?;
+        if rec.stored.is_merge() {
+            return self.fold_at(st, key, (version, &raw), read_seq);
+        }
         if rec.expired(self.now()) {
             return Ok(None);
         }
         let value = match rec.stored {
-            Stored::Delete => return Ok(None),
+            Stored::Merge(_) | Stored::Delete => return Ok(None),
             Stored::Inline(v) => v.to_vec(),
             Stored::Pointer(p) if st.vlogs.get(p.file).is_none() => {
                 self.vlogs_for(&st.vlogs).read(p, &self.dir)?
@@ -836,6 +930,67 @@ impl DbInner {
             user_meta: rec.user_meta,
             expires_at: rec.expires_at,
             version,
+        }))
+    }
+
+    /// Folds the merge operand `top` of `key` and the operands under it
+    /// onto their base, as a read at `read_seq` sees them. The result
+    /// carries the base's user meta and expiry (none without a put under
+    /// the operands) and the top's version.
+    fn fold_at(
+        &self,
+        st: &ReadState,
+        key: &[u8],
+        top: (u64, &[u8]),
+        read_seq: u64,
+    ) -> Result<Option<Item>> {
+        let mut below = Vec::new();
+        st.lookup_below(key, top.0, read_seq, &mut below)?;
+        let undecodable = || {
+            Error::corruption(
+                &self.dir,
+                0,
+                format!("undecodable value record for key {key:?}"),
+            )
+        };
+        let mut operands = Vec::with_capacity(below.len() + 1);
+        let mut base = None;
+        for raw in std::iter::once(top.1).chain(below.iter().map(|(_, r)| &r[..])) {
+            let rec = value::decode(raw).ok_or_else(undecodable)?;
+            match rec.stored {
+                Stored::Merge(op) => operands.push(op),
+                _ => base = Some(rec),
+            }
+        }
+        let (mut user_meta, mut expires_at) = (0, 0);
+        let base_value = match base {
+            Some(rec) if !rec.expired(self.now()) => {
+                (user_meta, expires_at) = (rec.user_meta, rec.expires_at);
+                match rec.stored {
+                    Stored::Inline(v) => Some(v.to_vec()),
+                    Stored::Pointer(p) if st.vlogs.get(p.file).is_none() => {
+                        Some(self.vlogs_for(&st.vlogs).read(p, &self.dir)?)
+                    }
+                    Stored::Pointer(p) => Some(st.vlogs.read(p, &self.dir)?),
+                    Stored::Delete | Stored::Merge(_) => {
+                        (user_meta, expires_at) = (0, 0);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let value = crate::merge::resolve(
+            self.opts.merge_operator.as_deref(),
+            key,
+            base_value.as_deref(),
+            operands,
+        )?;
+        Ok(Some(Item {
+            value,
+            user_meta,
+            expires_at,
+            version: top.0,
         }))
     }
 

@@ -158,6 +158,19 @@ pub(super) fn open(mut opts: Options) -> Result<Arc<DbInner>> {
             ManifestState::new(opts.num_levels)
         }
     };
+    // The operator's name goes in the manifest written below (recovery
+    // writes a fresh one from `mstate`), so that an open with another
+    // operator is refused before anything folds operands with it.
+    match (&mstate.merge_operator, &opts.merge_operator) {
+        (Some(stored), Some(op)) if stored != op.name() => {
+            return Err(Error::MergeOperatorMismatch {
+                stored: stored.clone(),
+                given: op.name().to_string(),
+            })
+        }
+        (None, Some(op)) => mstate.merge_operator = Some(op.name().to_string()),
+        _ => {}
+    }
 
     // Tables and value-log files named by the manifest must all be there.
     let cache = Arc::new(TableCache::new(opts.cache_size));

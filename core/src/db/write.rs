@@ -20,6 +20,7 @@ use crate::value::ValuePointer;
 use crate::vlog::VlogFile;
 use crate::wal;
 use crate::wal::{WAL_MAGIC, WAL_VERSION};
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -132,7 +133,7 @@ impl DbInner {
                 self.check_key(key)?;
             }
             super::keyspaces::check_op_key(op.space, key, self.opts.max_key_size)?;
-            if let Some(v) = batch.value(op) {
+            if let Some(v) = batch.value(op).or_else(|| batch.operand(op)) {
                 if v.len() > self.opts.max_value_size {
                     return Err(Error::TooBig {
                         what: "value",
@@ -156,6 +157,10 @@ impl DbInner {
     /// Commits a batch, or value-log moves, through the pipeline.
     pub(crate) fn write(&self, kind: WriterKind, txn: Option<TxnCheck>) -> Result<()> {
         self.check_writable()?;
+        let kind = match kind {
+            WriterKind::Batch(b) if b.has_merge => WriterKind::Batch(self.prepare_merges(b)?),
+            kind => kind,
+        };
         let (bytes, sync) = match &kind {
             WriterKind::Batch(b) if b.is_empty() => return Ok(()),
             WriterKind::Batch(b) => (self.validate(b)?, b.sync.unwrap_or(self.opts.sync_writes)),
@@ -175,6 +180,71 @@ impl DbInner {
             }
             kind => self.commit.commit(self, kind, txn, bytes, sync),
         }
+    }
+
+    /// Checks a batch holding merges against the Db's merge operator, and
+    /// folds each merge into an earlier op of the batch on its key: a batch
+    /// commits at one version, where a later op on a key replaces an
+    /// earlier one, so `put; merge` becomes the put of the merged value and
+    /// `merge; merge` one operand (the operator's associativity contract).
+    fn prepare_merges(&self, mut batch: WriteBatch) -> Result<WriteBatch> {
+        let Some(operator) = self.opts.merge_operator.clone() else {
+            let key = batch
+                .ops
+                .iter()
+                .find_map(|op| batch.operand(op).map(|_| batch.key(op).to_vec()))
+                .unwrap_or_default();
+            return Err(Error::MergeOperatorMissing { key });
+        };
+        if batch.ops.len() < 2 {
+            return Ok(batch);
+        }
+        let mut last: HashMap<Vec<u8>, usize> = HashMap::new();
+        // Ops folded into an earlier one, in order.
+        let mut folded_away = Vec::new();
+        for i in 0..batch.ops.len() {
+            let op = &batch.ops[i];
+            let key = batch.key(op).to_vec();
+            if let Some(end) = batch.range_end(op) {
+                // The range delete removed the batch's earlier ops in its range.
+                let inside = |k: &[u8]| k >= key.as_slice() && (end.is_empty() || k < end);
+                last.retain(|k, _| !inside(k));
+                continue;
+            }
+            let Some(operand) = batch.operand(op).map(<[u8]>::to_vec) else {
+                last.insert(key, i);
+                continue;
+            };
+            let Some(&j) = last.get(&key) else {
+                last.insert(key, i);
+                continue;
+            };
+            let prior = &batch.ops[j];
+            let folded = match (&prior.value, batch.value(prior)) {
+                (OpValue::Merge(_), _) => {
+                    let p = batch.operand(prior).unwrap_or_default();
+                    let run = crate::merge::fold(&*operator, &key, None, &[p, &operand])?;
+                    OpValue::Merge(batch.stash_bytes(&run))
+                }
+                (_, base) => {
+                    let v = crate::merge::fold(&*operator, &key, base, &[&operand])?;
+                    if base.is_none() {
+                        batch.ops[j].user_meta = 0;
+                        batch.ops[j].ttl = None;
+                        batch.ops[j].expires_at = 0;
+                    }
+                    OpValue::Here(batch.stash_bytes(&v))
+                }
+            };
+            batch.ops[j].value = folded;
+            folded_away.push(i);
+        }
+        let mut i = 0;
+        batch.ops.retain(|_| {
+            i += 1;
+            folded_away.binary_search(&(i - 1)).is_err()
+        });
+        Ok(batch)
     }
 
     /// Refuses writes while a bulk load owns the Db (called under the log lock).
@@ -264,6 +334,9 @@ impl DbInner {
                             value::encode(rec, &Stored::Pointer(p), op.user_meta, expires);
                         });
                     }
+                    OpValue::Merge(ref v) => entries.push(key, |rec| {
+                        value::encode(rec, &Stored::Merge(&data[v.clone()]), 0, 0);
+                    }),
                     OpValue::Own(v) => entries.push(key, |rec| inline(&v, rec)),
                     OpValue::Here(ref v) => entries.push(key, |rec| inline(&data[v.clone()], rec)),
                 }
@@ -424,15 +497,37 @@ impl DbInner {
                 }
                 _ => false,
             };
+            // Merge operands over the moved version, newest first: they go
+            // into the memtable again with it, at their own versions, so
+            // that a lookup that finds the memtable's versions first still
+            // meets every version above the moved one.
+            let mut above = Vec::new();
             let live = match m.walked_at {
                 Some(seq) if newest_in_tables <= seq => match st.lookup_memtables(&m.key) {
+                    Some((_, raw)) if value::is_merge(&raw) => {
+                        self.base_unchanged(&st, &m, &mut above)?
+                    }
                     found @ Some(_) => unchanged(found),
                     None => !st.range_dels.hides(&m.key, m.version, key_max()),
                 },
-                _ => unchanged(st.lookup(&m.key, key_max())?),
+                _ => self.base_unchanged(&st, &m, &mut above)?,
             };
             if !live {
                 continue;
+            }
+            for (version, rec) in above {
+                // Already in a memtable at that version: nothing to add.
+                let held = std::iter::once(&st.mem)
+                    .chain(&st.imm)
+                    .any(|mem| mem.get(&m.key, version).is_some_and(|(v, _)| v == version));
+                if held {
+                    continue;
+                }
+                wal::frame(
+                    &mut framed,
+                    &batch::encode_wal_record(log.wal.synced(), version, &[(&m.key, &rec)]),
+                );
+                applied.push((m.key.clone(), version, rec));
             }
             let p = log.vlog.append(&m.key, &m.value);
             moved_bytes += u64::from(p.len);
@@ -453,6 +548,26 @@ impl DbInner {
         }
         self.after_append(log);
         Ok(())
+    }
+
+    /// Whether the move `m` still moves the value of its key: the newest
+    /// version that is not a merge operand is the moved one, pointing where
+    /// it did. The operands over it go to `above`, newest first.
+    fn base_unchanged(
+        &self,
+        st: &ReadState,
+        m: &Move,
+        above: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<bool> {
+        let Some(base) = st.lookup_base(&m.key, key_max())? else {
+            return Ok(false);
+        };
+        let same = base.version == m.version
+            && value::decode(&base.raw).is_some_and(|r| r.stored == Stored::Pointer(m.old));
+        if same {
+            *above = base.above;
+        }
+        Ok(same)
     }
 
     /// fsyncs the head value-log file and the WAL.

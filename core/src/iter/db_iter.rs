@@ -131,6 +131,12 @@ pub struct DbIterator {
     err: Option<Error>,
     /// Read-ahead of this scan's value-log reads.
     vlog_ahead: ScanAhead,
+    /// The visible versions of the current key from a merge operand down
+    /// (forward: newest first; reverse: oldest first, from the last one
+    /// that is not an operand): (version, span of `chain_bytes`). Filled only
+    /// where operands are met.
+    chain: Vec<(u64, usize, usize)>,
+    chain_bytes: Vec<u8>,
 }
 
 impl DbIterator {
@@ -177,6 +183,8 @@ impl DbIterator {
             done: false,
             err: None,
             vlog_ahead: ScanAhead::default(),
+            chain: Vec::new(),
+            chain_bytes: Vec::new(),
         };
         it.rewind()?;
         Ok(it)
@@ -290,6 +298,10 @@ impl DbIterator {
             // among the visible ones, reverse walks meet it last.
             let mut chosen: Option<Option<Val>> = None;
             let mut chosen_seq = 0;
+            self.chain.clear();
+            self.chain_bytes.clear();
+            // Forward: the chain's base was met.
+            let mut chain_done = false;
             while self.merge.valid() {
                 let (k, seq) = key::split(self.merge.key());
                 if k != &self.bytes[key_start..key_end] {
@@ -297,6 +309,28 @@ impl DbIterator {
                 }
                 // MAX_SEQ marks a transaction's own pending write: always visible.
                 let visible = seq <= self.read_seq || seq == key::MAX_SEQ;
+                if visible {
+                    let raw = self.merge.value();
+                    let operand = value::is_merge(raw);
+                    let keep = if self.reverse {
+                        if !operand {
+                            self.chain.clear();
+                            self.chain_bytes.clear();
+                        }
+                        true
+                    } else if chosen.is_none() {
+                        operand
+                    } else {
+                        let keep = !self.chain.is_empty() && !chain_done;
+                        chain_done |= keep && !operand;
+                        keep
+                    };
+                    if keep {
+                        let start = self.chain_bytes.len();
+                        self.chain_bytes.extend_from_slice(raw);
+                        self.chain.push((seq, start, self.chain_bytes.len()));
+                    }
+                }
                 if visible && (self.reverse || chosen.is_none()) {
                     // A later pick (reverse) replaces an inline value kept before.
                     self.bytes.truncate(key_end);
@@ -313,6 +347,23 @@ impl DbIterator {
                             .pending_ranges
                             .iter()
                             .any(|(s, e)| crate::txn::in_range(uk, s, e))));
+            if !hidden && !self.keys_only && matches!(chosen, Some(Some(_))) {
+                let top_is_operand = match self.chain.last() {
+                    Some(&(seq, s, e)) if self.reverse => {
+                        seq == chosen_seq && value::is_merge(&self.chain_bytes[s..e])
+                    }
+                    _ => !self.reverse && !self.chain.is_empty(),
+                };
+                if top_is_operand {
+                    if self.reverse {
+                        self.chain.reverse();
+                    }
+                    self.bytes.truncate(key_end);
+                    let folded = self.fold_chain(key_start, key_end)?;
+                    self.bytes.extend_from_slice(&folded);
+                    chosen = Some(Some(Val::Here(key_end as u32, folded.len() as u32)));
+                }
+            }
             match chosen {
                 Some(Some(val)) if !hidden => {
                     let key = (key_start as u32, (key_end - key_start) as u32);
@@ -324,6 +375,60 @@ impl DbIterator {
                 _ => self.bytes.truncate(key_start),
             }
         }
+    }
+
+    /// Folds the chain (newest first, its first entry the chosen operand)
+    /// of the user key at `bytes[key_start..key_end]`: operands down to the
+    /// first version that is not one, or that a range delete hides.
+    fn fold_chain(&mut self, key_start: usize, key_end: usize) -> Result<Vec<u8>> {
+        let uk = &self.bytes[key_start..key_end];
+        let undecodable = || {
+            Error::corruption(
+                self.db.dir(),
+                0,
+                "undecodable value record met while iterating",
+            )
+        };
+        let mut operands = Vec::with_capacity(self.chain.len());
+        let mut base = None;
+        for &(seq, s, e) in &self.chain {
+            let hidden = self.range_dels.hides(uk, seq, self.read_seq)
+                || (seq != key::MAX_SEQ
+                    && self
+                        .pending_ranges
+                        .iter()
+                        .any(|(s, e)| crate::txn::in_range(uk, s, e)));
+            if hidden {
+                break;
+            }
+            let rec = value::decode(&self.chain_bytes[s..e]).ok_or_else(undecodable)?;
+            match rec.stored {
+                Stored::Merge(op) => operands.push(op),
+                _ => {
+                    base = Some(rec);
+                    break;
+                }
+            }
+        }
+        let base_value = match base {
+            Some(rec) if !rec.expired(self.now) => match rec.stored {
+                Stored::Inline(v) => Some(v.to_vec()),
+                Stored::Pointer(p) => {
+                    if !self.vlogs.has_all(&[p]) {
+                        self.vlogs = Arc::new(self.db.vlogs_for(&self.vlogs));
+                    }
+                    Some(self.vlogs.read(p, self.db.dir())?)
+                }
+                Stored::Delete | Stored::Merge(_) => None,
+            },
+            _ => None,
+        };
+        crate::merge::resolve(
+            self.db.opts.merge_operator.as_deref(),
+            uk,
+            base_value.as_deref(),
+            operands,
+        )
     }
 
     /// The value of the merge's current entry, inline ones appended to
@@ -349,6 +454,8 @@ impl DbIterator {
                 Some(Val::Here(start, v.len() as u32))
             }
             Stored::Pointer(p) => Some(Val::Pointer(p)),
+            // Folded by `pull` once the key's versions are read.
+            Stored::Merge(_) => Some(Val::Here(start, 0)),
         })
     }
 

@@ -394,6 +394,19 @@ pub(crate) fn run(
     let mut cur_user_key: Vec<u8> = Vec::new();
     let mut have_key = false;
     let mut shadowed = false;
+    let new_builder = |new_id: &mut dyn FnMut() -> u64| -> Result<(u64, TableBuilder)> {
+        let id = new_id();
+        let path = filename::table(dir, id);
+        let b = TableBuilder::create(
+            &opts.fs,
+            &path,
+            opts.block_size,
+            opts.bloom_bits_per_key,
+            opts.codec(c.out_level),
+        )?
+        .with_keyspace_codecs(keyspace_codecs.clone());
+        Ok((id, b))
+    };
     let result = (|| -> Result<()> {
         while merge.valid() {
             let ikey = merge.key();
@@ -418,6 +431,26 @@ pub(crate) fn run(
             })?;
             let dropped_by_prefix = c.drop_prefix.as_ref().is_some_and(|p| uk.starts_with(p));
             let mut drop = shadowed || dropped_by_prefix || range_dels.hides(uk, seq, range_seq);
+            if !drop && seq <= smallest_snapshot && rec.stored.is_merge() {
+                // Every reader sees this operand and what is under it alike:
+                // the run folds (see `fold_run`), and older versions are shadowed.
+                let (run, end) = collect_run(&mut merge, dir, range_dels, smallest_snapshot)?;
+                let fold = Fold {
+                    operator: opts.merge_operator.as_deref(),
+                    bottom: c.bottom,
+                    now,
+                };
+                for (k, v) in fold.run(run, end, &mut discard) {
+                    if builder.is_none() {
+                        builder = Some(new_builder(&mut new_id)?);
+                    }
+                    if let Some((_, b)) = builder.as_mut() {
+                        b.add(&k, &v)?;
+                    }
+                }
+                shadowed = true;
+                continue;
+            }
             if !drop && seq <= smallest_snapshot {
                 shadowed = true;
                 let expired = rec.expired(now);
@@ -431,19 +464,7 @@ pub(crate) fn run(
                 continue;
             }
             if builder.is_none() {
-                let id = new_id();
-                let path = filename::table(dir, id);
-                builder = Some((
-                    id,
-                    TableBuilder::create(
-                        &opts.fs,
-                        &path,
-                        opts.block_size,
-                        opts.bloom_bits_per_key,
-                        opts.codec(c.out_level),
-                    )?
-                    .with_keyspace_codecs(keyspace_codecs.clone()),
-                ));
+                builder = Some(new_builder(&mut new_id)?);
             }
             if let Some((_, b)) = builder.as_mut() {
                 b.add(merge.key(), merge.value())?;
@@ -470,6 +491,141 @@ pub(crate) fn run(
         tables: outputs,
         discard,
     })
+}
+
+/// One version of a key in a compaction: internal key, value record.
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// The merge's current entry (a merge operand at or below the oldest
+/// snapshot) and the versions of its key under it, newest first, down to
+/// the first that is not an operand or that a range tombstone every reader
+/// sees hides (included): the run `Fold::run` folds. Leaves the merge past
+/// them.
+fn collect_run(
+    merge: &mut MergeIter,
+    dir: &Path,
+    range_dels: &RangeDels,
+    smallest_snapshot: u64,
+) -> Result<(Vec<Entry>, RunEnd)> {
+    let first = (merge.key().to_vec(), merge.value().to_vec());
+    let uk_len = key::user_key(&first.0).len();
+    let mut run = vec![first];
+    merge.next()?;
+    while merge.valid() {
+        let (uk, seq) = key::split(merge.key());
+        if uk != &run[0].0[..uk_len] {
+            break;
+        }
+        let end = if range_dels.hides(uk, seq, smallest_snapshot) {
+            Some(RunEnd::Hidden)
+        } else if !value::is_merge(merge.value()) {
+            Some(RunEnd::Base)
+        } else {
+            None
+        };
+        if value::decode(merge.value()).is_none() {
+            return Err(Error::corruption(
+                dir,
+                0,
+                "undecodable value record met during compaction",
+            ));
+        }
+        run.push((merge.key().to_vec(), merge.value().to_vec()));
+        merge.next()?;
+        if let Some(end) = end {
+            return Ok((run, end));
+        }
+    }
+    Ok((run, RunEnd::Open))
+}
+
+/// What ends a run of operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunEnd {
+    /// Its last entry is a version that is not an operand.
+    Base,
+    /// Its last entry is hidden from every reader by a range tombstone.
+    Hidden,
+    /// The key's versions in the compaction's inputs ran out.
+    Open,
+}
+
+/// How a compaction folds a run of merge operands (see `collect_run`).
+struct Fold<'a> {
+    operator: Option<&'a dyn crate::merge::MergeOperator>,
+    /// No deeper level holds the key: a run with nothing under it is whole.
+    bottom: bool,
+    now: u64,
+}
+
+impl Fold<'_> {
+    /// The entries that replace `run` (newest first). A run over a base
+    /// that is gone (a tombstone, an expired entry, a range-deleted
+    /// version) or over nothing at the bottom level folds into one put; a
+    /// run over a put without a TTL folds into it; a run over a value-log
+    /// pointer or an expiring put folds into one operand kept above that
+    /// base (a base that expires must stay apart: once it does, reads fold
+    /// the operands onto nothing); a run with its base in a deeper level
+    /// folds into one operand (the operator's associativity contract).
+    /// Without an operator, or when the operator refuses the operands,
+    /// the run is kept as it is: nothing is lost and the Db goes on.
+    fn run(&self, mut run: Vec<Entry>, end: RunEnd, discard: &mut HashMap<u32, u64>) -> Vec<Entry> {
+        let Some(operator) = self.operator else {
+            return run;
+        };
+        let top = run[0].0.clone();
+        let uk = key::user_key(&top).to_vec();
+        let n_ops = match end {
+            RunEnd::Open => run.len(),
+            RunEnd::Base | RunEnd::Hidden => run.len() - 1,
+        };
+        let last_rec = match end {
+            RunEnd::Open => None,
+            RunEnd::Base | RunEnd::Hidden => run.last().and_then(|(_, v)| value::decode(v)),
+        };
+        let base_rec = last_rec.as_ref().filter(|_| end == RunEnd::Base);
+        let live_base = base_rec.filter(|r| !r.expired(self.now));
+        // (value to fold onto, user meta, whether the result is a whole
+        // value, whether the base entry is kept below one operand).
+        let (onto, meta, whole, keep_base) = match live_base.map(|r| (&r.stored, r.expires_at)) {
+            Some((Stored::Inline(v), 0)) => (
+                Some(v.to_vec()),
+                live_base.map_or(0, |r| r.user_meta),
+                true,
+                false,
+            ),
+            Some((Stored::Inline(_) | Stored::Pointer(_), _)) => (None, 0, false, true),
+            Some((Stored::Delete | Stored::Merge(_), _)) => (None, 0, true, false),
+            // Expired, hidden, or nothing under the run.
+            None => (None, 0, end != RunEnd::Open || self.bottom, false),
+        };
+        let operands: Vec<&[u8]> = run[..n_ops]
+            .iter()
+            .rev()
+            .filter_map(|(_, v)| match value::decode(v)?.stored {
+                Stored::Merge(op) => Some(op),
+                _ => None,
+            })
+            .collect();
+        let folded = match crate::merge::fold(operator, &uk, onto.as_deref(), &operands) {
+            Ok(v) => v,
+            Err(_) => return run,
+        };
+        let mut rec = Vec::with_capacity(folded.len() + 12);
+        if whole {
+            value::encode(&mut rec, &Stored::Inline(&folded), meta, 0);
+            // The base is gone: its separated value is garbage.
+            if let Some(Stored::Pointer(p)) = last_rec.as_ref().map(|r| &r.stored) {
+                *discard.entry(p.file).or_insert(0) += u64::from(p.len);
+            }
+            return vec![(top, rec)];
+        }
+        value::encode(&mut rec, &Stored::Merge(&folded), 0, 0);
+        let kept = if keep_base { run.pop() } else { None };
+        let mut out = vec![(top, rec)];
+        out.extend(kept);
+        out
+    }
 }
 
 #[cfg(test)]

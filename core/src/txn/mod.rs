@@ -49,6 +49,9 @@ pub(crate) fn update<T>(
 
 struct PendingWrite {
     value: Option<Vec<u8>>,
+    /// `value` is a merge operand, folded onto the key's value at reads
+    /// and at commit.
+    operand: bool,
     opts: PutOptions,
     /// A keyspace's own value threshold.
     value_threshold: Option<usize>,
@@ -151,6 +154,31 @@ impl Txn {
     }
 
     fn get_storage(&self, key: &[u8]) -> Result<Option<Item>> {
+        if let Some(w) = self.writes.get(key).filter(|w| w.operand) {
+            let op = w.value.as_deref().unwrap_or_default();
+            let base = if self.ranges.iter().any(|(s, e)| in_range(key, s, e)) {
+                None
+            } else {
+                if self.update {
+                    lock(&self.reads).insert(fingerprint(key));
+                }
+                self.db.get_in(&self.state, key, self.read_ts)?
+            };
+            let operator = self.db.opts.merge_operator.as_deref();
+            let value = crate::merge::resolve(
+                operator,
+                key,
+                base.as_ref().map(|i| &i.value[..]),
+                vec![op],
+            )?;
+            let (user_meta, expires_at) = base.map_or((0, 0), |i| (i.user_meta, i.expires_at));
+            return Ok(Some(Item {
+                value,
+                user_meta,
+                expires_at,
+                version: 0,
+            }));
+        }
         if let Some(w) = self.writes.get(key) {
             // The expiry the commit will give it, rounded up to whole seconds as the
             // write path rounds it, so that a TTL read back in the transaction is the
@@ -184,6 +212,53 @@ impl Txn {
         self.check_usable()?;
         self.db.check_user_key(key)?;
         self.write(key.to_vec(), Some(value), opts, None)
+    }
+
+    /// Buffers a merge of `operand` into `key` (see [`crate::Db::merge`]).
+    /// Reads in this transaction see it folded onto the key's value; at
+    /// commit it is one write of `key` (a transaction that read `key`
+    /// and commits after it conflicts, as with a put). A merge over this
+    /// transaction's own put or delete of `key` becomes a put of the merged
+    /// value.
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        self.db.check_user_key(key)?;
+        self.merge_storage(key.to_vec(), operand)
+    }
+
+    /// [`Txn::merge`] in keyspace `ks`.
+    pub fn merge_in(&mut self, ks: &Keyspace, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        self.db.check_keyspace_key(ks.shared(), key)?;
+        self.merge_storage(ks.shared().storage_key(key), operand)
+    }
+
+    fn merge_storage(&mut self, key: Vec<u8>, operand: &[u8]) -> Result<()> {
+        let Some(operator) = self.db.opts.merge_operator.clone() else {
+            return Err(Error::MergeOperatorMissing { key });
+        };
+        let (value, operand_kept, opts, threshold) = match self.writes.get(&key) {
+            None => (operand.to_vec(), true, PutOptions::default(), None),
+            Some(w) if w.operand => {
+                let prior = w.value.as_deref().unwrap_or_default();
+                let run = crate::merge::fold(&*operator, &key, None, &[prior, operand])?;
+                (run, true, PutOptions::default(), None)
+            }
+            Some(w) => {
+                let v = crate::merge::fold(&*operator, &key, w.value.as_deref(), &[operand])?;
+                let opts = if w.value.is_some() {
+                    w.opts
+                } else {
+                    PutOptions::default()
+                };
+                (v, false, opts, w.value_threshold)
+            }
+        };
+        self.write(key.clone(), Some(&value), opts, threshold)?;
+        if let Some(w) = self.writes.get_mut(&key) {
+            w.operand = operand_kept;
+        }
+        Ok(())
     }
 
     /// Buffers a delete.
@@ -331,6 +406,7 @@ impl Txn {
             key,
             PendingWrite {
                 value: value.map(<[u8]>::to_vec),
+                operand: false,
                 opts,
                 value_threshold,
             },
@@ -350,6 +426,7 @@ impl Txn {
         for (k, w) in &self.writes {
             let mut rec = Vec::new();
             match &w.value {
+                Some(v) if w.operand => value::encode(&mut rec, &Stored::Merge(v), 0, 0),
                 Some(v) => value::encode(&mut rec, &Stored::Inline(v), w.opts.user_meta, 0),
                 None => value::encode(&mut rec, &Stored::Delete, 0, 0),
             }
@@ -391,7 +468,10 @@ impl Txn {
             }
             for (k, w) in std::mem::take(&mut self.writes) {
                 let sp = space(&k);
-                batch.push_op(&k, w.value.as_deref(), w.opts, sp, w.value_threshold);
+                match (&w.value, w.operand) {
+                    (Some(op), true) => batch.push_merge(&k, op, sp),
+                    _ => batch.push_op(&k, w.value.as_deref(), w.opts, sp, w.value_threshold),
+                }
             }
             batch.keyspaces = std::mem::take(&mut self.keyspaces);
             let reads = std::mem::take(&mut *lock(&self.reads));

@@ -82,7 +82,9 @@ impl DbInner {
                         }
                         return Ok(());
                     }
-                    shadowed = seq <= snapshot;
+                    // Operands are kept with every version down to their
+                    // base: compaction folds them.
+                    shadowed = seq <= snapshot && !value::is_merge(v);
                     b.add(k, v)
                 })
                 // Range deletes may have hidden every entry: then no table.

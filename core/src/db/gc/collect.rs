@@ -446,6 +446,18 @@ fn flush<E: GcEnv>(env: &E, trace: &mut Trace) -> Result<()> {
 /// stop and each is read by its pointer. A damaged live entry is
 /// [`Error::Corruption`] naming the file and its offset; damage in
 /// garbage costs nothing.
+/// (version, user meta, expiry) of the value `key` has now if `ptr` holds
+/// it: the newest version that is not a merge operand (an entry under
+/// operands is their base, and live).
+fn live_base<E: GcEnv>(env: &E, key: &[u8], ptr: ValuePointer) -> Result<Option<(u64, u8, u64)>> {
+    let st = env.read_state();
+    let found = st.lookup_base(key, crate::key::MAX_SEQ)?;
+    Ok(found.and_then(|b| {
+        let rec = value::decode(&b.raw)?;
+        (rec.stored == Stored::Pointer(ptr)).then_some((b.version, rec.user_meta, rec.expires_at))
+    }))
+}
+
 pub(super) fn move_live<E: GcEnv>(
     env: &E,
     file: &VlogFile,
@@ -467,28 +479,26 @@ pub(super) fn move_live<E: GcEnv>(
             pacer.step(env, done)?;
             sleeps += since(t);
         }
-        let live = match walked {
-            Some(w) => w
-                .entry(ptr.file, ptr.offset)
-                .map(|e| (e.version, e.user_meta, e.expires_at)),
-            None => {
+        // An entry under merge operands is looked up (its move carries no
+        // walk's sequence): the write leader then checks it through the
+        // tables, where the operands may be.
+        let walked_entry = walked.and_then(|w| w.entry(ptr.file, ptr.offset));
+        let live = match walked_entry {
+            Some(e) if !e.under_merge => Some((e.version, e.user_meta, e.expires_at)),
+            _ if walked.is_some() && walked_entry.is_none() => None,
+            _ => {
                 let t = clock();
-                let st = env.read_state();
-                let found = st.lookup(key, crate::key::MAX_SEQ)?;
+                let found = live_base(env, key, ptr)?;
                 lookups += since(t);
-                found.and_then(|(version, raw)| {
-                    let rec = value::decode(&raw)?;
-                    (rec.stored == Stored::Pointer(ptr)).then_some((
-                        version,
-                        rec.user_meta,
-                        rec.expires_at,
-                    ))
-                })
+                found
             }
         };
         let Some((version, user_meta, expires_at)) = live else {
             return Ok(());
         };
+        let walked_at = walked
+            .filter(|_| !walked_entry.is_some_and(|e| e.under_merge))
+            .map(|w| w.seq);
         mover.push(Move {
             key: key.to_vec(),
             value: value.to_vec(),
@@ -496,7 +506,7 @@ pub(super) fn move_live<E: GcEnv>(
             user_meta,
             expires_at,
             old: ptr,
-            walked_at: walked.map(|w| w.seq),
+            walked_at,
         })
     })?;
     if let WalkEnd::Stopped { offset: stop, .. } = end {
@@ -525,7 +535,7 @@ pub(super) fn move_live<E: GcEnv>(
                 user_meta: e.user_meta,
                 expires_at: e.expires_at,
                 old: ptr,
-                walked_at: Some(w.seq),
+                walked_at: (!e.under_merge).then_some(w.seq),
             })?;
         }
     }

@@ -35,6 +35,10 @@ pub(crate) struct LiveEntry {
     pub version: u64,
     pub expires_at: u64,
     pub user_meta: u8,
+    /// The entry is the base of merge operands: its move must be checked,
+    /// and the operands re-inserted with it, by a lookup (see
+    /// `write::apply_moves`).
+    pub under_merge: bool,
 }
 
 /// What a walk found.
@@ -99,18 +103,34 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
     };
     let mut user_key: Vec<u8> = Vec::new();
     let mut have_key = false;
+    // The key's visible versions so far are merge operands: the next one
+    // decides.
+    let mut under_merge = false;
     while merge.valid() {
         env.check_open()?;
         let (uk, s) = key::split(merge.key());
         // Versions of one key come newest first: the first visible one
-        // decides; the rest of the key's versions are passed over.
-        if have_key && uk == user_key.as_slice() || s > seq {
+        // that is not a merge operand decides; the rest of the key's
+        // versions are passed over.
+        let same_key = have_key && uk == user_key.as_slice();
+        if (same_key && !under_merge) || s > seq {
             merge.next()?;
             continue;
         }
-        user_key.clear();
-        user_key.extend_from_slice(uk);
-        have_key = true;
+        if !same_key {
+            user_key.clear();
+            user_key.extend_from_slice(uk);
+            have_key = true;
+            under_merge = false;
+        }
+        let below_operands = under_merge;
+        if value::is_merge(merge.value()) {
+            // A range tombstone under the operands ends them (nothing below is live).
+            under_merge = !st.range_dels.hides(uk, s, seq);
+            merge.next()?;
+            continue;
+        }
+        under_merge = false;
         let rec = value::decode(merge.value()).ok_or_else(|| {
             Error::corruption(
                 env.dir(),
@@ -129,6 +149,7 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
                         version: s,
                         expires_at: rec.expires_at,
                         user_meta: rec.user_meta,
+                        under_merge: below_operands,
                     });
                 }
             }

@@ -161,6 +161,9 @@ pub(crate) fn backup(db: &Arc<DbInner>, w: &mut dyn Write, since: u64) -> Result
     merge.rewind()?;
     let mut chunk = Chunk::new();
     let mut total = 0u64;
+    // An incremental backup's key and the version below which its next
+    // version counts: versions a folded operand stands for are passed over.
+    let mut covered: (Vec<u8>, u64) = (Vec::new(), u64::MAX);
     while merge.valid() {
         let (uk, seq) = key::split(merge.key());
         // Full backups take the newest version at or below read_ts of each key;
@@ -178,6 +181,22 @@ pub(crate) fn backup(db: &Arc<DbInner>, w: &mut dyn Write, since: u64) -> Result
         // what reads see, an incremental one applies its range deletes
         // first and then only versions newer than them.
         let hidden = dels.hides(&uk, seq, read_ts);
+        if since > 0 && rec.stored.is_merge() && !hidden {
+            if covered.0 != uk {
+                covered = (uk.clone(), u64::MAX);
+            }
+            if seq >= covered.1 {
+                merge.next()?;
+                continue;
+            }
+            let floor = rec.merge_floor();
+            if floor > 0 && floor <= since {
+                return Err(Error::InvalidArgument(format!(
+                    "compaction folded merge operands of key {uk:?} from before and after version {since} into one; take a full backup"
+                )));
+            }
+            covered.1 = value::next_below(seq, merge.value());
+        }
         let keep = !hidden && (since > 0 || (rec.stored != Stored::Delete && !expired));
         // A full backup holds a merged key's value, folded as a read at
         // read_ts folds it; an incremental one its operands as they are.

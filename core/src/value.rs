@@ -75,7 +75,28 @@ impl ValueRecord<'_> {
     /// Whether the record's time to live has run out at `now` (seconds since
     /// the epoch); 0 is "never expires".
     pub(crate) fn expired(&self, now: u64) -> bool {
-        self.expires_at != 0 && self.expires_at <= now
+        !self.stored.is_merge() && self.expires_at != 0 && self.expires_at <= now
+    }
+
+    /// For a merge operand that compaction folded from a run of operands:
+    /// the version of the oldest one (the record stands for every version
+    /// of its key from there up to its own). 0 otherwise. Operands keep it
+    /// in the expiry field, which they do not use.
+    pub(crate) fn merge_floor(&self) -> u64 {
+        if self.stored.is_merge() {
+            self.expires_at
+        } else {
+            0
+        }
+    }
+}
+
+/// The version below which a read goes on after the record `raw` of a key
+/// at `seq`: past the operands a folded operand stands for.
+pub(crate) fn next_below(seq: u64, raw: &[u8]) -> u64 {
+    match decode(raw).map(|r| r.merge_floor()) {
+        Some(floor) if floor > 0 && floor < seq => floor,
+        _ => seq,
     }
 }
 

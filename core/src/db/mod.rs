@@ -98,10 +98,11 @@ impl ReadState {
     pub(crate) fn lookup_below(
         &self,
         key: &[u8],
-        mut version: u64,
+        top: (u64, &[u8]),
         read_seq: u64,
         out: &mut Vec<(u64, Vec<u8>)>,
     ) -> Result<()> {
+        let mut version = value::next_below(top.0, top.1);
         while version > 0 {
             let Some((seq, raw)) = self.lookup_raw(key, version - 1)? else {
                 break;
@@ -111,11 +112,12 @@ impl ReadState {
                 break;
             }
             let operand = value::is_merge(&raw);
-            out.push((seq, raw));
             if !operand {
+                out.push((seq, raw));
                 break;
             }
-            version = seq;
+            version = value::next_below(seq, &raw);
+            out.push((seq, raw));
         }
         Ok(())
     }
@@ -135,8 +137,9 @@ impl ReadState {
                 above: Vec::new(),
             }));
         }
-        let mut versions = vec![(version, raw)];
-        self.lookup_below(key, version, read_seq, &mut versions)?;
+        let mut versions = Vec::new();
+        self.lookup_below(key, (version, &raw), read_seq, &mut versions)?;
+        versions.insert(0, (version, raw));
         match versions.pop() {
             Some((version, raw)) if !value::is_merge(&raw) => Ok(Some(BaseLookup {
                 version,
@@ -945,7 +948,7 @@ impl DbInner {
         read_seq: u64,
     ) -> Result<Option<Item>> {
         let mut below = Vec::new();
-        st.lookup_below(key, top.0, read_seq, &mut below)?;
+        st.lookup_below(key, top, read_seq, &mut below)?;
         let undecodable = || {
             Error::corruption(
                 &self.dir,

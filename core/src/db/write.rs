@@ -516,10 +516,14 @@ impl DbInner {
                 continue;
             }
             for (version, rec) in above {
-                // Already in a memtable at that version: nothing to add.
-                let held = std::iter::once(&st.mem)
-                    .chain(&st.imm)
-                    .any(|mem| mem.get(&m.key, version).is_some_and(|(v, _)| v == version));
+                // Already in the active memtable at that version: nothing to
+                // add. One in an immutable memtable is copied too: lookups
+                // read the active one first, so it must hold every version
+                // from the moved one up.
+                let held = st
+                    .mem
+                    .get(&m.key, version)
+                    .is_some_and(|(v, _)| v == version);
                 if held {
                     continue;
                 }

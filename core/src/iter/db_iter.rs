@@ -391,6 +391,9 @@ impl DbIterator {
         };
         let mut operands = Vec::with_capacity(self.chain.len());
         let mut base = None;
+        // Versions at or above this are stood for by a folded operand met
+        // before (copies a value-log move left in another source).
+        let mut bound = u64::MAX;
         for &(seq, s, e) in &self.chain {
             let hidden = self.range_dels.hides(uk, seq, self.read_seq)
                 || (seq != key::MAX_SEQ
@@ -401,9 +404,18 @@ impl DbIterator {
             if hidden {
                 break;
             }
-            let rec = value::decode(&self.chain_bytes[s..e]).ok_or_else(undecodable)?;
+            if seq >= bound && seq != key::MAX_SEQ {
+                continue;
+            }
+            let raw = &self.chain_bytes[s..e];
+            let rec = value::decode(raw).ok_or_else(undecodable)?;
             match rec.stored {
-                Stored::Merge(op) => operands.push(op),
+                Stored::Merge(op) => {
+                    operands.push(op);
+                    if seq != key::MAX_SEQ {
+                        bound = value::next_below(seq, raw);
+                    }
+                }
                 _ => {
                     base = Some(rec);
                     break;

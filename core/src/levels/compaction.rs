@@ -599,14 +599,22 @@ impl Fold<'_> {
             // Expired, hidden, or nothing under the run.
             None => (None, 0, end != RunEnd::Open || self.bottom, false),
         };
-        let operands: Vec<&[u8]> = run[..n_ops]
-            .iter()
-            .rev()
-            .filter_map(|(_, v)| match value::decode(v)?.stored {
-                Stored::Merge(op) => Some(op),
-                _ => None,
-            })
-            .collect();
+        // Newest first, past the versions a folded operand stands for.
+        let mut bound = u64::MAX;
+        let mut operands: Vec<&[u8]> = Vec::with_capacity(n_ops);
+        for (k, v) in &run[..n_ops] {
+            let seq = key::split(k).1;
+            if seq >= bound {
+                continue;
+            }
+            if let Some(Stored::Merge(op)) = value::decode(v).map(|r| r.stored) {
+                operands.push(op);
+                bound = value::next_below(seq, v);
+            }
+        }
+        operands.reverse();
+        let top_seq = key::split(&top).1;
+        let floor = if bound < top_seq { bound } else { 0 };
         let folded = match crate::merge::fold(operator, &uk, onto.as_deref(), &operands) {
             Ok(v) => v,
             Err(_) => return run,
@@ -620,7 +628,7 @@ impl Fold<'_> {
             }
             return vec![(top, rec)];
         }
-        value::encode(&mut rec, &Stored::Merge(&folded), 0, 0);
+        value::encode(&mut rec, &Stored::Merge(&folded), 0, floor);
         let kept = if keep_base { run.pop() } else { None };
         let mut out = vec![(top, rec)];
         out.extend(kept);

@@ -6,7 +6,9 @@
 //! leaves them, opened without a close). So are keyspaces: created (one with
 //! its own value threshold), written alone and in batches with the default
 //! keyspace, read, iterated, range-deleted and dropped, each checked against
-//! a model of its own, and all of them after every reopen and kill.
+//! a model of its own, and all of them after every reopen and kill. One run
+//! adds merges (the append operator: alone, in batches, in transactions, over
+//! puts, deletes and range deletes), which the model applies as appends.
 
 mod common;
 
@@ -216,11 +218,26 @@ fn run(seed: u64, ops: usize) {
     run_with(seed, ops, false)
 }
 
-/// With `compress`, tables are written with LZ4 or zstd on the deeper
-/// levels (version 3) and values are compressible.
 fn run_with(seed: u64, ops: usize, compress: bool) {
+    run_mix(seed, ops, compress, false)
+}
+
+/// A small operand for the append operator.
+fn random_operand(rng: &mut Rng) -> Vec<u8> {
+    let len = 1 + rng.below(6) as usize;
+    rng.bytes(len)
+}
+
+/// With `compress`, tables are written with LZ4 or zstd on the deeper
+/// levels (version 3) and values are compressible. With `merges`, the Db
+/// has the append operator and some writes are merges.
+fn run_mix(seed: u64, ops: usize, compress: bool, merges: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = tiny_options(dir.path());
+    if merges {
+        opts.merge_operator = Some(std::sync::Arc::new(sett::merge::Append));
+    }
+    let mut merged = 0;
     if compress {
         opts.compression_per_level = vec![
             sett::Compression::None,
@@ -244,6 +261,29 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
     for step in 0..ops {
         let ctx = format!("seed {seed} step {step}");
         match rng.below(100) {
+            0..=42 if merges && rng.chance(40) => {
+                let (k, op) = (random_key(&mut rng), random_operand(&mut rng));
+                if rng.chance(20) {
+                    // Through a transaction that also reads the key.
+                    let want: Vec<u8> = model
+                        .get(&k)
+                        .into_iter()
+                        .flatten()
+                        .chain(&op)
+                        .copied()
+                        .collect();
+                    db.update(|t| {
+                        t.merge(&k, &op)?;
+                        assert_eq!(t.get(&k)?.as_ref(), Some(&want), "{ctx}: txn get {k:?}");
+                        Ok(())
+                    })
+                    .unwrap();
+                } else {
+                    db.merge(&k, &op).unwrap();
+                }
+                model.entry(k).or_default().extend_from_slice(&op);
+                merged += 1;
+            }
             0..=42 => {
                 let (k, v) = (random_key(&mut rng), random_value(&mut rng, compress));
                 db.put(&k, &v).unwrap();
@@ -299,6 +339,11 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
                         b.delete_range(start.clone(), end.clone());
                         model_delete_range(&mut model, &start, &end);
                         range_deletes += 1;
+                    } else if merges && rng.chance(30) {
+                        let op = random_operand(&mut rng);
+                        b.merge(k.clone(), op.clone());
+                        model.entry(k).or_default().extend_from_slice(&op);
+                        merged += 1;
                     } else if rng.chance(80) {
                         let v = random_value(&mut rng, compress);
                         b.put(k.clone(), v.clone());
@@ -375,6 +420,7 @@ fn run_with(seed: u64, ops: usize, compress: bool) {
         }
     }
     assert!(range_deletes > 0, "seed {seed}: no range delete");
+    assert!(!merges || merged > 0, "seed {seed}: no merge");
     assert!(keyspace_ops > 0, "seed {seed}: no keyspace operation");
     check_spaces(&db, &spaces, "final");
     assert!(
@@ -425,6 +471,11 @@ fn random_operations_match_a_btreemap_seed_3() {
 #[test]
 fn random_operations_match_a_btreemap_with_lz4_and_zstd_levels() {
     run_with(4, 20_000, true);
+}
+
+#[test]
+fn random_operations_with_merges_match_a_btreemap() {
+    run_mix(5, 20_000, false, true);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! either succeed with exactly the right data — every live key there with its
 //! newest value, no deleted, expired or older version back — or fail with a
 //! corruption error naming the damaged file; never panic, hang, or return a
-//! wrong value.
+//! wrong value. One build adds merge operands (the append operator) over live,
+//! deleted and expired keys, left unfolded in the tables.
 
 mod common;
 
@@ -42,6 +43,18 @@ fn expected(k: u64) -> (Vec<u8>, Option<Vec<u8>>) {
     (key, v)
 }
 
+/// What key `k` holds after `build(mode)`: with `Mode::Merges`, every fifth
+/// key also has two operands appended to its value (or to nothing).
+fn expected_in(k: u64, mode: Mode) -> (Vec<u8>, Option<Vec<u8>>) {
+    let (key, v) = expected(k);
+    if mode == Mode::Merges && k.is_multiple_of(5) {
+        let mut v = v.unwrap_or_default();
+        v.extend_from_slice(b"+m+n");
+        return (key, Some(v));
+    }
+    (key, v)
+}
+
 /// The first value written to key `k` (the WAL sweep writes only these).
 fn first_version(k: u64) -> (Vec<u8>, Vec<u8>) {
     (key(k), value_for(&key(k), 1, value_len(k)))
@@ -59,6 +72,8 @@ enum Mode {
     /// `KS`, whose blocks are zstd: version-3 tables mixing raw and
     /// compressed blocks.
     Keyspace,
+    /// No compression; operands over some keys (see `expected_in`).
+    Merges,
 }
 
 /// The keyspace of `Mode::Keyspace`.
@@ -68,6 +83,9 @@ fn options(dir: &Path, mode: Mode) -> sett::Options {
     let mut o = tiny_options(dir);
     if mode == Mode::Levels {
         o.compression_per_level = vec![Compression::Lz4, Compression::Zstd];
+    }
+    if mode == Mode::Merges {
+        o.merge_operator = Some(Arc::new(sett::merge::Append));
     }
     o
 }
@@ -114,6 +132,12 @@ fn build(mode: Mode) -> tempfile::TempDir {
                 &value_for(&key(k), 2, value_len(k)),
                 PutOptions::default(),
             );
+        }
+    }
+    if mode == Mode::Merges {
+        for k in (0..KEYS).filter(|k| k.is_multiple_of(5)) {
+            db.merge(&key(k), b"+m").unwrap();
+            db.merge(&key(k), b"+n").unwrap();
         }
     }
     if let Some(ks) = &ks {
@@ -175,7 +199,7 @@ fn probe(dir: &Path, damaged: &Path, what: &str, mode: Mode) -> (u32, u32) {
     let mut errors = check_reads(
         db.iter(IterOptions::default()),
         |k| db.get(k),
-        damaged,
+        (damaged, mode),
         what,
     );
     if let Err(e) = db.verify() {
@@ -189,7 +213,7 @@ fn probe(dir: &Path, damaged: &Path, what: &str, mode: Mode) -> (u32, u32) {
                 errors += check_reads(
                     ks.iter(IterOptions::default()),
                     |k| ks.get(k),
-                    damaged,
+                    (damaged, mode),
                     what,
                 )
             }
@@ -207,9 +231,10 @@ fn probe(dir: &Path, damaged: &Path, what: &str, mode: Mode) -> (u32, u32) {
 fn check_reads(
     scan: sett::Result<sett::DbIterator>,
     get: impl Fn(&[u8]) -> sett::Result<Option<Vec<u8>>>,
-    damaged: &Path,
+    (damaged, mode): (&Path, Mode),
     what: &str,
 ) -> u32 {
+    let expected = |k| expected_in(k, mode);
     let mut errors = 0;
     match scan.and_then(|it| it.collect::<sett::Result<Vec<_>>>()) {
         Ok(items) => {
@@ -263,7 +288,7 @@ fn sweep(ext: &str, samples: usize, mode: Mode) {
             .collect()
     };
     assert!(!targets.is_empty(), "no .{ext} file to damage");
-    if mode != Mode::Plain {
+    if !matches!(mode, Mode::Plain | Mode::Merges) {
         // The footer's format version (u32 at 40 of the last 56 bytes) is 3.
         let version = |p: &PathBuf| {
             let b = std::fs::read(p).unwrap();
@@ -309,6 +334,11 @@ fn flipped_bytes_in_tables_mixing_a_zstd_keyspace_with_raw_blocks_are_detected_o
 }
 
 #[test]
+fn flipped_bytes_in_tables_holding_merge_operands_are_detected_or_harmless() {
+    sweep("sst", 40, Mode::Merges);
+}
+
+#[test]
 fn flipped_bytes_in_value_logs_are_detected_or_harmless() {
     sweep("vlog", 40, Mode::Plain);
 }
@@ -316,6 +346,11 @@ fn flipped_bytes_in_value_logs_are_detected_or_harmless() {
 #[test]
 fn flipped_bytes_in_the_manifest_are_detected_or_harmless() {
     sweep("MANIFEST", 60, Mode::Plain);
+}
+
+#[test]
+fn flipped_bytes_in_a_manifest_naming_a_merge_operator_are_detected_or_harmless() {
+    sweep("MANIFEST", 60, Mode::Merges);
 }
 
 /// Cuts every table and the manifest at many lengths: open, scan, verify and
@@ -352,6 +387,12 @@ fn truncated_tables_are_detected_never_read_wrong() {
 #[test]
 fn truncated_compressed_tables_are_detected_never_read_wrong() {
     let (_, detected) = truncation_sweep("sst", 30, Mode::Levels);
+    assert!(detected > 0);
+}
+
+#[test]
+fn truncated_tables_holding_merge_operands_are_detected_never_read_wrong() {
+    let (_, detected) = truncation_sweep("sst", 30, Mode::Merges);
     assert!(detected > 0);
 }
 

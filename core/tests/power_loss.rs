@@ -21,7 +21,8 @@
 //! The workload mixes batches, transactions, flushes, compactions (tiny
 //! memtables and tables, and `flatten`), value-log rotation (tiny value-log
 //! files) and GC, range deletes (in batches with puts: atomic under the cut),
-//! and starts with a bulk load or a backup restore for some seeds.
+//! and starts with a bulk load or a backup restore for some seeds. One sweep
+//! turns a third of the batches into merges (the append operator).
 //!
 //! `cargo test -p sett --features unsafe-skip-fsync --test power_loss` (every
 //! fsync a no-op) must fail, and so must `--features unsafe-skip-dir-sync`:
@@ -56,6 +57,8 @@ enum Step {
     Bulk(Vec<(Vec<u8>, Vec<u8>)>),
     /// A full backup stream restored (first step only), and what it holds.
     Restore(Vec<u8>, Model),
+    /// Merges of operands (appended) and the marker's put, as one batch.
+    Merge(Vec<(Vec<u8>, Vec<u8>)>),
     Flush,
     Gc,
     Flatten,
@@ -65,7 +68,12 @@ impl Step {
     fn writes(&self) -> bool {
         matches!(
             self,
-            Step::Batch(_) | Step::Txn(_) | Step::Range(..) | Step::Bulk(_) | Step::Restore(..)
+            Step::Batch(_)
+                | Step::Txn(_)
+                | Step::Range(..)
+                | Step::Bulk(_)
+                | Step::Restore(..)
+                | Step::Merge(_)
         )
     }
 
@@ -88,6 +96,15 @@ impl Step {
             }
             Step::Bulk(entries) => model.extend(entries.iter().cloned()),
             Step::Restore(_, content) => model.extend(content.clone()),
+            Step::Merge(ops) => {
+                for (k, op) in ops {
+                    if k == MARKER {
+                        model.insert(k.clone(), op.clone());
+                    } else {
+                        model.entry(k.clone()).or_default().extend_from_slice(op);
+                    }
+                }
+            }
             Step::Flush | Step::Gc | Step::Flatten => {}
         }
     }
@@ -114,22 +131,33 @@ struct Setup {
     /// Every file encrypted (`Options::encryption`), data keys rotated every
     /// millisecond: the WAL is then written by appends whatever `mapped` says.
     encrypted: bool,
+    /// The Db has the append operator and the workload merges.
+    merges: bool,
 }
 
 const WRITE_PATH: Setup = Setup {
     mapped: false,
     values: Values::Mixed,
     encrypted: false,
+    merges: false,
 };
 const MAPPED: Setup = Setup {
     mapped: true,
     values: Values::Mixed,
     encrypted: false,
+    merges: false,
 };
 const ENCRYPTED: Setup = Setup {
     mapped: false,
     values: Values::Mixed,
     encrypted: true,
+    merges: false,
+};
+const MERGES: Setup = Setup {
+    mapped: false,
+    values: Values::Mixed,
+    encrypted: false,
+    merges: true,
 };
 
 impl Setup {
@@ -149,6 +177,9 @@ impl Setup {
             let key = sett::EncryptionKey::new([3; 32]);
             o.encryption =
                 Some(sett::Encryption::new(key).rotation(std::time::Duration::from_millis(1)));
+        }
+        if self.merges {
+            o.merge_operator = Some(Arc::new(sett::merge::Append));
         }
         o
     }
@@ -255,6 +286,31 @@ fn workload_of(seed: u64, len: usize, values: Values) -> Vec<Step> {
     steps
 }
 
+/// `steps` with every third batch turned into merges of a few bytes of its
+/// values (its deletes left out), the marker still put.
+fn with_merges(steps: Vec<Step>) -> Vec<Step> {
+    steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, step)| match step {
+            Step::Batch(ops) if i % 3 == 0 => Step::Merge(
+                ops.into_iter()
+                    .filter_map(|(k, v)| {
+                        let v = v?;
+                        let op = if k == MARKER {
+                            v
+                        } else {
+                            v[..v.len().min(3 + i % 4)].to_vec()
+                        };
+                        Some((k, op))
+                    })
+                    .collect(),
+            ),
+            step => step,
+        })
+        .collect()
+}
+
 /// What a run of the workload got acknowledged.
 #[derive(Default, Debug)]
 struct Outcome {
@@ -303,6 +359,17 @@ fn run(db: &Db, steps: &[Step]) -> Outcome {
                 l.finish().map(|_| ())
             }),
             Step::Restore(stream, _) => db.load(&mut &stream[..]).map(|_| ()),
+            Step::Merge(ops) => {
+                let mut b = WriteBatch::new();
+                for (k, op) in ops {
+                    if k == MARKER {
+                        b.put(k, op);
+                    } else {
+                        b.merge(k, op);
+                    }
+                }
+                db.write(b)
+            }
             Step::Flush => db.flush(),
             Step::Gc => db.run_value_log_gc(0.3).map(|_| ()),
             Step::Flatten => db.flatten(),
@@ -621,7 +688,10 @@ fn sweep(sync: bool, first_seed: u64, seeds: u64, setup: Setup) -> Totals {
     ];
     let mut t = Totals::default();
     for &seed in &seeds {
-        let steps = workload(seed, 60);
+        let mut steps = workload(seed, 60);
+        if setup.merges {
+            steps = with_merges(steps);
+        }
         let total = count_ops(&steps, sync, setup, seed);
         let mut rng = Rng::new(seed ^ 0x5eed);
         // make test: every 6th operation; POWER_LOSS_SCALE 6 or more: every one.
@@ -675,6 +745,7 @@ fn reordered_sweep(values: Values, first_seed: u64) -> Totals {
                     mapped,
                     values,
                     encrypted: false,
+                    merges: false,
                 };
                 let total = count_ops(&steps, sync, setup, seed);
                 let mut rng = Rng::new(seed ^ 0x0dd ^ u64::from(mapped) ^ (u64::from(sync) << 1));
@@ -751,9 +822,23 @@ fn power_cut_of_an_encrypted_db_keeps_every_acknowledged_synced_write() {
 }
 
 #[test]
+fn power_cut_with_merges_keeps_every_acknowledged_synced_write() {
+    let t = sweep(true, 7, 1, MERGES);
+    print_totals("merges, sync_writes", &t);
+    assert!(t.report.bytes_dropped > 0 && t.report.entries_reverted > 0);
+}
+
+#[test]
 fn power_cut_of_an_encrypted_db_without_sync_writes_keeps_a_prefix_of_the_writes() {
     let t = sweep(false, 1000, 2, ENCRYPTED);
     print_totals("encrypted, no sync", &t);
+    assert!(t.report.bytes_dropped > 0);
+}
+
+#[test]
+fn power_cut_with_merges_without_sync_writes_keeps_a_prefix_of_the_writes() {
+    let t = sweep(false, 1007, 1, MERGES);
+    print_totals("merges, no sync", &t);
     assert!(t.report.bytes_dropped > 0);
 }
 

@@ -11,6 +11,16 @@
 //! ([`Error::MergeOperatorMismatch`]), and one opened without an operator
 //! reads every other key but answers [`Error::MergeOperatorMissing`] for a
 //! key that holds operands (compaction then keeps them as they are).
+//!
+//! A folded value carries its base's user meta and expiry (none without a
+//! put under the operands) and the newest operand's version. When the base
+//! expires, the key reads as its operands folded onto nothing: operands
+//! carry no TTL of their own.
+//!
+//! A read folds every operand written since the last compaction that reached
+//! the key, one lookup per operand: a key merged into many times between
+//! compactions (all of them still in a memtable, say) costs as many lookups
+//! to read. Writes cost what a put of the operand costs.
 
 use crate::error::{Error, Result};
 use std::sync::Arc;

@@ -317,7 +317,10 @@ impl DbIterator {
                             self.chain.clear();
                             self.chain_bytes.clear();
                         }
-                        true
+                        // A base is copied only where operands can be
+                        // folded onto it: without an operator a key with
+                        // operands is an error whatever lies below them.
+                        operand || self.db.opts.merge_operator.is_some()
                     } else if chosen.is_none() {
                         operand
                     } else {

@@ -660,6 +660,129 @@ mod tests {
         )
     }
 
+    /// A table `id` of key `k`'s versions, newest first: (seq, record).
+    fn versions_of_k(dir: &Path, id: u64, recs: &[(u64, Vec<u8>)]) -> Arc<Table> {
+        let path = filename::table(dir, id);
+        let mut b = crate::table::test_builder(&path, 4096);
+        for (seq, rec) in recs {
+            b.add(&key::encode(b"k", *seq), rec).unwrap();
+        }
+        b.finish().unwrap();
+        Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap())
+    }
+
+    fn rec(stored: Stored<'_>, expires_at: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        value::encode(&mut v, &stored, 0, expires_at);
+        v
+    }
+
+    /// Compacts `recs` (one table, alone: `bottom` says whether deeper
+    /// levels may hold the key) at `smallest_snapshot` with `operator`;
+    /// returns the output's (seq, decoded stored, floor).
+    fn fold_once(
+        recs: &[(u64, Vec<u8>)],
+        smallest_snapshot: u64,
+        bottom: bool,
+        operator: Option<Arc<dyn crate::merge::MergeOperator>>,
+    ) -> Vec<(u64, String, u64)> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.merge_operator = operator;
+        let c = Compaction {
+            level: 1,
+            inputs: vec![versions_of_k(dir.path(), 1, recs)],
+            next: Vec::new(),
+            out_level: 2,
+            bottom,
+            drop_prefix: None,
+        };
+        let dels = RangeDels::default();
+        let at = At {
+            smallest_snapshot,
+            range_seq: smallest_snapshot,
+            now: 1,
+            range_dels: &dels,
+        };
+        let mut id = 10;
+        let out = run(
+            &c,
+            &opts,
+            dir.path(),
+            at,
+            &KeyspaceCodecs::default(),
+            || {
+                id += 1;
+                id
+            },
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        for (id, _) in out.tables {
+            let path = filename::table(dir.path(), id);
+            let t = Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap());
+            let mut it = TableIter::streaming(t);
+            it.rewind().unwrap();
+            while it.valid() {
+                let r = value::decode(it.value()).unwrap();
+                let shown = match r.stored {
+                    Stored::Inline(v) => format!("put {}", String::from_utf8_lossy(v)),
+                    Stored::Merge(v) => format!("op {}", String::from_utf8_lossy(v)),
+                    Stored::Pointer(p) => format!("ptr {}", p.offset),
+                    Stored::Delete => "del".into(),
+                };
+                got.push((key::split(it.key()).1, shown, r.merge_floor()));
+                it.next().unwrap();
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn compaction_folds_operands_below_the_oldest_snapshot_and_keeps_the_ones_above() {
+        let append: Option<Arc<dyn crate::merge::MergeOperator>> =
+            Some(Arc::new(crate::merge::Append));
+        let ptr = crate::value::ValuePointer {
+            file: 1,
+            offset: 77,
+            len: 10,
+        };
+        let recs = vec![
+            (5, rec(Stored::Merge(b"d"), 0)),
+            (4, rec(Stored::Merge(b"c"), 0)),
+            (3, rec(Stored::Merge(b"b"), 0)),
+            (2, rec(Stored::Inline(b"a"), 0)),
+            (1, rec(Stored::Inline(b"old"), 0)),
+        ];
+        // Snapshot at 3: 5 and 4 stay apart, 3 folds onto its base.
+        let got = fold_once(&recs, 3, false, append.clone());
+        let want = [
+            (5, "op d".to_string(), 0),
+            (4, "op c".to_string(), 0),
+            (3, "put ab".to_string(), 0),
+        ];
+        assert_eq!(got, want);
+        // Over a separated base: one operand above it, with its floor.
+        let mut over_ptr = recs[..3].to_vec();
+        over_ptr.push((2, rec(Stored::Pointer(ptr), 0)));
+        let got = fold_once(&over_ptr, 9, false, append.clone());
+        let want = [(5, "op bcd".to_string(), 3), (2, "ptr 77".to_string(), 0)];
+        assert_eq!(got, want);
+        // Nothing below in the inputs: an operand unless at the bottom.
+        let got = fold_once(&recs[..3], 9, false, append.clone());
+        assert_eq!(got, [(5, "op bcd".to_string(), 3)]);
+        let got = fold_once(&recs[..3], 9, true, append.clone());
+        assert_eq!(got, [(5, "put bcd".to_string(), 0)]);
+        // A tombstone under them: a whole value.
+        let mut over_del = recs[..2].to_vec();
+        over_del.push((3, rec(Stored::Delete, 0)));
+        let got = fold_once(&over_del, 9, false, append);
+        assert_eq!(got, [(5, "put cd".to_string(), 0)]);
+        // Without an operator, every version down to the base stays.
+        let got = fold_once(&recs, 9, false, None);
+        assert_eq!(got.len(), 4, "{got:?}");
+    }
+
     #[test]
     fn due_levels_follow_l0_count_and_level_size_and_skip_the_last_level() {
         let dir = tempfile::tempdir().unwrap();

@@ -177,6 +177,12 @@ fn a_merge_conflicts_like_a_write_and_a_transaction_sees_its_own_merges() {
     merger.merge(b"k", &n(2)).unwrap();
     merger.merge(b"k", &n(3)).unwrap();
     assert_eq!(merger.get(b"k").unwrap(), Some(n(6)), "own merges folded");
+    let seen: Vec<_> = merger
+        .iter(IterOptions::default())
+        .unwrap()
+        .collect::<sett::Result<_>>()
+        .unwrap();
+    assert_eq!(seen, vec![(b"k".to_vec(), n(6))], "own merges in a scan");
     merger.commit().unwrap();
     reader.set(b"other", b"x").unwrap();
     assert!(matches!(reader.commit(), Err(Error::Conflict)));

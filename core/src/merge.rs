@@ -18,9 +18,9 @@
 //! carry no TTL of their own.
 //!
 //! A read folds every operand written since the last compaction that reached
-//! the key, one lookup per operand: a key merged into many times between
-//! compactions (all of them still in a memtable, say) costs as many lookups
-//! to read. Writes cost what a put of the operand costs.
+//! the key: a key merged into many times between compactions (all of them
+//! still in a memtable, say) costs a read of each of its operands. Writes
+//! cost what a put of the operand costs.
 
 use crate::error::{Error, Result};
 use std::sync::Arc;

@@ -56,6 +56,26 @@ impl Batch {
         Ok(())
     }
 
+    /// Adds a merge of `operand` into `key` (see `Db.merge`), in `keyspace`
+    /// if given; merges of one batch on one key combine in order. The commit
+    /// raises MergeOperatorMissingError, writing nothing, when the database
+    /// has no merge operator.
+    #[pyo3(signature = (key, operand, *, keyspace=None))]
+    fn merge(
+        &mut self,
+        key: &Bound<'_, PyAny>,
+        operand: &Bound<'_, PyAny>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
+    ) -> PyResult<()> {
+        let k = bytes_view(key, "key")?;
+        let o = bytes_view(operand, "operand")?;
+        match keyspace {
+            Some(ks) => self.ops.merge_in(&ks.ks, k, o),
+            None => self.ops.merge(k, o),
+        };
+        Ok(())
+    }
+
     /// Adds a delete of `key` (no error at commit if it is absent), in
     /// `keyspace` if given.
     #[pyo3(signature = (key, *, keyspace=None))]

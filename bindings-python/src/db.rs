@@ -12,6 +12,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
+use sett_core::merge::{self, MergeOperator};
 use sett_core::options::{option_spec, OptionBounds, OptionKind, OptionValue, OPTIONS};
 use sett_core::{Compression, GcOutcome, Options};
 use std::path::PathBuf;
@@ -64,6 +65,30 @@ fn set_option(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()>
         }
     };
     o.set(name, value).map_err(to_py)
+}
+
+/// The `merge_operator` keyword of open(), outside the table of options
+/// because core takes code there: a built-in's name, or None for none. A
+/// non-string is a TypeError, an unknown name a ValueError naming the
+/// built-ins.
+fn merge_operator(v: &Bound<'_, PyAny>) -> PyResult<Option<Arc<dyn MergeOperator>>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    let name: String = v.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "option merge_operator: takes a built-in's name (str) or None, not {}",
+            type_name(v)
+        ))
+    })?;
+    merge::builtin(&name).map(Some).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "option merge_operator: unknown merge operator {name:?}: the built-ins are {:?}, {:?} and {:?}",
+            merge::U64_ADD,
+            merge::APPEND,
+            merge::MAX
+        ))
+    })
 }
 
 fn type_name(v: &Bound<'_, PyAny>) -> String {
@@ -136,7 +161,11 @@ impl Db {
         if let Some(opts) = options {
             for (k, v) in opts.iter() {
                 let name: String = k.extract()?;
-                set_option(&mut o, &name, &v)?;
+                if name == "merge_operator" {
+                    o.merge_operator = merge_operator(&v)?;
+                } else {
+                    set_option(&mut o, &name, &v)?;
+                }
             }
         }
         let inner = Arc::new(py.detach(|| sett_core::Db::open(o)).map_err(to_py)?);

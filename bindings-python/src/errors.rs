@@ -90,6 +90,25 @@ create_exception!(
 
 create_exception!(
     sett,
+    MergeOperatorMissingError,
+    SettError,
+    "A key holds merge operands (or a merge was asked) but the database has no merge operator."
+);
+create_exception!(
+    sett,
+    MergeOperatorMismatchError,
+    SettError,
+    "open() was given another merge operator than the one the database records."
+);
+create_exception!(
+    sett,
+    MergeFailedError,
+    SettError,
+    "The merge operator refused a key's operands; they stay stored as they were."
+);
+
+create_exception!(
+    sett,
     NotFoundError,
     SettError,
     "A named object does not exist (a keyspace to drop)."
@@ -126,6 +145,9 @@ pub fn to_py(e: Error) -> PyErr {
         Error::FeedHistoryTooShort { oldest, .. } => {
             with_attr(FeedHistoryTooShortError::new_err(msg), "oldest", oldest)
         }
+        Error::MergeOperatorMissing { .. } => MergeOperatorMissingError::new_err(msg),
+        Error::MergeOperatorMismatch { .. } => MergeOperatorMismatchError::new_err(msg),
+        Error::MergeFailed { .. } => MergeFailedError::new_err(msg),
         // A variant newer than this binding: the base class, with its message.
         _ => SettError::new_err(msg),
     }
@@ -153,6 +175,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<UnsupportedVersionError>(),
     )?;
     m.add("FellBehindError", py.get_type::<FellBehindError>())?;
+    m.add(
+        "MergeOperatorMissingError",
+        py.get_type::<MergeOperatorMissingError>(),
+    )?;
+    m.add(
+        "MergeOperatorMismatchError",
+        py.get_type::<MergeOperatorMismatchError>(),
+    )?;
+    m.add("MergeFailedError", py.get_type::<MergeFailedError>())?;
     m.add(
         "FeedHistoryTooShortError",
         py.get_type::<FeedHistoryTooShortError>(),

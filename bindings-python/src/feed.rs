@@ -20,6 +20,9 @@ pub struct Change {
     key: Vec<u8>,
     value: Option<Vec<u8>>,
     range_end: Option<Vec<u8>>,
+    /// True for a merge: `value` is the operand written, not the key's new value.
+    #[pyo3(get)]
+    merged: bool,
     #[pyo3(get)]
     version: u64,
     #[pyo3(get)]
@@ -134,6 +137,7 @@ fn convert(c: sett_core::Change) -> Change {
         _ => (Some(c.value), None),
     };
     Change {
+        merged: c.kind == ChangeKind::Merge,
         key: c.key,
         value,
         range_end,

@@ -188,6 +188,21 @@ impl Store {
         py.detach(|| target.put_with(&k, &v, o)).map_err(to_py)
     }
 
+    /// Merges `operand` into `key` with the database's merge operator (the
+    /// `merge_operator` of open()): one write, without reading the key;
+    /// reads fold the operands onto its value. MergeOperatorMissingError when
+    /// the database has none (nothing is written).
+    fn merge(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        operand: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let (k, o) = (bytes_view(key, "key")?, bytes_view(operand, "operand")?);
+        let target = &self.target;
+        py.detach(|| target.merge(&k, &o)).map_err(to_py)
+    }
+
     /// Removes `key` (no error if absent).
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = bytes_view(key, "key")?;

@@ -95,6 +95,22 @@ impl Txn {
         }
     }
 
+    /// Buffers a merge of `operand` into `key` (see `Db.merge`), in
+    /// `keyspace` if given; this transaction's reads see it folded.
+    #[pyo3(signature = (key, operand, *, keyspace=None))]
+    fn merge(
+        &self,
+        key: &Bound<'_, PyAny>,
+        operand: &Bound<'_, PyAny>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
+    ) -> PyResult<()> {
+        let (k, o) = (bytes_view(key, "key")?, bytes_view(operand, "operand")?);
+        match keyspace {
+            Some(ks) => self.with(|t| t.merge_in(&ks.ks, &k, &o)),
+            None => self.with(|t| t.merge(&k, &o)),
+        }
+    }
+
     /// Buffers a delete, in `keyspace` if given.
     #[pyo3(signature = (key, *, keyspace=None))]
     fn delete(

@@ -49,6 +49,17 @@ def main() -> None:
         stats = db.stats()
         print(value, maybe, many, count, pairs, stats["last_seq"], queued, first_id, fast)
         print(ended, seen, writable, snap, keys, items, values, every, after_m, first_below)
+    with sett.open(tempfile.mkdtemp(), merge_operator="sett.append") as mdb:
+        mdb.merge(b"log", b"a")
+        with mdb.batch() as mb:
+            mb.merge(b"log", b"b")
+        with mdb.transaction() as mtxn:
+            mtxn.merge(b"log", b"c")
+        merged: bytes = mdb[b"log"]
+        try:
+            sett.open(tempfile.mkdtemp(), merge_operator="sett.nope")
+        except ValueError as e:
+            print(merged, e)
 
 
 if __name__ == "__main__":

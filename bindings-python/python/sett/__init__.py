@@ -56,6 +56,9 @@ from ._sett import (
     Iter,
     Keyspace,
     LockedError,
+    MergeFailedError,
+    MergeOperatorMismatchError,
+    MergeOperatorMissingError,
     NotFoundError,
     PoisonedError,
     ReadOnlyError,
@@ -96,6 +99,9 @@ __all__ = [
     "Iter",
     "Keyspace",
     "LockedError",
+    "MergeFailedError",
+    "MergeOperatorMismatchError",
+    "MergeOperatorMissingError",
     "OPTIONS",
     "NotFoundError",
     "PoisonedError",
@@ -204,7 +210,11 @@ def open(  # noqa: A001 (mirrors sett.open of the docs)
     ``compression_per_level=["none", "none", "lz4", "zstd"]`` (entry N for
     level N, the last repeating), and ``zstd_level`` (default 3). The memory
     budget for reading: ``cache_size`` in bytes (default 256 MiB), reported by
-    ``stats()`` as ``cache_capacity`` and ``cache_usage``. An unknown
+    ``stats()`` as ``cache_capacity`` and ``cache_usage``. Merges
+    (``db.merge(key, operand)``) need ``merge_operator``, the name of a
+    built-in: ``"sett.u64_add"`` (8-byte little-endian counters),
+    ``"sett.append"`` or ``"sett.max"``; the database records it, and a later
+    open with another one raises MergeOperatorMismatchError. An unknown
     option is a TypeError, a value of the wrong type a TypeError naming it, an
     unknown codec name a ValueError naming it; a value outside the option's
     bounds raises InvalidOptionError naming the option and its bounds."""

@@ -158,6 +158,25 @@
 #define SETT_OTHER 17
 
 /**
+ * A key holds merge operands but the database was opened without a merge
+ * operator, or a merge was written to such a database: open it with the
+ * operator it records (sett_options_set_merge_operator()).
+ */
+#define SETT_MERGE_OPERATOR_MISSING 18
+
+/**
+ * sett_open() was given another merge operator than the one the database
+ * records; the message names the recorded one. Nothing was changed.
+ */
+#define SETT_MERGE_OPERATOR_MISMATCH 19
+
+/**
+ * The merge operator refused a key's operands (an operand of the wrong
+ * size for sett.u64_add, say); the operands stay stored as they were.
+ */
+#define SETT_MERGE_FAILED 20
+
+/**
  * A change that put a value (sett_change_t.kind).
  */
 #define SETT_CHANGE_PUT 0
@@ -173,6 +192,12 @@
  * it when the range meets one of them, with the whole range.
  */
 #define SETT_CHANGE_DELETE_RANGE 2
+
+/**
+ * A merge (sett_change_t.kind): the value is the operand written, not the
+ * key's new value (sett_get() reads that).
+ */
+#define SETT_CHANGE_MERGE 3
 
 /**
  * Compression type: data blocks stored as they are (the default).
@@ -368,8 +393,8 @@ typedef struct sett_bytes_t {
  */
 typedef struct sett_change_t {
   /**
-   * SETT_CHANGE_PUT, SETT_CHANGE_DELETE or SETT_CHANGE_DELETE_RANGE;
-   * later versions may add kinds: skip kinds you do not know.
+   * SETT_CHANGE_PUT, SETT_CHANGE_DELETE, SETT_CHANGE_DELETE_RANGE or
+   * SETT_CHANGE_MERGE; later versions may add kinds: skip kinds you do not know.
    */
   uint32_t kind;
   /**
@@ -761,6 +786,18 @@ int sett_batch_put_with(struct sett_batch_t *batch,
                         uint64_t ttl_ms);
 
 /**
+ * Adds a merge of `operand` into key (see sett_merge()). Merges of one
+ * batch on one key combine in order, as separate writes would. sett_write()
+ * refuses the whole batch with SETT_MERGE_OPERATOR_MISSING when the
+ * database has no merge operator.
+ */
+int sett_batch_merge(struct sett_batch_t *batch,
+                     const uint8_t *key,
+                     size_t keylen,
+                     const uint8_t *operand,
+                     size_t operand_len);
+
+/**
  * Adds a delete.
  */
 int sett_batch_delete(struct sett_batch_t *batch, const uint8_t *key, size_t keylen);
@@ -842,6 +879,19 @@ int sett_put_with(struct sett_db_t *db,
                   uint8_t user_meta,
                   uint64_t ttl_ms,
                   struct sett_error_t **err);
+
+/**
+ * Merges `operand` into key with the database's merge operator (see
+ * sett_options_set_merge_operator()): one write, without reading the key;
+ * reads fold the operands onto the key's value. SETT_MERGE_OPERATOR_MISSING
+ * when the database has no merge operator (nothing is written).
+ */
+int sett_merge(struct sett_db_t *db,
+               const uint8_t *key,
+               size_t keylen,
+               const uint8_t *operand,
+               size_t operand_len,
+               struct sett_error_t **err);
 
 /**
  * Removes key (no error if absent).
@@ -1251,6 +1301,16 @@ int sett_keyspace_put_with(struct sett_keyspace_t *ks,
                            struct sett_error_t **err);
 
 /**
+ * Merges `operand` into key of the keyspace. Same contract as sett_merge().
+ */
+int sett_keyspace_merge(struct sett_keyspace_t *ks,
+                        const uint8_t *key,
+                        size_t keylen,
+                        const uint8_t *operand,
+                        size_t operand_len,
+                        struct sett_error_t **err);
+
+/**
  * Reads key from the keyspace. Same contract as sett_get().
  */
 int sett_keyspace_get(struct sett_keyspace_t *ks,
@@ -1329,6 +1389,16 @@ int sett_batch_put_in(struct sett_batch_t *batch,
                       size_t vallen);
 
 /**
+ * Adds a merge in keyspace `ks` to the batch (see sett_batch_merge()).
+ */
+int sett_batch_merge_in(struct sett_batch_t *batch,
+                        const struct sett_keyspace_t *ks,
+                        const uint8_t *key,
+                        size_t keylen,
+                        const uint8_t *operand,
+                        size_t operand_len);
+
+/**
  * Adds a delete in keyspace `ks` to the batch.
  */
 int sett_batch_delete_in(struct sett_batch_t *batch,
@@ -1369,6 +1439,17 @@ int sett_txn_put_in(struct sett_txn_t *txn,
                     const uint8_t *val,
                     size_t vallen,
                     struct sett_error_t **err);
+
+/**
+ * Buffers a merge in keyspace `ks` (see sett_txn_merge()).
+ */
+int sett_txn_merge_in(struct sett_txn_t *txn,
+                      const struct sett_keyspace_t *ks,
+                      const uint8_t *key,
+                      size_t keylen,
+                      const uint8_t *operand,
+                      size_t operand_len,
+                      struct sett_error_t **err);
 
 /**
  * Buffers a delete in keyspace `ks`.
@@ -1414,6 +1495,18 @@ struct sett_options_t *sett_options_new(void);
  * Frees options. Accepts NULL.
  */
 void sett_options_free(struct sett_options_t *opts);
+
+/**
+ * Chooses the built-in merge operator named `name` for sett_merge() and
+ * the other merge calls: "sett.u64_add" (8-byte little-endian unsigned
+ * counters, adding with wrap-around), "sett.append" (concatenation) or
+ * "sett.max" (the bytewise largest). NULL clears it (default: none; merges
+ * are then refused with SETT_MERGE_OPERATOR_MISSING). The database records
+ * the name: sett_open() with another one fails with
+ * SETT_MERGE_OPERATOR_MISMATCH. An unknown name, or NULL opts, is
+ * SETT_INVALID_ARGUMENT, and the options are left unchanged.
+ */
+int sett_options_set_merge_operator(struct sett_options_t *opts, const char *name);
 
 /**
  * Values of at least this many bytes go to the value log (default 1024). Returns SETT_INVALID_ARGUMENT for NULL opts.
@@ -1725,6 +1818,19 @@ int sett_txn_put_with(struct sett_txn_t *txn,
                       uint8_t user_meta,
                       uint64_t ttl_ms,
                       struct sett_error_t **err);
+
+/**
+ * Buffers a merge of `operand` into key (see sett_merge()); reads in the
+ * transaction see it folded. SETT_MERGE_OPERATOR_MISSING when the database
+ * has no merge operator; SETT_TOO_BIG as sett_txn_put_with() (the merge is
+ * not taken either way; the transaction stays usable).
+ */
+int sett_txn_merge(struct sett_txn_t *txn,
+                   const uint8_t *key,
+                   size_t keylen,
+                   const uint8_t *operand,
+                   size_t operand_len,
+                   struct sett_error_t **err);
 
 /**
  * Buffers a delete.

@@ -87,6 +87,31 @@ pub(crate) unsafe fn put(
     unsafe { with_batch_in(batch, ks, op) }
 }
 
+/// A merge added to the batch, in keyspace `ks` (`None`: the default one):
+/// sett_batch_merge() and sett_batch_merge_in().
+///
+/// # Safety
+/// As [`with_batch_in`], and `key` and `operand` are each NULL or valid for
+/// their length.
+pub(crate) unsafe fn merge(
+    batch: *mut sett_batch_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+    operand: Raw,
+) -> c_int {
+    let op = |b: &mut WriteBatch, ks: Option<&Keyspace>| {
+        // SAFETY: `key` and `operand` are NULL (refused) or valid for their length, as sett.h requires.
+        let (k, o) = unsafe { (key.get("key")?, operand.get("operand")?) };
+        match ks {
+            None => b.merge(k, o),
+            Some(ks) => b.merge_in(ks, k, o),
+        };
+        Ok(())
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_batch_in(batch, ks, op) }
+}
+
 /// A delete added to the batch, in keyspace `ks` (`None`: the default one):
 /// sett_batch_delete() and sett_batch_delete_in().
 ///
@@ -162,6 +187,22 @@ pub unsafe extern "C" fn sett_batch_put_with(
     let opts = put_options(user_meta, ttl_ms);
     // SAFETY: forwarded contract.
     unsafe { put(batch, None, Raw(key, keylen), Raw(val, vallen), opts) }
+}
+
+/// Adds a merge of `operand` into key (see sett_merge()). Merges of one
+/// batch on one key combine in order, as separate writes would. sett_write()
+/// refuses the whole batch with SETT_MERGE_OPERATOR_MISSING when the
+/// database has no merge operator.
+#[no_mangle]
+pub unsafe extern "C" fn sett_batch_merge(
+    batch: *mut sett_batch_t,
+    key: *const u8,
+    keylen: usize,
+    operand: *const u8,
+    operand_len: usize,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { merge(batch, None, Raw(key, keylen), Raw(operand, operand_len)) }
 }
 
 /// Adds a delete.

@@ -116,6 +116,23 @@ pub unsafe extern "C" fn sett_put_with(
     unsafe { store::put_with(db, Raw(key, keylen), Raw(val, vallen), opts, err) }
 }
 
+/// Merges `operand` into key with the database's merge operator (see
+/// sett_options_set_merge_operator()): one write, without reading the key;
+/// reads fold the operands onto the key's value. SETT_MERGE_OPERATOR_MISSING
+/// when the database has no merge operator (nothing is written).
+#[no_mangle]
+pub unsafe extern "C" fn sett_merge(
+    db: *mut sett_db_t,
+    key: *const u8,
+    keylen: usize,
+    operand: *const u8,
+    operand_len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { store::merge(db, Raw(key, keylen), Raw(operand, operand_len), err) }
+}
+
 /// Removes key (no error if absent).
 #[no_mangle]
 pub unsafe extern "C" fn sett_delete(

@@ -43,6 +43,16 @@ pub const SETT_FEED_HISTORY_TOO_SHORT: c_int = 16;
 /// An engine error this version of the header has no code for (a newer
 /// library's); the message says what failed.
 pub const SETT_OTHER: c_int = 17;
+/// A key holds merge operands but the database was opened without a merge
+/// operator, or a merge was written to such a database: open it with the
+/// operator it records (sett_options_set_merge_operator()).
+pub const SETT_MERGE_OPERATOR_MISSING: c_int = 18;
+/// sett_open() was given another merge operator than the one the database
+/// records; the message names the recorded one. Nothing was changed.
+pub const SETT_MERGE_OPERATOR_MISMATCH: c_int = 19;
+/// The merge operator refused a key's operands (an operand of the wrong
+/// size for sett.u64_add, say); the operands stay stored as they were.
+pub const SETT_MERGE_FAILED: c_int = 20;
 
 /// An error: a status code and a message. Owned by the caller; free with
 /// sett_error_free().
@@ -91,6 +101,9 @@ impl From<Error> for FfiError {
             Error::Conflict => SETT_CONFLICT,
             Error::FellBehind { .. } => SETT_FELL_BEHIND,
             Error::FeedHistoryTooShort { .. } => SETT_FEED_HISTORY_TOO_SHORT,
+            Error::MergeOperatorMissing { .. } => SETT_MERGE_OPERATOR_MISSING,
+            Error::MergeOperatorMismatch { .. } => SETT_MERGE_OPERATOR_MISMATCH,
+            Error::MergeFailed { .. } => SETT_MERGE_FAILED,
             _ => SETT_OTHER,
         };
         let version = match &e {
@@ -191,6 +204,9 @@ pub extern "C" fn sett_status_string(code: c_int) -> *const c_char {
         SETT_FELL_BEHIND => c"change-feed subscriber fell behind",
         SETT_FEED_HISTORY_TOO_SHORT => c"change-feed history does not reach that version",
         SETT_OTHER => c"engine error",
+        SETT_MERGE_OPERATOR_MISSING => c"no merge operator for a key holding merge operands",
+        SETT_MERGE_OPERATOR_MISMATCH => c"merge operator differs from the one the database records",
+        SETT_MERGE_FAILED => c"merge operator refused the operands",
         _ => c"unknown status code",
     };
     s.as_ptr()

@@ -17,6 +17,9 @@ pub const SETT_CHANGE_DELETE: u32 = 1;
 /// deleted (an empty value: no upper bound). A subscriber to prefixes gets
 /// it when the range meets one of them, with the whole range.
 pub const SETT_CHANGE_DELETE_RANGE: u32 = 2;
+/// A merge (sett_change_t.kind): the value is the operand written, not the
+/// key's new value (sett_get() reads that).
+pub const SETT_CHANGE_MERGE: u32 = 3;
 
 /// A live subscription to the change feed, from sett_subscribe(). Use it from
 /// one thread at a time; close it with sett_subscription_close() (not while
@@ -42,8 +45,8 @@ pub struct sett_bytes_t {
 /// holds it and are valid until sett_changes_free().
 #[repr(C)]
 pub struct sett_change_t {
-    /// SETT_CHANGE_PUT, SETT_CHANGE_DELETE or SETT_CHANGE_DELETE_RANGE;
-    /// later versions may add kinds: skip kinds you do not know.
+    /// SETT_CHANGE_PUT, SETT_CHANGE_DELETE, SETT_CHANGE_DELETE_RANGE or
+    /// SETT_CHANGE_MERGE; later versions may add kinds: skip kinds you do not know.
     pub kind: u32,
     /// The user-meta byte of a put (0 for a delete).
     pub user_meta: u8,
@@ -120,6 +123,7 @@ impl sett_changes_t {
                     kind: match c.kind {
                         ChangeKind::Delete => SETT_CHANGE_DELETE,
                         ChangeKind::DeleteRange => SETT_CHANGE_DELETE_RANGE,
+                        ChangeKind::Merge => SETT_CHANGE_MERGE,
                         _ => SETT_CHANGE_PUT,
                     },
                     user_meta: c.user_meta,

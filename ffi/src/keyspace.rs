@@ -276,6 +276,20 @@ pub unsafe extern "C" fn sett_keyspace_put_with(
     unsafe { store::put_with(ks, Raw(key, keylen), Raw(val, vallen), opts, err) }
 }
 
+/// Merges `operand` into key of the keyspace. Same contract as sett_merge().
+#[no_mangle]
+pub unsafe extern "C" fn sett_keyspace_merge(
+    ks: *mut sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    operand: *const u8,
+    operand_len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { store::merge(ks, Raw(key, keylen), Raw(operand, operand_len), err) }
+}
+
 /// Reads key from the keyspace. Same contract as sett_get().
 #[no_mangle]
 pub unsafe extern "C" fn sett_keyspace_get(
@@ -384,6 +398,20 @@ pub unsafe extern "C" fn sett_batch_put_in(
     unsafe { batch::put(batch, Some(ks), Raw(key, keylen), Raw(val, vallen), opts) }
 }
 
+/// Adds a merge in keyspace `ks` to the batch (see sett_batch_merge()).
+#[no_mangle]
+pub unsafe extern "C" fn sett_batch_merge_in(
+    batch: *mut sett_batch_t,
+    ks: *const sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    operand: *const u8,
+    operand_len: usize,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { batch::merge(batch, Some(ks), Raw(key, keylen), Raw(operand, operand_len)) }
+}
+
 /// Adds a delete in keyspace `ks` to the batch.
 #[no_mangle]
 pub unsafe extern "C" fn sett_batch_delete_in(
@@ -441,6 +469,29 @@ pub unsafe extern "C" fn sett_txn_put_in(
     let opts = PutOptions::default();
     // SAFETY: forwarded contract.
     unsafe { txn::put(txn, Some(ks), Raw(key, keylen), Raw(val, vallen), opts, err) }
+}
+
+/// Buffers a merge in keyspace `ks` (see sett_txn_merge()).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_merge_in(
+    txn: *mut sett_txn_t,
+    ks: *const sett_keyspace_t,
+    key: *const u8,
+    keylen: usize,
+    operand: *const u8,
+    operand_len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        txn::merge(
+            txn,
+            Some(ks),
+            Raw(key, keylen),
+            Raw(operand, operand_len),
+            err,
+        )
+    }
 }
 
 /// Buffers a delete in keyspace `ks`.

@@ -2,9 +2,10 @@
 //! where an out-of-range one fails with SETT_INVALID_OPTION naming it.
 
 use crate::error::{FfiError, SETT_OK};
-use crate::util::{flag, guard, live_mut, Handle};
+use crate::util::{flag, guard, live_mut, path, Handle};
+use sett_core::merge::{self, builtin};
 use sett_core::{Compression, Options};
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 
 /// Options for sett_open(); defaults as documented per setter.
 pub struct sett_options_t {
@@ -38,6 +39,38 @@ fn set(opts: *mut sett_options_t, f: impl FnOnce(&mut Options) -> Result<(), Ffi
         let o = unsafe { live_mut(opts) }?;
         f(&mut o.opts)?;
         Ok(SETT_OK)
+    })
+}
+
+/// Chooses the built-in merge operator named `name` for sett_merge() and
+/// the other merge calls: "sett.u64_add" (8-byte little-endian unsigned
+/// counters, adding with wrap-around), "sett.append" (concatenation) or
+/// "sett.max" (the bytewise largest). NULL clears it (default: none; merges
+/// are then refused with SETT_MERGE_OPERATOR_MISSING). The database records
+/// the name: sett_open() with another one fails with
+/// SETT_MERGE_OPERATOR_MISMATCH. An unknown name, or NULL opts, is
+/// SETT_INVALID_ARGUMENT, and the options are left unchanged.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_merge_operator(
+    opts: *mut sett_options_t,
+    name: *const c_char,
+) -> c_int {
+    set(opts, |o| {
+        o.merge_operator = if name.is_null() {
+            None
+        } else {
+            // SAFETY: `name` is not NULL here and NUL-terminated, as sett.h requires of the caller.
+            let name = unsafe { path(name, "name") }?;
+            Some(builtin(name).ok_or_else(|| {
+                FfiError::invalid(format!(
+                    "unknown merge operator {name:?}: the built-ins are {:?}, {:?} and {:?}",
+                    merge::U64_ADD,
+                    merge::APPEND,
+                    merge::MAX
+                ))
+            })?)
+        };
+        Ok(())
     })
 }
 

@@ -86,6 +86,25 @@ pub(crate) unsafe fn put_with<H: StoreHandle>(
     unsafe { with_key(h, key, err, op) }
 }
 
+/// sett_merge() and sett_keyspace_merge().
+///
+/// # Safety
+/// As [`with_key`], and `operand` is NULL or valid for its length.
+pub(crate) unsafe fn merge<H: StoreHandle>(
+    h: *const H,
+    key: Raw,
+    operand: Raw,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    let op = |s: &dyn Store, k: &[u8]| {
+        // SAFETY: `operand` is NULL (refused) or valid for its length, as sett.h requires of the caller.
+        s.merge(k, unsafe { operand.get("operand") }?)?;
+        Ok(SETT_OK)
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_key(h, key, err, op) }
+}
+
 /// sett_delete() and sett_keyspace_delete().
 ///
 /// # Safety

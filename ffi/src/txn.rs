@@ -110,6 +110,31 @@ pub(crate) unsafe fn put(
     unsafe { with_key(txn, ks, key, err, op) }
 }
 
+/// A merge buffered in keyspace `ks` (`None`: the default one):
+/// sett_txn_merge() and sett_txn_merge_in().
+///
+/// # Safety
+/// As [`with_key`], and `operand` is NULL or valid for its length.
+pub(crate) unsafe fn merge(
+    txn: *mut sett_txn_t,
+    ks: Option<*const sett_keyspace_t>,
+    key: Raw,
+    operand: Raw,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    let op = |t: &mut Txn, ks: Option<&Keyspace>, k: &[u8]| {
+        // SAFETY: `operand` is NULL (refused) or valid for its length, as sett.h requires of the caller.
+        let o = unsafe { operand.get("operand") }?;
+        match ks {
+            None => t.merge(k, o)?,
+            Some(ks) => t.merge_in(ks, k, o)?,
+        }
+        Ok(SETT_OK)
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_key(txn, ks, key, err, op) }
+}
+
 /// A delete buffered in keyspace `ks` (`None`: the default one):
 /// sett_txn_delete() and sett_txn_delete_in().
 ///
@@ -258,6 +283,23 @@ pub unsafe extern "C" fn sett_txn_put_with(
     let opts = put_options(user_meta, ttl_ms);
     // SAFETY: forwarded contract.
     unsafe { put(txn, None, Raw(key, keylen), Raw(val, vallen), opts, err) }
+}
+
+/// Buffers a merge of `operand` into key (see sett_merge()); reads in the
+/// transaction see it folded. SETT_MERGE_OPERATOR_MISSING when the database
+/// has no merge operator; SETT_TOO_BIG as sett_txn_put_with() (the merge is
+/// not taken either way; the transaction stays usable).
+#[no_mangle]
+pub unsafe extern "C" fn sett_txn_merge(
+    txn: *mut sett_txn_t,
+    key: *const u8,
+    keylen: usize,
+    operand: *const u8,
+    operand_len: usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { merge(txn, None, Raw(key, keylen), Raw(operand, operand_len), err) }
 }
 
 /// Buffers a delete.

@@ -48,6 +48,19 @@ func (b *Batch) SetEntry(e *Entry) error {
 	return status(rc, nil)
 }
 
+// Merge adds a merge of operand into key (see DB.Merge); merges of one batch
+// on one key combine in order. Writing the batch fails whole with
+// ErrMergeOperatorMissing when the database has no merge operator.
+func (b *Batch) Merge(key, operand []byte) error {
+	if b.b == nil {
+		return ErrClosed
+	}
+	rc := C.sett_batch_merge(b.b, ptr(key), C.size_t(len(key)), ptr(operand), C.size_t(len(operand)))
+	runtime.KeepAlive(key)
+	runtime.KeepAlive(operand)
+	return status(rc, nil)
+}
+
 // Delete adds a delete.
 func (b *Batch) Delete(key []byte) error {
 	if b.b == nil {

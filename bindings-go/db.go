@@ -142,6 +142,14 @@ func (d *DB) SetEntry(e *Entry) error {
 	return storeSetEntry(d, e)
 }
 
+// Merge merges operand into key with the database's merge operator
+// (Options.MergeOperator): one write, without reading the key; reads fold
+// the operands onto its value. ErrMergeOperatorMissing when the database has
+// none (nothing is written).
+func (d *DB) Merge(key, operand []byte) error {
+	return storeMerge(d, key, operand)
+}
+
 // Delete removes key (no error if it is absent).
 func (d *DB) Delete(key []byte) error {
 	return storeDelete(d, key)

@@ -78,6 +78,17 @@ var (
 	// the change feed's history holds; the error is a *HistoryTooShortError
 	// naming the oldest version it can start from (SETT_FEED_HISTORY_TOO_SHORT).
 	ErrFeedHistoryTooShort = sentinel(C.SETT_FEED_HISTORY_TOO_SHORT)
+	// ErrMergeOperatorMissing: a key holds merge operands, or a merge was
+	// asked, but the database has no merge operator: open it with the one it
+	// records (SETT_MERGE_OPERATOR_MISSING).
+	ErrMergeOperatorMissing = sentinel(C.SETT_MERGE_OPERATOR_MISSING)
+	// ErrMergeOperatorMismatch: Open was given another merge operator than
+	// the one the database records; the message names it
+	// (SETT_MERGE_OPERATOR_MISMATCH).
+	ErrMergeOperatorMismatch = sentinel(C.SETT_MERGE_OPERATOR_MISMATCH)
+	// ErrMergeFailed: the merge operator refused a key's operands; they stay
+	// stored as they were (SETT_MERGE_FAILED).
+	ErrMergeFailed = sentinel(C.SETT_MERGE_FAILED)
 	// ErrOther: an engine error that this version's sett.h has no code for;
 	// the message says what failed (SETT_OTHER).
 	ErrOther = sentinel(C.SETT_OTHER)
@@ -93,11 +104,11 @@ var sentinels = []*Error{
 	ErrNotFound, ErrConflict, ErrInvalidArgument, ErrIO, ErrCorruption, ErrClosed,
 	ErrTooBig, ErrBufferTooSmall, ErrPanic, ErrLocked, ErrReadOnly, ErrPoisoned,
 	ErrUnsupportedVersion, ErrInvalidOption, ErrFellBehind, ErrFeedHistoryTooShort,
-	ErrOther,
+	ErrOther, ErrMergeOperatorMissing, ErrMergeOperatorMismatch, ErrMergeFailed,
 }
 
 // lastStatusCode is the largest status code of the sett.h compiled in.
-const lastStatusCode = int(C.SETT_OTHER)
+const lastStatusCode = int(C.SETT_MERGE_FAILED)
 
 func sentinel(code C.int) *Error {
 	return &Error{Code: int(code), Message: statusString(int(code))}

@@ -24,6 +24,9 @@ type Change struct {
 	// deleted (an empty Value: no upper bound). A subscriber to prefixes gets
 	// it when the range meets one of them, with the whole range.
 	DeleteRange bool
+	// Merged is true for a merge (DB.Merge): Value is the operand written,
+	// not the key's new value.
+	Merged bool
 	// Version is the write's version; every op of one batch or transaction
 	// shares it.
 	Version uint64
@@ -131,6 +134,7 @@ func next(sub *C.sett_subscription_t, wait time.Duration) ([]Change, error) {
 			Value:       C.GoBytes(unsafe.Pointer(it.value), C.int(it.value_len)),
 			Deleted:     it.kind == C.SETT_CHANGE_DELETE || it.kind == C.SETT_CHANGE_DELETE_RANGE,
 			DeleteRange: it.kind == C.SETT_CHANGE_DELETE_RANGE,
+			Merged:      it.kind == C.SETT_CHANGE_MERGE,
 			Version:     uint64(it.version),
 			UserMeta:    byte(it.user_meta),
 			ExpiresAt:   uint64(it.expires_at),

@@ -196,6 +196,11 @@ func (k *Keyspace) SetEntry(e *Entry) error {
 	return storeSetEntry(k, e)
 }
 
+// Merge merges operand into key of the keyspace (see DB.Merge).
+func (k *Keyspace) Merge(key, operand []byte) error {
+	return storeMerge(k, key, operand)
+}
+
 // Delete removes key from the keyspace (no error if it is absent).
 func (k *Keyspace) Delete(key []byte) error {
 	return storeDelete(k, key)
@@ -221,6 +226,16 @@ func (b *Batch) SetIn(ks *Keyspace, key, value []byte) error {
 		rc := C.sett_batch_put_in(b.b, h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)))
 		runtime.KeepAlive(key)
 		runtime.KeepAlive(value)
+		return rc
+	})
+}
+
+// MergeIn adds a merge of operand into key in keyspace ks (see Batch.Merge).
+func (b *Batch) MergeIn(ks *Keyspace, key, operand []byte) error {
+	return b.addIn(ks, func(h *C.sett_keyspace_t) C.int {
+		rc := C.sett_batch_merge_in(b.b, h, ptr(key), C.size_t(len(key)), ptr(operand), C.size_t(len(operand)))
+		runtime.KeepAlive(key)
+		runtime.KeepAlive(operand)
 		return rc
 	})
 }
@@ -293,6 +308,16 @@ func (t *Txn) SetIn(ks *Keyspace, key, value []byte) error {
 		rc := C.sett_txn_put_in(t.t, h, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), cerr)
 		runtime.KeepAlive(key)
 		runtime.KeepAlive(value)
+		return rc
+	})
+}
+
+// MergeIn buffers a merge of operand into key in keyspace ks (see Txn.Merge).
+func (t *Txn) MergeIn(ks *Keyspace, key, operand []byte) error {
+	return t.callIn(ks, func(h *C.sett_keyspace_t, cerr **C.sett_error_t) C.int {
+		rc := C.sett_txn_merge_in(t.t, h, ptr(key), C.size_t(len(key)), ptr(operand), C.size_t(len(operand)), cerr)
+		runtime.KeepAlive(key)
+		runtime.KeepAlive(operand)
 		return rc
 	})
 }

@@ -1,9 +1,12 @@
 package sett
 
 /*
+#include <stdlib.h>
 #include <sett.h>
 */
 import "C"
+
+import "unsafe"
 
 // Compression is a codec for table data blocks (index and filter blocks and
 // the value log are never compressed).
@@ -119,6 +122,13 @@ type Options struct {
 	// DB.Subscribe can start from a past version (default 4 MiB; negative
 	// keeps none).
 	ChangeFeedHistoryBytes int
+	// MergeOperator: the built-in merge operator that DB.Merge and the other
+	// Merge calls fold operands with, by name: MergeU64Add, MergeAppend or
+	// MergeMax (empty, the default: none, and merges fail with
+	// ErrMergeOperatorMissing). The database records it: an Open with another
+	// one fails with ErrMergeOperatorMismatch. Not in the table of options
+	// (core takes code there). An unknown name is ErrInvalidArgument.
+	MergeOperator string
 }
 
 // cOptions builds the C options; the caller frees them with
@@ -239,6 +249,15 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 		C.sett_options_set_change_feed_history_bytes(co, C.size_t(o.ChangeFeedHistoryBytes))
 	}
 	C.sett_options_set_level_dynamic(co, cbool(o.LevelDynamic))
+	if o.MergeOperator != "" && firstErr == nil {
+		name := C.CString(o.MergeOperator)
+		rc := C.sett_options_set_merge_operator(co, name)
+		C.free(unsafe.Pointer(name))
+		if rc != C.SETT_OK {
+			firstErr = argError(rc, "unknown merge operator %q: the built-ins are %q, %q and %q",
+				o.MergeOperator, MergeU64Add, MergeAppend, MergeMax)
+		}
+	}
 	C.sett_options_set_sync_writes(co, cbool(o.SyncWrites))
 	C.sett_options_set_read_only(co, cbool(o.ReadOnly))
 	if firstErr != nil {
@@ -247,6 +266,19 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 	}
 	return co, nil
 }
+
+// The built-in merge operators' names, for Options.MergeOperator.
+const (
+	// MergeU64Add: values and operands are unsigned 64-bit counters, 8 bytes
+	// little-endian (binary.LittleEndian); a merge adds them, wrapping at 2^64.
+	// An operand of another length makes reads of its key fail with
+	// ErrMergeFailed until a Set replaces it.
+	MergeU64Add = "sett.u64_add"
+	// MergeAppend: a merge appends the operand to the value.
+	MergeAppend = "sett.append"
+	// MergeMax: a merge keeps the bytewise largest of the value and the operand.
+	MergeMax = "sett.max"
+)
 
 func cbool(b bool) C.uint32_t {
 	if b {

@@ -41,6 +41,7 @@ func allOptions() Options {
 		MaxTxnSize:                 4 << 20,
 		ChangeFeedHistoryBytes:     1 << 20,
 		SyncWrites:                 true,
+		MergeOperator:              MergeAppend,
 	}
 }
 
@@ -56,7 +57,10 @@ func TestEveryOptionIsAcceptedAndTheDatabaseWorks(t *testing.T) {
 	}
 	db := openTempWith(t, &o)
 	mustSet(t, db, "k", "v")
-	if mustGet(t, db, "k") != "v" {
+	if err := db.Merge([]byte("k"), []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	if mustGet(t, db, "k") != "vw" {
 		t.Fatal("read back")
 	}
 	st, err := db.Stats()

@@ -27,6 +27,7 @@ type store interface {
 	cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.int
 	cDelete(key []byte, cerr **C.sett_error_t) C.int
 	cMultiGetInto(keys **C.uint8_t, lens *C.size_t, n C.size_t, dst *C.uint8_t, capacity C.size_t, vlens *C.size_t, st *C.int, needed *C.size_t, cerr **C.sett_error_t) C.int
+	cMerge(key, operand []byte, cerr **C.sett_error_t) C.int
 	cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int
 	cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int
 	cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int
@@ -76,6 +77,14 @@ func (k *Keyspace) cPutWith(e *Entry, ttl C.uint64_t, cerr **C.sett_error_t) C.i
 
 func (d *DB) cMultiGetInto(keys **C.uint8_t, lens *C.size_t, n C.size_t, dst *C.uint8_t, capacity C.size_t, vlens *C.size_t, st *C.int, needed *C.size_t, cerr **C.sett_error_t) C.int {
 	return C.sett_multi_get_into(d.db, keys, lens, n, dst, capacity, vlens, st, needed, cerr)
+}
+
+func (d *DB) cMerge(key, operand []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_merge(d.db, ptr(key), C.size_t(len(key)), ptr(operand), C.size_t(len(operand)), cerr)
+}
+
+func (k *Keyspace) cMerge(key, operand []byte, cerr **C.sett_error_t) C.int {
+	return C.sett_keyspace_merge(k.ks, ptr(key), C.size_t(len(key)), ptr(operand), C.size_t(len(operand)), cerr)
 }
 
 func (k *Keyspace) cMultiGetInto(keys **C.uint8_t, lens *C.size_t, n C.size_t, dst *C.uint8_t, capacity C.size_t, vlens *C.size_t, st *C.int, needed *C.size_t, cerr **C.sett_error_t) C.int {
@@ -161,6 +170,18 @@ func storeSetEntry(s store, e *Entry) error {
 	var cerr *C.sett_error_t
 	rc := s.cPutWith(e, ttl, &cerr)
 	runtime.KeepAlive(e)
+	return status(rc, cerr)
+}
+
+func storeMerge(s store, key, operand []byte) error {
+	if err := s.rlock(); err != nil {
+		return err
+	}
+	defer s.runlock()
+	var cerr *C.sett_error_t
+	rc := s.cMerge(key, operand, &cerr)
+	runtime.KeepAlive(key)
+	runtime.KeepAlive(operand)
 	return status(rc, cerr)
 }
 

@@ -155,6 +155,21 @@ func (t *Txn) SetEntry(e *Entry) error {
 	return status(rc, cerr)
 }
 
+// Merge buffers a merge of operand into key (see DB.Merge), applied at
+// Commit; the transaction's reads see it folded. ErrMergeOperatorMissing
+// when the database has no merge operator, ErrTooBig as SetEntry (the merge
+// is not taken either way).
+func (t *Txn) Merge(key, operand []byte) error {
+	if t.t == nil {
+		return ErrClosed
+	}
+	var cerr *C.sett_error_t
+	rc := C.sett_txn_merge(t.t, ptr(key), C.size_t(len(key)), ptr(operand), C.size_t(len(operand)), &cerr)
+	runtime.KeepAlive(key)
+	runtime.KeepAlive(operand)
+	return status(rc, cerr)
+}
+
 // Delete buffers a delete.
 func (t *Txn) Delete(key []byte) error {
 	if t.t == nil {

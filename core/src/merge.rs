@@ -65,6 +65,18 @@ impl std::fmt::Debug for dyn MergeOperator {
     }
 }
 
+/// What [`crate::Db::merge_and_read`] saw around the merge it wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeRead {
+    /// The version the merge committed at.
+    pub version: u64,
+    /// The key just below that version: every write ordered before the
+    /// merge and none after (`None`: the key had no value).
+    pub before: Option<crate::Item>,
+    /// The key at that version: `before` with this merge folded on.
+    pub after: Option<crate::Item>,
+}
+
 /// Runs `op` and turns its refusal into [`Error::MergeFailed`] naming `key`.
 pub(crate) fn fold(
     op: &dyn MergeOperator,

@@ -547,4 +547,61 @@ fn an_incremental_backup_across_a_folded_run_is_refused_and_a_full_one_works() {
     let restored = Db::open(appends(dir2.path())).unwrap();
     restored.load(&mut &again[..]).unwrap();
     assert_eq!(restored.get(b"k").unwrap(), Some(want));
+#[test]
+fn merge_and_read_gives_each_concurrent_merge_the_value_it_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(counters(dir.path())).unwrap());
+    db.put(b"other", b"x").unwrap();
+    let (threads, per) = (4u64, 150u64);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Flushes and compactions meanwhile, which fold operands they may.
+    let churn = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                db.flush().unwrap();
+                db.flatten().unwrap();
+            }
+        })
+    };
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut made = Vec::new();
+                for _ in 0..per {
+                    let r = db.merge_and_read(b"n", &n(1)).unwrap();
+                    let before = r
+                        .before
+                        .map_or(0, |i| u64::from_le_bytes(i.value.try_into().unwrap()));
+                    let after = u64::from_le_bytes(r.after.unwrap().value.try_into().unwrap());
+                    assert_eq!(after, before + 1, "at version {}", r.version);
+                    made.push(after);
+                }
+                made
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    churn.join().unwrap();
+    all.sort_unstable();
+    let want: Vec<u64> = (1..=threads * per).collect();
+    assert_eq!(all, want, "every merge made a value of its own");
+    assert_eq!(db.get(b"n").unwrap(), Some(n(threads * per)));
+}
+
+#[test]
+fn merge_and_read_refuses_bad_input_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(with(dir.path(), None)).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let e = db.merge_and_read(b"k", b"x").unwrap_err();
+    assert!(matches!(e, Error::MergeOperatorMissing { .. }), "{e}");
+    let e = db.merge_and_read(b"", b"x").unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
 }

@@ -206,7 +206,7 @@ impl Pipeline {
 
     /// Queues a write (a batch of `bytes`, or value-log moves) and waits
     /// until a leader, maybe this caller, has applied it through `env`.
-    /// Value-log moves go alone, so that their liveness check sees every
+    /// Returns the batch's sequence (0 for moves). Value-log moves go alone, so that their liveness check sees every
     /// write ordered before them.
     /// Requires: no lock of the pipeline's or the environment's held.
     pub(crate) fn commit<E: CommitEnv>(
@@ -216,7 +216,7 @@ impl Pipeline {
         txn: Option<TxnCheck>,
         bytes: usize,
         sync: bool,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let mut q = lock(&self.queue);
         let seq = match &kind {
             WriterKind::Batch(b) => q.reserve_batch(b, txn.as_ref())?,
@@ -226,7 +226,7 @@ impl Pipeline {
         q.writers.push_back(me.clone());
         loop {
             if let Some(r) = lock(&me.result).take() {
-                return r;
+                return r.map(|()| me.seq);
             }
             let job = lock(&me.job).take();
             if let Some(job) = job {
@@ -266,12 +266,12 @@ impl Pipeline {
             }
         }
         self.notify(&q);
-        res
+        res.map(|()| me.seq)
     }
 
     /// Applies one batch on the caller's thread: takes the log lock, hands
     /// out the batch's sequence under it (so sequences reach the logs in
-    /// order), applies and publishes it.
+    /// order), applies and publishes it. Returns that sequence.
     /// Requires: no lock of the pipeline's or the environment's held.
     pub(crate) fn commit_direct<E: CommitEnv>(
         &self,
@@ -280,14 +280,14 @@ impl Pipeline {
         txn: Option<TxnCheck>,
         bytes: usize,
         sync: bool,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let res = env.with_log(|log| {
             let seq = lock(&self.queue).reserve_batch(&batch, txn.as_ref())?;
             let me = Writer::new(WriterKind::Batch(batch), seq, bytes, sync);
             let res = env.apply(log, std::slice::from_ref(&me));
             // Even a failed write's sequence is done with.
             self.publish(seq);
-            res
+            res.map(|()| seq)
         });
         // Transactions beginning at this sequence may wait for it.
         self.notify(&lock(&self.queue));
@@ -463,7 +463,7 @@ mod tests {
             lock(&self.pipeline.queue).writers.len()
         }
 
-        fn put(&self, key: &str) -> Result<()> {
+        fn put(&self, key: &str) -> Result<u64> {
             let mut b = WriteBatch::new();
             b.put(key, "v");
             self.pipeline
@@ -535,14 +535,14 @@ mod tests {
 
     /// Starts a writer of "a" (sequence 1) and holds it inside `apply`,
     /// so that writers queue behind it; the sender lets it go.
-    fn hold_leader(f: &Arc<Fake>) -> (thread::JoinHandle<Result<()>>, mpsc::Sender<()>) {
+    fn hold_leader(f: &Arc<Fake>) -> (thread::JoinHandle<Result<u64>>, mpsc::Sender<()>) {
         let (inside, go) = f.close_gate();
         let first = spawn_put(f, "a");
         inside.recv().expect("leader inside apply");
         (first, go)
     }
 
-    fn spawn_put(f: &Arc<Fake>, key: &str) -> thread::JoinHandle<Result<()>> {
+    fn spawn_put(f: &Arc<Fake>, key: &str) -> thread::JoinHandle<Result<u64>> {
         let (f, key) = (f.clone(), key.to_string());
         thread::spawn(move || f.put(&key))
     }
@@ -623,9 +623,13 @@ mod tests {
             })
             .collect();
         go.send(()).expect("let the leader go");
-        for t in big.into_iter().chain([first]) {
-            t.join().expect("writer").expect("commit");
-        }
+        let seqs: Vec<u64> = big
+            .into_iter()
+            .chain([first])
+            .map(|t| t.join().expect("writer").expect("commit"))
+            .collect();
+        // A follower gets its own sequence back, not its leader's.
+        assert_eq!(seqs, vec![2, 3, 4, 1]);
         assert_eq!(f.groups(), vec![vec![1], vec![2, 3], vec![4]]);
     }
 
@@ -840,10 +844,12 @@ mod tests {
         assert!(err.to_string().contains("must be above 1"), "{err}");
         let mut b = WriteBatch::new();
         b.put("new", "v").set_version(10);
-        f.pipeline
+        let at = f
+            .pipeline
             .commit(&*f, WriterKind::Batch(b), None, 10, false)
             .expect("commit at 10");
-        f.put("next").expect("commit");
+        assert_eq!(at, 10, "commit returns the sequence it committed at");
+        assert_eq!(f.put("next").expect("commit"), 11);
         assert_eq!(f.seq_of(b"new"), Some(10));
         assert_eq!(f.seq_of(b"next"), Some(11));
         assert_eq!(f.pipeline.visible(), 11);

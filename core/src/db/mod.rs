@@ -40,6 +40,7 @@ use crate::keyspace::Region;
 use crate::levels::Version;
 use crate::manifest::Manifest;
 use crate::memtable::{ChunkPool, Memtable};
+use crate::merge::MergeRead;
 use crate::options::Options;
 use crate::range_del::RangeDels;
 use crate::value::{self, Stored};
@@ -565,6 +566,33 @@ impl Db {
         let mut b = WriteBatch::new();
         b.merge(key, operand);
         self.write(b)
+    }
+
+    /// [`Db::merge`], then reads `key` just below and at the version the
+    /// merge committed at: what it was merged onto, and what it made,
+    /// whatever other writers do meanwhile. A caller that must answer with
+    /// the value its own merge produced (a counter's `INCR`) gets it here
+    /// without a transaction, so concurrent callers never wait on or retry
+    /// against each other. A snapshot taken before the write keeps both
+    /// versions from being folded together by compaction until they are read.
+    pub fn merge_and_read(&self, key: &[u8], operand: &[u8]) -> Result<MergeRead> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        inner.check_user_key(key)?;
+        // At or below the merge's version, taken before it is handed out.
+        let _pin = inner.snapshot_at(inner.commit.visible());
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
+        let version = inner.write_seq(WriterKind::Batch(b), None)?;
+        // The write is applied and visible: a state taken now holds it.
+        let st = inner.read_state();
+        let before = inner.get_in(&st, key, version.saturating_sub(1))?;
+        let after = inner.get_in(&st, key, version)?;
+        Ok(MergeRead {
+            version,
+            before,
+            after,
+        })
     }
 
     /// Removes `key` (a no-op if it is absent).

@@ -156,15 +156,21 @@ impl DbInner {
 
     /// Commits a batch, or value-log moves, through the pipeline.
     pub(crate) fn write(&self, kind: WriterKind, txn: Option<TxnCheck>) -> Result<()> {
+        self.write_seq(kind, txn).map(|_| ())
+    }
+
+    /// [`DbInner::write`], returning the sequence the batch committed at
+    /// (0 for value-log moves and for an empty batch, which writes nothing).
+    pub(crate) fn write_seq(&self, kind: WriterKind, txn: Option<TxnCheck>) -> Result<u64> {
         self.check_writable()?;
         let kind = match kind {
             WriterKind::Batch(b) if b.has_merge => WriterKind::Batch(self.prepare_merges(b)?),
             kind => kind,
         };
         let (bytes, sync) = match &kind {
-            WriterKind::Batch(b) if b.is_empty() => return Ok(()),
+            WriterKind::Batch(b) if b.is_empty() => return Ok(0),
             WriterKind::Batch(b) => (self.validate(b)?, b.sync.unwrap_or(self.opts.sync_writes)),
-            WriterKind::Moves(m) if m.is_empty() => return Ok(()),
+            WriterKind::Moves(m) if m.is_empty() => return Ok(0),
             WriterKind::Moves(m) => (
                 m.iter()
                     .map(|m| m.key.len() + m.value.len() + OP_OVERHEAD)

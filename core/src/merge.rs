@@ -29,14 +29,22 @@ use std::sync::Arc;
 ///
 /// # The associativity contract
 ///
-/// `merge(key, None, operands)` over a run of operands must return an operand
-/// that means the same as the run: for every base `b` and every split of
-/// the operands into runs `r1 ++ r2`,
+/// [`MergeOperator::partial_merge`] over a run of operands must return an
+/// operand that means the same as the run: for every base `b` and every
+/// split of the operands into runs `r1 ++ r2`,
 /// `merge(key, b, r1 ++ r2) == merge(key, Some(&merge(key, b, r1)?), r2)` and
-/// `merge(key, b, r1 ++ r2) == merge(key, b, [merge(key, None, r1 ++ r2)?])`.
+/// `merge(key, b, r1 ++ r2) == merge(key, b, [partial_merge(key, r1 ++ r2)?])`.
 /// Compaction relies on it to fold a run of operands whose base lies in a
-/// level it does not read. A merge that is not associative gives answers
-/// that depend on when compactions ran.
+/// level it does not read, and a batch or transaction to combine two
+/// merges of one key. A merge that is not associative gives answers that
+/// depend on when compactions ran.
+///
+/// `merge(key, None, ..)` is the value over no base (the key was deleted,
+/// expired or never written); `partial_merge` is a run over a base not at
+/// hand. They are one function when values and operands share a form (the
+/// built-ins: the default `partial_merge` calls `merge(key, None, ..)`); an
+/// operator whose operands differ from its values (a tagged increment over a
+/// decimal string, say) gives `partial_merge` of its own.
 ///
 /// An error (a malformed operand, say) fails the read that met it, naming
 /// the key ([`Error::MergeFailed`]); compaction keeps the operands unfolded,
@@ -57,6 +65,17 @@ pub trait MergeOperator: Send + Sync {
         existing: Option<&[u8]>,
         operands: &[&[u8]],
     ) -> std::result::Result<Vec<u8>, String>;
+
+    /// Combines `operands` (oldest first, at least one) into one operand
+    /// that means the same over any base (see the associativity contract).
+    /// The default is `merge(key, None, operands)`.
+    fn partial_merge(
+        &self,
+        key: &[u8],
+        operands: &[&[u8]],
+    ) -> std::result::Result<Vec<u8>, String> {
+        self.merge(key, None, operands)
+    }
 }
 
 impl std::fmt::Debug for dyn MergeOperator {
@@ -85,6 +104,16 @@ pub(crate) fn fold(
     operands: &[&[u8]],
 ) -> Result<Vec<u8>> {
     op.merge(key, existing, operands)
+        .map_err(|reason| Error::MergeFailed {
+            key: key.to_vec(),
+            reason,
+        })
+}
+
+/// Runs `op.partial_merge` and turns its refusal into
+/// [`Error::MergeFailed`] naming `key`.
+pub(crate) fn combine(op: &dyn MergeOperator, key: &[u8], operands: &[&[u8]]) -> Result<Vec<u8>> {
+    op.partial_merge(key, operands)
         .map_err(|reason| Error::MergeFailed {
             key: key.to_vec(),
             reason,
@@ -231,7 +260,7 @@ mod tests {
             let (r1, r2) = ops.split_at(split);
             let first = op.merge(b"k", base, r1).unwrap();
             assert_eq!(op.merge(b"k", Some(&first), r2).unwrap(), whole);
-            let run = op.merge(b"k", None, r2).unwrap();
+            let run = op.partial_merge(b"k", r2).unwrap();
             let mut two: Vec<&[u8]> = r1.to_vec();
             two.push(&run);
             assert_eq!(op.merge(b"k", base, &two).unwrap(), whole);

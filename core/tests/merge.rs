@@ -605,3 +605,69 @@ fn merge_and_read_refuses_bad_input_and_writes_nothing() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
 }
+
+/// Values are decimal strings, operands "+N": an operator whose operands
+/// differ from its values, so that a run of operands combines by
+/// `partial_merge` ("+N" again), not by `merge` over no base (a value).
+struct Tagged;
+
+impl Tagged {
+    fn delta(op: &[u8]) -> Result<i64, String> {
+        let s = std::str::from_utf8(op).map_err(|e| e.to_string())?;
+        s.strip_prefix('+')
+            .and_then(|d| d.parse().ok())
+            .ok_or_else(|| format!("operand {s:?} is not +N"))
+    }
+}
+
+impl MergeOperator for Tagged {
+    fn name(&self) -> &str {
+        "test.tagged"
+    }
+
+    fn merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Result<Vec<u8>, String> {
+        let mut n: i64 = match existing {
+            Some(v) => std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or("value is not a number")?,
+            None => 0,
+        };
+        for op in operands {
+            n += Self::delta(op)?;
+        }
+        Ok(n.to_string().into_bytes())
+    }
+
+    fn partial_merge(&self, _key: &[u8], operands: &[&[u8]]) -> Result<Vec<u8>, String> {
+        let mut n = 0;
+        for op in operands {
+            n += Self::delta(op)?;
+        }
+        Ok(format!("+{n}").into_bytes())
+    }
+}
+
+#[test]
+fn a_batch_and_a_transaction_combine_two_merges_of_a_key_by_partial_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(with(dir.path(), Some(Arc::new(Tagged)))).unwrap();
+    db.put(b"n", b"5").unwrap();
+    let mut b = WriteBatch::new();
+    b.merge(b"n", b"+1").merge(b"n", b"+2");
+    db.write(b).unwrap();
+    assert_eq!(db.get(b"n").unwrap(), Some(b"8".to_vec()));
+    db.update(|t| {
+        t.merge(b"n", b"+10")?;
+        t.merge(b"n", b"+20")
+    })
+    .unwrap();
+    assert_eq!(db.get(b"n").unwrap(), Some(b"38".to_vec()));
+    db.flatten().unwrap();
+    assert_eq!(db.get(b"n").unwrap(), Some(b"38".to_vec()));
+}

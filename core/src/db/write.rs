@@ -229,7 +229,7 @@ impl DbInner {
             let folded = match (&prior.value, batch.value(prior)) {
                 (OpValue::Merge(_), _) => {
                     let p = batch.operand(prior).unwrap_or_default();
-                    let run = crate::merge::fold(&*operator, &key, None, &[p, &operand])?;
+                    let run = crate::merge::combine(&*operator, &key, &[p, &operand])?;
                     OpValue::Merge(batch.stash_bytes(&run))
                 }
                 (_, base) => {

@@ -615,9 +615,16 @@ impl Fold<'_> {
         operands.reverse();
         let top_seq = key::split(&top).1;
         let floor = if bound < top_seq { bound } else { 0 };
-        let folded = match crate::merge::fold(operator, &uk, onto.as_deref(), &operands) {
-            Ok(v) => v,
-            Err(_) => return run,
+        // A whole value folds onto its base (or onto nothing, which is then
+        // known); an operand kept above a base, or over one deeper, is a
+        // partial merge.
+        let folded = if whole {
+            crate::merge::fold(operator, &uk, onto.as_deref(), &operands)
+        } else {
+            crate::merge::combine(operator, &uk, &operands)
+        };
+        let Ok(folded) = folded else {
+            return run;
         };
         let mut rec = Vec::with_capacity(folded.len() + 12);
         if whole {

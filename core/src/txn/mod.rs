@@ -241,7 +241,7 @@ impl Txn {
             None => (operand.to_vec(), true, PutOptions::default(), None),
             Some(w) if w.operand => {
                 let prior = w.value.as_deref().unwrap_or_default();
-                let run = crate::merge::fold(&*operator, &key, None, &[prior, operand])?;
+                let run = crate::merge::combine(&*operator, &key, &[prior, operand])?;
                 (run, true, PutOptions::default(), None)
             }
             Some(w) => {

@@ -254,6 +254,113 @@ fn incr_is_exact_under_concurrent_clients_and_refuses_non_integers() {
 }
 
 #[test]
+fn concurrent_incrs_are_merges_and_each_reply_is_the_value_its_own_increment_made() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let srv = Server::start(dir.path(), &[]);
+    let url = srv.url();
+    let (clients, each) = (6, 100);
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let mut c = redis::Client::open(url)
+                    .and_then(|c| c.get_connection())
+                    .expect("connect");
+                (0..each)
+                    .map(|_| cmd("INCR").arg("hits").query::<i64>(&mut c).expect("incr"))
+                    .collect::<Vec<i64>>()
+            })
+        })
+        .collect();
+    let mut replies: Vec<i64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("incr thread"))
+        .collect();
+    replies.sort_unstable();
+    let want: Vec<i64> = (1..=clients * each).collect();
+    assert_eq!(replies, want, "no two INCRs got the same reply");
+    let mut c = srv.client();
+    assert_eq!(
+        s(&mut c, &["GET", "hits"]).as_deref(),
+        Some((clients * each).to_string().as_str())
+    );
+}
+
+#[test]
+fn append_replies_the_length_and_a_refused_incr_leaves_the_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let srv = Server::start(dir.path(), &[]);
+    let mut c = srv.client();
+    assert_eq!(n(&mut c, &["APPEND", "s", "ab"]), 2);
+    // OBJECT ENCODING as redis-server: a string APPEND created is plain, one
+    // it edited is "raw", and INCR makes an integer again.
+    assert_eq!(
+        s(&mut c, &["OBJECT", "ENCODING", "s"]).as_deref(),
+        Some("embstr")
+    );
+    assert_eq!(n(&mut c, &["APPEND", "s", "cde"]), 5);
+    assert_eq!(
+        s(&mut c, &["OBJECT", "ENCODING", "s"]).as_deref(),
+        Some("raw")
+    );
+    assert_eq!(s(&mut c, &["GET", "s"]).as_deref(), Some("abcde"));
+    assert!(err(&mut c, &["INCR", "s"]).contains("not an integer"));
+    assert!(err(&mut c, &["DECRBY", "s", "3"]).contains("not an integer"));
+    assert_eq!(s(&mut c, &["GET", "s"]).as_deref(), Some("abcde"));
+    assert_eq!(n(&mut c, &["APPEND", "s", "f"]), 6);
+    assert_eq!(s(&mut c, &["GET", "s"]).as_deref(), Some("abcdef"));
+    ok(&mut c, &["SET", "n", "9"]);
+    assert_eq!(n(&mut c, &["APPEND", "n", "1"]), 2);
+    assert_eq!(
+        s(&mut c, &["OBJECT", "ENCODING", "n"]).as_deref(),
+        Some("raw")
+    );
+    assert_eq!(n(&mut c, &["INCR", "n"]), 92);
+    assert_eq!(
+        s(&mut c, &["OBJECT", "ENCODING", "n"]).as_deref(),
+        Some("int")
+    );
+    ok(&mut c, &["SET", "big", &(i64::MAX - 1).to_string()]);
+    assert_eq!(n(&mut c, &["INCR", "big"]), i64::MAX);
+    assert!(err(&mut c, &["INCR", "big"]).contains("overflow"));
+    assert_eq!(s(&mut c, &["GET", "big"]), Some(i64::MAX.to_string()));
+    assert_eq!(n(&mut c, &["DECR", "big"]), i64::MAX - 1);
+}
+
+#[test]
+fn an_incr_over_a_key_with_a_ttl_goes_when_the_ttl_passes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let srv = Server::start(dir.path(), &[]);
+    let mut c = srv.client();
+    ok(&mut c, &["SET", "t", "5", "EX", "1"]);
+    assert_eq!(n(&mut c, &["INCR", "t"]), 6);
+    ok(&mut c, &["SET", "text", "abc", "EX", "1"]);
+    assert!(err(&mut c, &["INCR", "text"]).contains("not an integer"));
+    assert_eq!(n(&mut c, &["APPEND", "text", "d"]), 4);
+    assert!(n(&mut c, &["TTL", "t"]) >= 0, "INCR keeps the TTL");
+    std::thread::sleep(Duration::from_millis(2100));
+    // Operands over an expired value would read as a new value of their own.
+    assert_eq!(s(&mut c, &["GET", "t"]), None);
+    assert_eq!(s(&mut c, &["GET", "text"]), None);
+    assert_eq!(n(&mut c, &["INCR", "t"]), 1);
+}
+
+#[test]
+fn a_directory_written_without_a_merge_operator_opens_and_takes_incr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = sett::Db::open(sett::Options::new(dir.path())).expect("open plain");
+        db.put(b"plain", b"v").expect("put");
+        db.close().expect("close");
+    }
+    let srv = Server::start(dir.path(), &[]);
+    let mut c = srv.client();
+    assert_eq!(n(&mut c, &["INCR", "c"]), 1);
+    assert_eq!(n(&mut c, &["INCRBY", "c", "41"]), 42);
+    assert_eq!(s(&mut c, &["GET", "c"]).as_deref(), Some("42"));
+}
+
+#[test]
 fn scan_with_match_and_count_visits_every_key_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let srv = Server::start(dir.path(), &[]);

@@ -29,6 +29,7 @@ mod kv;
 mod multi;
 mod pubsub;
 mod replication_cmds;
+mod string_merge;
 mod strings;
 
 pub(crate) use cluster_cmds::follow_topology;
@@ -95,6 +96,9 @@ impl Settings {
             .max(self.max_bulk.saturating_add(1 << 20))
             .min(2 << 30);
         opts.change_feed_history_bytes = self.repl_backlog;
+        // INCR and APPEND are merges (see string_merge). A directory written
+        // before records no operator: the open records this one.
+        opts.merge_operator = Some(std::sync::Arc::new(string_merge::RedisString));
         opts
     }
 }

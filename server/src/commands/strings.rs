@@ -2,9 +2,12 @@
 //! rewrites a value in place (APPEND, SETRANGE, SETBIT, INCR and its family)
 //! keeps the key's TTL; one that replaces it (SET, GETSET, SETNX) drops it.
 
-use super::{keep_ttl, not_int, parse_i64, stored, syntax, upper, wrong_args, Ctx, Res};
+use super::{
+    keep_ttl, not_int, parse_i64, stored, string_merge, syntax, upper, wrong_args, Ctx, Kv, Res,
+};
 use crate::resp::Reply;
-use sett::PutOptions;
+use sett::merge::MergeRead;
+use sett::{Item, PutOptions};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -231,10 +234,67 @@ fn rewrite(
     })
 }
 
+/// A merge of `operand` into `key` outside MULTI: the key just below and at
+/// the merge's version. `None` inside EXEC, whose transaction the command
+/// reads and writes through instead.
+fn merge_and_read(cx: &mut Ctx<'_>, key: &[u8], operand: &[u8]) -> sett::Result<Option<MergeRead>> {
+    match &cx.kv {
+        Kv::Db(db) => db.merge_and_read(key, operand).map(Some),
+        Kv::Txn(_) => Ok(None),
+    }
+}
+
+/// After a merge: rewrites the key as one value, in a transaction, when
+/// the merge alone would leave it unlike Redis's. A merged key keeps the
+/// user meta and TTL of the value under its operands, so that is needed when
+/// that value has a TTL (applied or refused, reads fold operands over an
+/// expired value onto nothing: without this the key would come back, without
+/// its earlier value, once the TTL passed, where Redis's key is gone), and
+/// when an applied merge changes the `EDITED` mark OBJECT ENCODING reads
+/// (`user_meta`: `Some` for an applied merge, `None` to keep the mark). A
+/// counter only INCRed, or a string only APPENDed to, needs it at most once.
+fn settle(
+    cx: &mut Ctx<'_>,
+    key: &[u8],
+    merged_onto: Option<&Item>,
+    user_meta: Option<u8>,
+) -> sett::Result<()> {
+    let had_ttl = merged_onto.is_some_and(|i| i.expires_at != 0);
+    let old_meta = merged_onto.map_or(0, |i| i.user_meta);
+    if !had_ttl && user_meta.is_none_or(|m| m == old_meta) {
+        return Ok(());
+    }
+    let now = cx.now();
+    cx.kv.atomic(|kv| {
+        if let Some(e) = kv.get_entry(key)? {
+            let ttl = keep_ttl(e.expires_at, now);
+            kv.put_with(key, &e.value, meta(user_meta.unwrap_or(e.user_meta), ttl))?;
+        }
+        Ok(())
+    })
+}
+
 pub(super) fn append(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     let max = cx.sh.settings.max_bulk;
     let add = &args[2];
-    rewrite(cx, &stored(&args[1]), true, |old| {
+    let key = stored(&args[1]);
+    if add.len() > max {
+        return Ok(too_big());
+    }
+    if let Some(r) = merge_and_read(cx, &key, &string_merge::append(add, max))? {
+        let len = r.before.as_ref().map_or(0, |i| i.value.len());
+        let applied = len + add.len() <= max;
+        // An APPEND that creates the key makes a plain string, as in Redis;
+        // one onto a value edits it.
+        let mark = if r.before.is_some() { super::EDITED } else { 0 };
+        settle(cx, &key, r.before.as_ref(), applied.then_some(mark))?;
+        if !applied {
+            // The fold left the value as it was.
+            return Ok(too_big());
+        }
+        return Ok(Reply::Int((len + add.len()) as i64));
+    }
+    rewrite(cx, &key, true, |old| {
         let mut v = old.unwrap_or_default();
         if v.len() + add.len() > max {
             return Err(too_big());
@@ -371,7 +431,21 @@ pub(super) fn incr(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Res {
     } else {
         by
     };
-    rewrite(cx, &stored(&args[1]), false, |old| {
+    let key = stored(&args[1]);
+    if let Some(r) = merge_and_read(cx, &key, &string_merge::incr(by))? {
+        let before = r.before.as_ref().map(|i| i.value.as_slice());
+        let made = string_merge::incremented(before, by);
+        settle(cx, &key, r.before.as_ref(), made.map(|_| 0))?;
+        // A refused increment: the fold left the value as it was.
+        if before.is_some_and(|v| parse_i64(v).is_none()) {
+            return Ok(not_int());
+        }
+        let Some(n) = made else {
+            return Ok(Reply::err("increment or decrement would overflow"));
+        };
+        return Ok(Reply::Int(n));
+    }
+    rewrite(cx, &key, false, |old| {
         let n = match &old {
             None => 0,
             Some(v) => parse_i64(v).ok_or_else(not_int)?,

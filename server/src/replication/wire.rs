@@ -78,6 +78,7 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
                 out.push(match c.kind {
                     ChangeKind::Put => 0,
                     ChangeKind::DeleteRange => 2,
+                    ChangeKind::Merge => 3,
                     _ => 1,
                 });
                 out.extend_from_slice(&(c.key.len() as u32).to_le_bytes());
@@ -221,6 +222,7 @@ fn decode(payload: &[u8]) -> Option<Frame> {
                     0 => ChangeKind::Put,
                     1 => ChangeKind::Delete,
                     2 => ChangeKind::DeleteRange,
+                    3 => ChangeKind::Merge,
                     _ => return None,
                 };
                 let key = c.bytes()?;
@@ -284,6 +286,7 @@ mod tests {
                 change(7, ChangeKind::Put, "a", "1"),
                 change(7, ChangeKind::Delete, "b", ""),
                 change(8, ChangeKind::DeleteRange, "c", "d"),
+                change(9, ChangeKind::Merge, "e", "op"),
             ]),
             Frame::Heartbeat(8),
         ]

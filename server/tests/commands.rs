@@ -328,6 +328,19 @@ fn append_replies_the_length_and_a_refused_incr_leaves_the_value() {
 }
 
 #[test]
+fn an_append_past_the_bulk_limit_is_refused_and_the_value_stays() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let srv = Server::start(dir.path(), &["--max-bulk-len", "1024"]);
+    let mut c = srv.client();
+    let part = "x".repeat(600);
+    assert_eq!(n(&mut c, &["APPEND", "s", &part]), 600);
+    assert!(err(&mut c, &["APPEND", "s", &part]).contains("maximum allowed size"));
+    assert_eq!(s(&mut c, &["GET", "s"]), Some(part.clone()));
+    assert_eq!(n(&mut c, &["APPEND", "s", "yz"]), 602);
+    assert_eq!(n(&mut c, &["STRLEN", "s"]), 602);
+}
+
+#[test]
 fn an_incr_over_a_key_with_a_ttl_goes_when_the_ttl_passes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let srv = Server::start(dir.path(), &[]);

@@ -547,6 +547,8 @@ fn an_incremental_backup_across_a_folded_run_is_refused_and_a_full_one_works() {
     let restored = Db::open(appends(dir2.path())).unwrap();
     restored.load(&mut &again[..]).unwrap();
     assert_eq!(restored.get(b"k").unwrap(), Some(want));
+}
+
 #[test]
 fn merge_and_read_gives_each_concurrent_merge_the_value_it_made() {
     let dir = tempfile::tempdir().unwrap();

@@ -675,7 +675,15 @@ mod tests {
             b.add(&key::encode(b"k", *seq), rec).unwrap();
         }
         b.finish().unwrap();
-        Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap())
+        Arc::new(
+            Table::open(
+                &crate::fs::Fs::real(),
+                &path,
+                id,
+                &crate::table::test_cache(),
+            )
+            .unwrap(),
+        )
     }
 
     fn rec(stored: Stored<'_>, expires_at: u64) -> Vec<u8> {
@@ -727,7 +735,15 @@ mod tests {
         let mut got = Vec::new();
         for (id, _) in out.tables {
             let path = filename::table(dir.path(), id);
-            let t = Arc::new(Table::open(&path, id, &crate::table::test_cache()).unwrap());
+            let t = Arc::new(
+                Table::open(
+                    &crate::fs::Fs::real(),
+                    &path,
+                    id,
+                    &crate::table::test_cache(),
+                )
+                .unwrap(),
+            );
             let mut it = TableIter::streaming(t);
             it.rewind().unwrap();
             while it.valid() {

@@ -311,6 +311,7 @@ ctest: deps
 	cc $(CFLAGS_TEST) -Iinclude ffi/tests/c/test_feed.c -Ltarget/debug -Wl,-rpath,$(ROOT)/target/debug -lsett -o target/ctest/test_feed
 	cc $(CFLAGS_TEST) -Iinclude ffi/tests/c/test_keyspace.c -Ltarget/debug -Wl,-rpath,$(ROOT)/target/debug -lsett -o target/ctest/test_keyspace
 	cc $(CFLAGS_TEST) -Iinclude ffi/tests/c/test_merge.c -Ltarget/debug -Wl,-rpath,$(ROOT)/target/debug -lsett -o target/ctest/test_merge
+	cc $(CFLAGS_TEST) -Iinclude ffi/tests/c/test_encryption.c -Ltarget/debug -Wl,-rpath,$(ROOT)/target/debug -lsett -o target/ctest/test_encryption
 	c++ $(CXXFLAGS_TEST) -Iinclude ffi/tests/c/test_cpp.cpp -Ltarget/debug -Wl,-rpath,$(ROOT)/target/debug -lsett -o target/ctest/test_cpp
 	cc $(CFLAGS_TEST) -o target/ctest/example examples/c/example.c $$(PKG_CONFIG_PATH=target/ctest/pkgconfig pkg-config --cflags --libs sett)
 	readelf -d target/debug/libsett.so | grep 'SONAME.*libsett.so.$(word 1,$(subst ., ,$(VERSION)))' >/dev/null
@@ -319,6 +320,7 @@ ctest: deps
 	$(VALGRIND) target/ctest/test_feed
 	$(VALGRIND) target/ctest/test_keyspace
 	$(VALGRIND) target/ctest/test_merge
+	$(VALGRIND) target/ctest/test_encryption
 	rm -rf target/ctest/example-db && $(VALGRIND) target/ctest/example target/ctest/example-db && rm -rf target/ctest/example-db
 
 # The Go package (race detector, and cgocheck2 for every pointer it hands C), the benchmark

@@ -177,6 +177,22 @@
 #define SETT_MERGE_FAILED 20
 
 /**
+ * The encryption key given is not the one the database was encrypted with;
+ * nothing was read or changed.
+ */
+#define SETT_WRONG_ENCRYPTION_KEY 21
+
+/**
+ * The database is encrypted and no encryption key was given.
+ */
+#define SETT_ENCRYPTION_KEY_REQUIRED 22
+
+/**
+ * An encryption key was given for a database that is not encrypted.
+ */
+#define SETT_NOT_ENCRYPTED 23
+
+/**
  * A change that put a value (sett_change_t.kind).
  */
 #define SETT_CHANGE_PUT 0
@@ -219,6 +235,11 @@
  * database's per-level choice. Not a codec: database options refuse it.
  */
 #define SETT_COMPRESSION_INHERIT -1
+
+/**
+ * Length in bytes of an encryption master key (AES-256).
+ */
+#define SETT_ENCRYPTION_KEY_LEN 32
 
 /**
  * A write batch. One thread at a time.
@@ -754,6 +775,15 @@ int sett_bulk_loader_finish(struct sett_bulk_loader_t *loader,
  * Frees a loader; an unfinished load is abandoned (its files removed). Accepts NULL.
  */
 void sett_bulk_loader_free(struct sett_bulk_loader_t *loader);
+
+/**
+ * Makes a new data key for an encrypted database and stores its id in
+ * *key_id (if not NULL): files created from now on are encrypted with it,
+ * older files keep their keys. The key is durable when this returns.
+ * SETT_INVALID_ARGUMENT for a database opened without an encryption key or
+ * a NULL db, SETT_READ_ONLY for a read-only one.
+ */
+int sett_rotate_encryption_key(struct sett_db_t *db, uint32_t *key_id, struct sett_error_t **err);
 
 /**
  * A new empty batch. Free with sett_batch_free().
@@ -1687,6 +1717,28 @@ int sett_options_set_sync_writes(struct sett_options_t *opts, uint32_t value);
  * Any other value is SETT_INVALID_ARGUMENT.
  */
 int sett_options_set_read_only(struct sett_options_t *opts, uint32_t value);
+
+/**
+ * Encryption at rest: every file of the database is encrypted with data keys
+ * sealed under this 32-byte master key (default: none, not encrypted). The
+ * bytes are copied; the caller may wipe its buffer after the call. A
+ * database created with a key must always be opened with it: a wrong key
+ * fails sett_open() with SETT_WRONG_ENCRYPTION_KEY, none with
+ * SETT_ENCRYPTION_KEY_REQUIRED, and a key for a database created without one
+ * with SETT_NOT_ENCRYPTED. key = NULL with len = 0 clears the key. Any other
+ * length than 32, NULL key with len > 0, or NULL opts is
+ * SETT_INVALID_ARGUMENT, and the options are left unchanged.
+ */
+int sett_options_set_encryption_key(struct sett_options_t *opts, const uint8_t *key, size_t len);
+
+/**
+ * How old the newest data key may get, in milliseconds, before a new one is
+ * made for the files created from then on (default 10 days; 0: never by
+ * age, only by sett_rotate_encryption_key()). Applies when a key is set
+ * (sett_options_set_encryption_key(), before or after this call). Returns
+ * SETT_INVALID_ARGUMENT for NULL opts.
+ */
+int sett_options_set_encryption_key_rotation_ms(struct sett_options_t *opts, uint64_t ms);
 
 /**
  * Deletes every key in [start, end) with one record (a range tombstone,

@@ -392,3 +392,26 @@ pub unsafe extern "C" fn sett_bulk_loader_free(loader: *mut sett_bulk_loader_t) 
         }));
     }
 }
+
+/// Makes a new data key for an encrypted database and stores its id in
+/// *key_id (if not NULL): files created from now on are encrypted with it,
+/// older files keep their keys. The key is durable when this returns.
+/// SETT_INVALID_ARGUMENT for a database opened without an encryption key or
+/// a NULL db, SETT_READ_ONLY for a read-only one.
+#[no_mangle]
+pub unsafe extern "C" fn sett_rotate_encryption_key(
+    db: *mut sett_db_t,
+    key_id: *mut u32,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard_ok(err, || {
+        // SAFETY: `db` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let h = unsafe { live(db) }?;
+        let id = h.db.rotate_encryption_key()?;
+        if !key_id.is_null() {
+            // SAFETY: a non-NULL `key_id` is writable for one value, as sett.h requires of out-pointers.
+            unsafe { key_id.write(id) };
+        }
+        Ok(())
+    })
+}

@@ -53,6 +53,13 @@ pub const SETT_MERGE_OPERATOR_MISMATCH: c_int = 19;
 /// The merge operator refused a key's operands (an operand of the wrong
 /// size for sett.u64_add, say); the operands stay stored as they were.
 pub const SETT_MERGE_FAILED: c_int = 20;
+/// The encryption key given is not the one the database was encrypted with;
+/// nothing was read or changed.
+pub const SETT_WRONG_ENCRYPTION_KEY: c_int = 21;
+/// The database is encrypted and no encryption key was given.
+pub const SETT_ENCRYPTION_KEY_REQUIRED: c_int = 22;
+/// An encryption key was given for a database that is not encrypted.
+pub const SETT_NOT_ENCRYPTED: c_int = 23;
 
 /// An error: a status code and a message. Owned by the caller; free with
 /// sett_error_free().
@@ -104,6 +111,9 @@ impl From<Error> for FfiError {
             Error::MergeOperatorMissing { .. } => SETT_MERGE_OPERATOR_MISSING,
             Error::MergeOperatorMismatch { .. } => SETT_MERGE_OPERATOR_MISMATCH,
             Error::MergeFailed { .. } => SETT_MERGE_FAILED,
+            Error::WrongEncryptionKey(_) => SETT_WRONG_ENCRYPTION_KEY,
+            Error::EncryptionKeyRequired(_) => SETT_ENCRYPTION_KEY_REQUIRED,
+            Error::NotEncrypted(_) => SETT_NOT_ENCRYPTED,
             _ => SETT_OTHER,
         };
         let version = match &e {
@@ -207,6 +217,9 @@ pub extern "C" fn sett_status_string(code: c_int) -> *const c_char {
         SETT_MERGE_OPERATOR_MISSING => c"no merge operator for a key holding merge operands",
         SETT_MERGE_OPERATOR_MISMATCH => c"merge operator differs from the one the database records",
         SETT_MERGE_FAILED => c"merge operator refused the operands",
+        SETT_WRONG_ENCRYPTION_KEY => c"wrong encryption key",
+        SETT_ENCRYPTION_KEY_REQUIRED => c"database is encrypted: encryption key required",
+        SETT_NOT_ENCRYPTED => c"database is not encrypted",
         _ => c"unknown status code",
     };
     s.as_ptr()

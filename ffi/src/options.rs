@@ -2,14 +2,18 @@
 //! where an out-of-range one fails with SETT_INVALID_OPTION naming it.
 
 use crate::error::{FfiError, SETT_OK};
-use crate::util::{flag, guard, live_mut, path, Handle};
+use crate::util::{bytes, flag, guard, live_mut, path, Handle};
 use sett_core::merge::{self, builtin};
-use sett_core::{Compression, Options};
+use sett_core::{Compression, Encryption, EncryptionKey, Options, DEFAULT_KEY_ROTATION};
 use std::ffi::{c_char, c_int};
+use std::time::Duration;
 
 /// Options for sett_open(); defaults as documented per setter.
 pub struct sett_options_t {
     pub(crate) opts: Options,
+    /// The data-key rotation period, kept here so that it may be set before
+    /// the key: the key itself lives only in `opts.encryption`.
+    key_rotation: Duration,
 }
 
 impl Handle for sett_options_t {
@@ -21,6 +25,7 @@ impl Handle for sett_options_t {
 pub extern "C" fn sett_options_new() -> *mut sett_options_t {
     Box::into_raw(Box::new(sett_options_t {
         opts: Options::new(""),
+        key_rotation: DEFAULT_KEY_ROTATION,
     }))
 }
 
@@ -492,5 +497,64 @@ pub unsafe extern "C" fn sett_options_set_read_only(
     set(opts, |o| {
         o.read_only = flag(value, "read_only")?;
         Ok(())
+    })
+}
+
+/// Length in bytes of an encryption master key (AES-256).
+pub const SETT_ENCRYPTION_KEY_LEN: usize = 32;
+
+/// Encryption at rest: every file of the database is encrypted with data keys
+/// sealed under this 32-byte master key (default: none, not encrypted). The
+/// bytes are copied; the caller may wipe its buffer after the call. A
+/// database created with a key must always be opened with it: a wrong key
+/// fails sett_open() with SETT_WRONG_ENCRYPTION_KEY, none with
+/// SETT_ENCRYPTION_KEY_REQUIRED, and a key for a database created without one
+/// with SETT_NOT_ENCRYPTED. key = NULL with len = 0 clears the key. Any other
+/// length than 32, NULL key with len > 0, or NULL opts is
+/// SETT_INVALID_ARGUMENT, and the options are left unchanged.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_encryption_key(
+    opts: *mut sett_options_t,
+    key: *const u8,
+    len: usize,
+) -> c_int {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let o = unsafe { live_mut(opts) }?;
+        if key.is_null() && len == 0 {
+            o.opts.encryption = None;
+            return Ok(SETT_OK);
+        }
+        if len != SETT_ENCRYPTION_KEY_LEN {
+            return Err(FfiError::invalid(format!(
+                "the encryption key is {len} bytes, not {SETT_ENCRYPTION_KEY_LEN}"
+            )));
+        }
+        // SAFETY: `key` is NULL (refused) or points to `len` readable bytes, as sett.h requires of the caller.
+        let raw = unsafe { bytes(key, len, "key") }?;
+        let master = EncryptionKey::from_slice(raw)?;
+        o.opts.encryption = Some(Encryption::new(master).rotation(o.key_rotation));
+        Ok(SETT_OK)
+    })
+}
+
+/// How old the newest data key may get, in milliseconds, before a new one is
+/// made for the files created from then on (default 10 days; 0: never by
+/// age, only by sett_rotate_encryption_key()). Applies when a key is set
+/// (sett_options_set_encryption_key(), before or after this call). Returns
+/// SETT_INVALID_ARGUMENT for NULL opts.
+#[no_mangle]
+pub unsafe extern "C" fn sett_options_set_encryption_key_rotation_ms(
+    opts: *mut sett_options_t,
+    ms: u64,
+) -> c_int {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: `opts` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let o = unsafe { live_mut(opts) }?;
+        o.key_rotation = Duration::from_millis(ms);
+        if let Some(enc) = o.opts.encryption.as_mut() {
+            enc.rotation = o.key_rotation;
+        }
+        Ok(SETT_OK)
     })
 }

@@ -177,7 +177,10 @@ static void test_a_slow_subscriber_falls_behind_and_resumes_from_the_history(voi
     CHECK(strcmp(sett_status_string(SETT_FELL_BEHIND), "unknown status code") != 0);
     CHECK(strcmp(sett_status_string(SETT_FEED_HISTORY_TOO_SHORT), "unknown status code") != 0);
     CHECK(strcmp(sett_status_string(SETT_OTHER), "unknown status code") != 0);
-    CHECK(strcmp(sett_status_string(SETT_MERGE_FAILED + 1), "unknown status code") == 0);
+    CHECK(strcmp(sett_status_string(SETT_MERGE_FAILED), "unknown status code") != 0);
+    CHECK(strcmp(sett_status_string(SETT_NOT_ENCRYPTED), "unknown status code") != 0);
+    /* SETT_NOT_ENCRYPTED is the last code. */
+    CHECK(strcmp(sett_status_string(SETT_NOT_ENCRYPTED + 1), "unknown status code") == 0);
     CHECK(sett_last_version(NULL) == 0);
 
     /* A closed database delivers what was committed, then SETT_CLOSED. */

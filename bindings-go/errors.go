@@ -92,6 +92,16 @@ var (
 	// ErrOther: an engine error that this version's sett.h has no code for;
 	// the message says what failed (SETT_OTHER).
 	ErrOther = sentinel(C.SETT_OTHER)
+	// ErrWrongEncryptionKey: Options.EncryptionKey is not the key the
+	// database was encrypted with; nothing was read or changed
+	// (SETT_WRONG_ENCRYPTION_KEY).
+	ErrWrongEncryptionKey = sentinel(C.SETT_WRONG_ENCRYPTION_KEY)
+	// ErrEncryptionKeyRequired: the database is encrypted and
+	// Options.EncryptionKey is empty (SETT_ENCRYPTION_KEY_REQUIRED).
+	ErrEncryptionKeyRequired = sentinel(C.SETT_ENCRYPTION_KEY_REQUIRED)
+	// ErrNotEncrypted: Options.EncryptionKey was given for a database that is
+	// not encrypted (SETT_NOT_ENCRYPTED).
+	ErrNotEncrypted = sentinel(C.SETT_NOT_ENCRYPTED)
 )
 
 // ErrNoRewrite is returned by RunValueLogGC when no value-log file had enough
@@ -105,10 +115,11 @@ var sentinels = []*Error{
 	ErrTooBig, ErrBufferTooSmall, ErrPanic, ErrLocked, ErrReadOnly, ErrPoisoned,
 	ErrUnsupportedVersion, ErrInvalidOption, ErrFellBehind, ErrFeedHistoryTooShort,
 	ErrOther, ErrMergeOperatorMissing, ErrMergeOperatorMismatch, ErrMergeFailed,
+	ErrWrongEncryptionKey, ErrEncryptionKeyRequired, ErrNotEncrypted,
 }
 
 // lastStatusCode is the largest status code of the sett.h compiled in.
-const lastStatusCode = int(C.SETT_MERGE_FAILED)
+const lastStatusCode = int(C.SETT_NOT_ENCRYPTED)
 
 func sentinel(code C.int) *Error {
 	return &Error{Code: int(code), Message: statusString(int(code))}

@@ -18,6 +18,20 @@ func (d *DB) Flush() error {
 	return d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int { return C.sett_flush(h, cerr) })
 }
 
+// RotateEncryptionKey makes a new data key for an encrypted database and
+// returns its id: files created from now on are encrypted with it, older
+// files keep their keys (compaction and value-log GC move their data to
+// newer keys as they rewrite it). The key is durable when this returns.
+// ErrInvalidArgument on a database opened without an EncryptionKey,
+// ErrReadOnly on a read-only one.
+func (d *DB) RotateEncryptionKey() (uint32, error) {
+	var id C.uint32_t
+	err := d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int {
+		return C.sett_rotate_encryption_key(h, &id, cerr)
+	})
+	return uint32(id), err
+}
+
 // Flatten flushes the memtables and compacts everything into the last level.
 func (d *DB) Flatten() error {
 	return d.call(func(h *C.sett_db_t, cerr **C.sett_error_t) C.int { return C.sett_flatten(h, cerr) })

@@ -6,7 +6,10 @@ package sett
 */
 import "C"
 
-import "unsafe"
+import (
+	"time"
+	"unsafe"
+)
 
 // Compression is a codec for table data blocks (index and filter blocks and
 // the value log are never compressed).
@@ -129,6 +132,19 @@ type Options struct {
 	// one fails with ErrMergeOperatorMismatch. Not in the table of options
 	// (core takes code there). An unknown name is ErrInvalidArgument.
 	MergeOperator string
+	// EncryptionKey: the 32-byte AES-256 master key of encryption at rest
+	// (default empty: not encrypted). Every file is encrypted with data keys
+	// sealed under it. A database created with a key must always be opened
+	// with it: a wrong key fails Open with ErrWrongEncryptionKey, none with
+	// ErrEncryptionKeyRequired, a key for a plain database with
+	// ErrNotEncrypted. Any other length than 32 fails Open with
+	// ErrInvalidArgument. The bytes are copied for the open only.
+	EncryptionKey []byte
+	// EncryptionKeyRotationDuration: how old the newest data key may get
+	// before a new one is made for the files created from then on (default
+	// 10 days; negative: never by age, only DB.RotateEncryptionKey).
+	// Rounded up to whole milliseconds.
+	EncryptionKeyRotationDuration time.Duration
 }
 
 // cOptions builds the C options; the caller frees them with
@@ -260,6 +276,20 @@ func (o *Options) cOptions() (*C.sett_options_t, error) {
 	}
 	C.sett_options_set_sync_writes(co, cbool(o.SyncWrites))
 	C.sett_options_set_read_only(co, cbool(o.ReadOnly))
+	if o.EncryptionKeyRotationDuration < 0 {
+		C.sett_options_set_encryption_key_rotation_ms(co, 0)
+	} else if o.EncryptionKeyRotationDuration > 0 {
+		ms := (o.EncryptionKeyRotationDuration + time.Millisecond - 1) / time.Millisecond
+		C.sett_options_set_encryption_key_rotation_ms(co, C.uint64_t(ms))
+	}
+	if len(o.EncryptionKey) > 0 {
+		// The key is Go memory holding no Go pointers, copied by C during the
+		// call; a wrong length is refused there, naming the length only.
+		rc := C.sett_options_set_encryption_key(co, (*C.uint8_t)(unsafe.Pointer(&o.EncryptionKey[0])), C.size_t(len(o.EncryptionKey)))
+		if rc != C.SETT_OK && firstErr == nil {
+			firstErr = argError(C.SETT_INVALID_ARGUMENT, "option EncryptionKey is %d bytes, not 32", len(o.EncryptionKey))
+		}
+	}
 	if firstErr != nil {
 		C.sett_options_free(co)
 		return nil, firstErr

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // allOptions sets every field to a valid value other than the default.
@@ -42,6 +43,11 @@ func allOptions() Options {
 		ChangeFeedHistoryBytes:     1 << 20,
 		SyncWrites:                 true,
 		MergeOperator:              MergeAppend,
+		// The secret and its rotation are outside core's table of options
+		// (ffi/tests/options_table.rs) but set here all the same, so that an
+		// encrypted database is opened with every other option too.
+		EncryptionKey:                 bytes.Repeat([]byte{7}, 32),
+		EncryptionKeyRotationDuration: time.Hour,
 	}
 }
 

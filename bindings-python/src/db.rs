@@ -14,9 +14,10 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 use sett_core::merge::{self, MergeOperator};
 use sett_core::options::{option_spec, OptionBounds, OptionKind, OptionValue, OPTIONS};
-use sett_core::{Compression, GcOutcome, Options};
+use sett_core::{Compression, Encryption, EncryptionKey, GcOutcome, Options};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// An open sett database: `sett.Db(path, **options)` or `sett.open(...)`.
 #[pyclass(module = "sett._sett", extends = Store, subclass)]
@@ -136,6 +137,66 @@ fn option_value(py: Python<'_>, v: &OptionValue) -> PyResult<Py<PyAny>> {
     }
 }
 
+/// `Options::encryption` from open()'s `encryption_key` (bytes or bytearray
+/// of 32 bytes: a str is a TypeError, another length a ValueError that gives
+/// the length, never the bytes) and `encryption_key_rotation` (seconds as a
+/// number or a `datetime.timedelta`, 0 for never by age; it needs a key).
+fn encryption(
+    key: Option<&Bound<'_, PyAny>>,
+    rotation: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Encryption>> {
+    let rotation = match rotation.filter(|r| !r.is_none()) {
+        Some(r) => Some(rotation_period(r)?),
+        None => None,
+    };
+    let Some(key) = key.filter(|k| !k.is_none()) else {
+        return match rotation {
+            Some(_) => Err(PyValueError::new_err(
+                "encryption_key_rotation needs an encryption_key",
+            )),
+            None => Ok(None),
+        };
+    };
+    let raw = bytes_view(key, "encryption_key")?;
+    if raw.len() != 32 {
+        return Err(PyValueError::new_err(format!(
+            "encryption_key is {} bytes, not 32",
+            raw.len()
+        )));
+    }
+    let master = EncryptionKey::from_slice(&raw).map_err(to_py)?;
+    let mut enc = Encryption::new(master);
+    if let Some(r) = rotation {
+        enc.rotation = r;
+    }
+    Ok(Some(enc))
+}
+
+/// A rotation period from seconds (int or float) or a timedelta; negative,
+/// NaN or infinite is a ValueError, another type a TypeError.
+fn rotation_period(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let what = "encryption_key_rotation";
+    let secs: f64 = if v.hasattr("total_seconds")? {
+        v.call_method0("total_seconds")?.extract()?
+    } else if v.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} takes seconds or a timedelta, not bool"
+        )));
+    } else {
+        v.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} takes seconds or a timedelta, not {}",
+                type_name(v)
+            ))
+        })?
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{what} must be a finite number of seconds >= 0, not {secs}"
+        ))
+    })
+}
+
 /// A codec by name ("none", "lz4" or "zstd"); another name is a ValueError
 /// naming the option.
 pub(crate) fn compression(option: &str, name: &str) -> PyResult<Compression> {
@@ -149,12 +210,16 @@ pub(crate) fn compression(option: &str, name: &str) -> PyResult<Compression> {
 #[pymethods]
 impl Db {
     /// Opens (or creates) the database in directory `path`. Options are keyword
-    /// arguments named as in sett's Rust `Options` (value_threshold, sync_writes, ...).
+    /// arguments named as in sett's Rust `Options` (value_threshold, sync_writes, ...);
+    /// `encryption_key` (32 bytes) and `encryption_key_rotation` (seconds or a
+    /// timedelta) are outside that table, as they are in Rust.
     #[new]
-    #[pyo3(signature = (path, **options))]
+    #[pyo3(signature = (path, *, encryption_key=None, encryption_key_rotation=None, **options))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
+        encryption_key: Option<&Bound<'_, PyAny>>,
+        encryption_key_rotation: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Db>> {
         let mut o = Options::new(path);
@@ -168,6 +233,7 @@ impl Db {
                 }
             }
         }
+        o.encryption = encryption(encryption_key, encryption_key_rotation)?;
         let inner = Arc::new(py.detach(|| sett_core::Db::open(o)).map_err(to_py)?);
         Ok(PyClassInitializer::from(Store::new(inner.clone())).add_subclass(Db { inner }))
     }
@@ -267,6 +333,14 @@ impl Db {
     /// Flushes and compacts everything into the last level.
     fn flatten(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.flatten()).map_err(to_py)
+    }
+
+    /// Makes a new data key for an encrypted database and returns its id:
+    /// files created from now on are encrypted with it, older ones keep
+    /// theirs. InvalidArgumentError on a database opened without a key.
+    fn rotate_encryption_key(&self, py: Python<'_>) -> PyResult<u32> {
+        py.detach(|| self.inner.rotate_encryption_key())
+            .map_err(to_py)
     }
 
     /// Makes the memtables durable tables.

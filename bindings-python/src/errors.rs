@@ -114,6 +114,25 @@ create_exception!(
     "A named object does not exist (a keyspace to drop)."
 );
 
+create_exception!(
+    sett,
+    WrongEncryptionKeyError,
+    SettError,
+    "The encryption key is not the one the database was encrypted with; nothing was changed."
+);
+create_exception!(
+    sett,
+    EncryptionKeyRequiredError,
+    SettError,
+    "The database is encrypted and no encryption_key was given."
+);
+create_exception!(
+    sett,
+    NotEncryptedError,
+    SettError,
+    "An encryption_key was given for a database that is not encrypted."
+);
+
 /// `exc` with attribute `name` set to `v`.
 fn with_attr(exc: PyErr, name: &str, v: u64) -> PyErr {
     Python::attach(|py| {
@@ -148,6 +167,9 @@ pub fn to_py(e: Error) -> PyErr {
         Error::MergeOperatorMissing { .. } => MergeOperatorMissingError::new_err(msg),
         Error::MergeOperatorMismatch { .. } => MergeOperatorMismatchError::new_err(msg),
         Error::MergeFailed { .. } => MergeFailedError::new_err(msg),
+        Error::WrongEncryptionKey(_) => WrongEncryptionKeyError::new_err(msg),
+        Error::EncryptionKeyRequired(_) => EncryptionKeyRequiredError::new_err(msg),
+        Error::NotEncrypted(_) => NotEncryptedError::new_err(msg),
         // A variant newer than this binding: the base class, with its message.
         _ => SettError::new_err(msg),
     }
@@ -188,5 +210,14 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "FeedHistoryTooShortError",
         py.get_type::<FeedHistoryTooShortError>(),
     )?;
+    m.add(
+        "WrongEncryptionKeyError",
+        py.get_type::<WrongEncryptionKeyError>(),
+    )?;
+    m.add(
+        "EncryptionKeyRequiredError",
+        py.get_type::<EncryptionKeyRequiredError>(),
+    )?;
+    m.add("NotEncryptedError", py.get_type::<NotEncryptedError>())?;
     Ok(())
 }

@@ -46,14 +46,34 @@ def header_functions() -> List[str]:
     return names
 
 
+#: C setters of settings outside the table (core keeps its secret and its code out of the
+#: table of printable options) and the keyword of sett.open taking each.
+NOT_IN_TABLE: Dict[str, str] = {
+    "encryption_key": "encryption_key",
+    "encryption_key_rotation_ms": "encryption_key_rotation",
+    # Code in core (a trait object), not a row of the table: C names a built-in.
+    "merge_operator": "merge_operator",
+}
+
+
 def test_every_table_option_has_a_c_setter_and_no_setter_is_extra():
     declared = set(header_functions())
     table = table_option_names()
     missing = [n for n in table if f"sett_options_set_{n}" not in declared]
     assert not missing, f"options without sett_options_set_*: {missing}"
     setters = {n[len("sett_options_set_") :] for n in declared if n.startswith("sett_options_set_")}
-    # merge_operator is code in core (not a row of the table): C names a built-in.
-    assert setters <= set(table) | {"merge_operator"}, setters - set(table)
+    assert setters - set(NOT_IN_TABLE) <= set(table), setters - set(NOT_IN_TABLE) - set(table)
+    assert set(NOT_IN_TABLE) <= setters, set(NOT_IN_TABLE) - setters
+    assert not set(NOT_IN_TABLE) & set(table)
+
+
+def test_every_setting_outside_the_table_is_a_keyword_of_open(tmp_path):
+    # A value of the wrong type fails naming the keyword before anything is
+    # opened: the keyword is taken (an unknown one says "unknown option").
+    for setter, keyword in NOT_IN_TABLE.items():
+        with pytest.raises(TypeError) as e:
+            sett.open(tmp_path / setter, **{keyword: object()})  # type: ignore[arg-type]
+        assert keyword in str(e.value) and "unknown option" not in str(e.value), e.value
 
 
 def test_every_table_option_is_a_python_keyword(tmp_path):
@@ -101,6 +121,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_run_value_log_gc": "Db.run_value_log_gc",
     "sett_flatten": "Db.flatten",
     "sett_flush": "Db.flush",
+    "sett_rotate_encryption_key": "Db.rotate_encryption_key",
     "sett_drop_all": "Db.drop_all",
     "sett_drop_prefix": "Db.drop_prefix",
     "sett_delete_range": "Db.delete_range",

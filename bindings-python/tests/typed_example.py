@@ -1,5 +1,6 @@
 """A typed use of the API; `mypy --strict` checks it against the stubs."""
 
+import datetime
 import tempfile
 from typing import List, Optional, Tuple
 
@@ -60,6 +61,15 @@ def main() -> None:
             sett.open(tempfile.mkdtemp(), merge_operator="sett.nope")
         except ValueError as e:
             print(merged, e)
+
+    # Encryption at rest: the key and rotation are keywords outside OpenOptions.
+    with sett.open(
+        tempfile.mkdtemp(),
+        encryption_key=bytes(32),
+        encryption_key_rotation=datetime.timedelta(days=1),
+    ) as enc:
+        key_id: int = enc.rotate_encryption_key()
+        print(key_id)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ scan everything (count with ``sum(1 for _ in db)`` if you mean that).
 
 from __future__ import annotations
 
+import datetime
 import os
 from types import TracebackType
 from typing import (
@@ -47,6 +48,7 @@ from ._sett import (
     ClosedError,
     ConflictError,
     CorruptionError,
+    EncryptionKeyRequiredError,
     Error,
     FeedHistoryTooShortError,
     FellBehindError,
@@ -59,6 +61,7 @@ from ._sett import (
     MergeFailedError,
     MergeOperatorMismatchError,
     MergeOperatorMissingError,
+    NotEncryptedError,
     NotFoundError,
     PoisonedError,
     ReadOnlyError,
@@ -68,6 +71,7 @@ from ._sett import (
     TooBigError,
     Txn,
     UnsupportedVersionError,
+    WrongEncryptionKeyError,
 )
 
 if TYPE_CHECKING:
@@ -90,6 +94,7 @@ __all__ = [
     "ConflictError",
     "CorruptionError",
     "Db",
+    "EncryptionKeyRequiredError",
     "Error",
     "FeedHistoryTooShortError",
     "FellBehindError",
@@ -103,6 +108,7 @@ __all__ = [
     "MergeOperatorMismatchError",
     "MergeOperatorMissingError",
     "OPTIONS",
+    "NotEncryptedError",
     "NotFoundError",
     "PoisonedError",
     "ReadOnlyError",
@@ -113,6 +119,7 @@ __all__ = [
     "Txn",
     "TxnBlock",
     "UnsupportedVersionError",
+    "WrongEncryptionKeyError",
     "open",
     "__version__",
 ]
@@ -200,7 +207,11 @@ class Db(_sett.Db):
 
 
 def open(  # noqa: A001 (mirrors sett.open of the docs)
-    path: Union[str, "os.PathLike[str]"], **options: "Unpack[OpenOptions]"
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    encryption_key: Optional[Union[bytes, bytearray]] = None,
+    encryption_key_rotation: Optional[Union[float, datetime.timedelta]] = None,
+    **options: "Unpack[OpenOptions]",
 ) -> Db:
     """Opens (or creates) the database in directory ``path``. Options are the
     names of core's table of options, ``sett.OPTIONS`` (docs/options.md, with
@@ -217,5 +228,19 @@ def open(  # noqa: A001 (mirrors sett.open of the docs)
     open with another one raises MergeOperatorMismatchError. An unknown
     option is a TypeError, a value of the wrong type a TypeError naming it, an
     unknown codec name a ValueError naming it; a value outside the option's
-    bounds raises InvalidOptionError naming the option and its bounds."""
-    return Db(path, **options)
+    bounds raises InvalidOptionError naming the option and its bounds.
+
+    Encryption at rest: ``encryption_key`` (32 bytes) encrypts every file
+    of a new database and is needed for every later open
+    (WrongEncryptionKeyError for another key, EncryptionKeyRequiredError for
+    none, NotEncryptedError for a key on a plain database);
+    ``encryption_key_rotation`` (seconds or a timedelta, default 10 days, 0:
+    never by age) is how old a data key gets before files get a new one, and
+    ``Db.rotate_encryption_key()`` makes one at once. A str key is a
+    TypeError, another length than 32 a ValueError."""
+    return Db(
+        path,
+        encryption_key=encryption_key,
+        encryption_key_rotation=encryption_key_rotation,
+        **options,
+    )

@@ -1,5 +1,6 @@
 """Type stubs of the compiled module sett._sett."""
 
+import datetime
 import os
 from types import TracebackType
 from typing import (
@@ -51,6 +52,9 @@ class MergeOperatorMismatchError(Error): ...
 class MergeFailedError(Error): ...
 class IOError(Error): ...
 class UnsupportedVersionError(Error): ...
+class WrongEncryptionKeyError(Error): ...
+class EncryptionKeyRequiredError(Error): ...
+class NotEncryptedError(Error): ...
 
 class FellBehindError(Error):
     resume_from: int
@@ -395,8 +399,15 @@ OPTIONS: List[OptionInfo]
 
 class Db(Store):
     def __init__(
-        self, path: Union[str, os.PathLike[str]], **options: Unpack[OpenOptions]
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        encryption_key: Optional[Bytes] = None,
+        encryption_key_rotation: Optional[Union[float, datetime.timedelta]] = None,
+        **options: Unpack[OpenOptions],
     ) -> None: ...
+    def rotate_encryption_key(self) -> int:
+        """A new data key for the files made from now on; returns its id."""
     def batch(self) -> Batch:
         """A native write batch to fill and commit atomically (a context manager)."""
     def sequence(self, key: Bytes, bandwidth: int) -> Sequence:

@@ -339,7 +339,7 @@ gotest: go-build go-install-check
 	./target/go/runbench --populate target/go/populate --bench target/go/bench.test --sizes 128,1024 \
 		--scale 0.005 --reads 2000 --iter 5000 --mgets 100 --runs 2 --device-mib 8 --out target/bench-smoke > target/bench-smoke.log 2>&1 || \
 		{ tail -40 target/bench-smoke.log; exit 1; }
-	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 19 || { echo "badger-bench smoke: expected 18 rows (9 cells x 2 runs)"; cat target/bench-smoke/badger-bench.csv; exit 1; }
+	@test "$$(wc -l < target/bench-smoke/badger-bench.csv)" -eq 23 || { echo "badger-bench smoke: expected 22 rows (11 cells x 2 runs)"; cat target/bench-smoke/badger-bench.csv; exit 1; }
 	@grep -q "Every check passed" target/bench-smoke/badger-bench.md || { echo "badger-bench smoke: cross-engine checks failed"; exit 1; }
 	@echo "badger-bench smoke run: results in target/bench-smoke/badger-bench.md"
 	tmp=$$(mktemp -d /var/tmp/bench-large-smoke.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \

@@ -361,6 +361,7 @@ func benchIterate(b *testing.B, kind string, keysOnly bool) {
 }
 
 func BenchmarkReadRandomSett(b *testing.B)      { benchReadRandom(b, "sett") }
+func BenchmarkReadRandomSettEnc(b *testing.B)   { benchReadRandom(b, "sett-enc") }
 func BenchmarkReadRandomRocks(b *testing.B)     { benchReadRandom(b, "rocksdb") }
 func BenchmarkReadRandomBadger(b *testing.B)    { benchReadRandom(b, "badger") }
 func BenchmarkReadRandomRocksBlob(b *testing.B) { benchReadRandom(b, "rocksdb-blob") }
@@ -498,6 +499,8 @@ func BenchmarkMultiGetRocksBlob(b *testing.B) { benchMultiGet(b, "rocksdb-blob")
 func BenchmarkMultiGetPebble(b *testing.B)    { benchMultiGet(b, "pebble") }
 
 func BenchmarkIterateSettOnlyKeys(b *testing.B)        { benchIterate(b, "sett", true) }
+func BenchmarkIterateSettEncOnlyKeys(b *testing.B)     { benchIterate(b, "sett-enc", true) }
+func BenchmarkIterateSettEncWithValues(b *testing.B)   { benchIterate(b, "sett-enc", false) }
 func BenchmarkIterateRocksOnlyKeys(b *testing.B)       { benchIterate(b, "rocksdb", true) }
 func BenchmarkIterateBadgerOnlyKeys(b *testing.B)      { benchIterate(b, "badger", true) }
 func BenchmarkIterateRocksBlobOnlyKeys(b *testing.B)   { benchIterate(b, "rocksdb-blob", true) }

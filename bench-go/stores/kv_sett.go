@@ -13,7 +13,7 @@ type settKV struct {
 }
 
 func openSettKV(dir string, o KVOptions) (KV, error) {
-	s, err := openSett(dir, Options{Sync: o.Fsync, CacheBytes: o.cacheBytes()})
+	s, err := openSett(dir, Options{Sync: o.Fsync, CacheBytes: o.cacheBytes()}, false)
 	if err != nil {
 		return nil, err
 	}

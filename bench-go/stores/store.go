@@ -53,7 +53,7 @@ const DefaultCacheBytes = 256 << 20
 
 // Store is one engine.
 type Store interface {
-	// Name is the engine's short name (sett, rocksdb, rocksdb-blob, badger, pebble).
+	// Name is the engine's short name (sett, sett-enc, rocksdb, rocksdb-blob, badger, pebble).
 	Name() string
 	// WriteBatch writes keys[i] → vals[i] atomically.
 	WriteBatch(keys, vals [][]byte) error
@@ -82,6 +82,8 @@ func Settings(kind string, o Options) string {
 	switch kind {
 	case "sett":
 		return settSettings(o)
+	case "sett-enc":
+		return settSettings(o) + settEncSettings
 	case "rocksdb":
 		return rocksSettings(o, false)
 	case "rocksdb-blob":
@@ -124,8 +126,10 @@ func WaitIdle(s Store, timeout time.Duration) (time.Duration, bool, string, erro
 // that finds), which a read phase started on the first sample ran into.
 const QuietPeriod = 3 * time.Second
 
-// Kinds lists the engines of the badger-bench suite.
-var Kinds = []string{"sett", "rocksdb", "badger", "pebble"}
+// Kinds lists the engines of the badger-bench suite. sett-enc is sett with
+// encryption at rest, beside sett in every run so that its cost is measured
+// on the same machine at the same time.
+var Kinds = []string{"sett", "sett-enc", "rocksdb", "badger", "pebble"}
 
 // Open opens engine kind in dir.
 func Open(kind, dir string, o Options) (Store, error) {
@@ -136,7 +140,9 @@ func Open(kind, dir string, o Options) (Store, error) {
 	}
 	switch kind {
 	case "sett":
-		return openSett(dir, o)
+		return openSett(dir, o, false)
+	case "sett-enc":
+		return openSett(dir, o, true)
 	case "rocksdb":
 		return openRocks(dir, o, false)
 	case "rocksdb-blob":
@@ -146,7 +152,7 @@ func Open(kind, dir string, o Options) (Store, error) {
 	case "pebble":
 		return openPebble(dir, o)
 	}
-	return nil, fmt.Errorf("unknown store %q (want one of sett, rocksdb, rocksdb-blob, badger, pebble)", kind)
+	return nil, fmt.Errorf("unknown store %q (want one of sett, sett-enc, rocksdb, rocksdb-blob, badger, pebble)", kind)
 }
 
 // DiskUsage sums the apparent size and the allocated blocks of every file under dir.
@@ -171,7 +177,7 @@ func DiskUsage(dir string) (apparent, allocated int64, err error) {
 // pin) for the Go engines.
 func Version(kind string) string {
 	switch kind {
-	case "sett":
+	case "sett", "sett-enc":
 		return "sett " + settLibVersion()
 	case "rocksdb", "rocksdb-blob":
 		return "RocksDB " + RocksVersion() + ", " + RocksBuild

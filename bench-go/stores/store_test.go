@@ -20,7 +20,7 @@ import (
 func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 	const valsz, n = 1500, 3000 // above the value threshold: separated values
 	digests := map[string]uint64{}
-	for _, kind := range []string{"sett", "rocksdb", "rocksdb-blob", "badger", "pebble"} {
+	for _, kind := range []string{"sett", "sett-enc", "rocksdb", "rocksdb-blob", "badger", "pebble"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			s, err := Open(kind, dir, Options{CacheBytes: 8 << 20})
@@ -42,7 +42,7 @@ func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The separating engines must have put these values apart.
-			if pattern := map[string]string{"pebble": "*.blob", "rocksdb-blob": "*.blob", "sett": "*.vlog"}[kind]; pattern != "" {
+			if pattern := map[string]string{"pebble": "*.blob", "rocksdb-blob": "*.blob", "sett": "*.vlog", "sett-enc": "*.vlog"}[kind]; pattern != "" {
 				if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) == 0 {
 					entries, _ := os.ReadDir(dir)
 					t.Fatalf("%s wrote no %s file: values were not separated (files: %v)", kind, pattern, entries)
@@ -120,8 +120,55 @@ func TestStoresHoldTheSameDataThroughEveryReadPath(t *testing.T) {
 			t.Fatalf("engines hold different data (%s differs from sett): %x", kind, digests)
 		}
 	}
-	if len(digests) != 5 {
+	if len(digests) != 6 {
 		t.Fatalf("only %d engines ran: %x", len(digests), digests)
+	}
+}
+
+// sett-enc is sett with encryption at rest: none of its files holds a value
+// in plaintext (sett's value log does), and only the benchmark key opens it.
+func TestSettEncEncryptsEveryFileAndNeedsTheBenchmarkKey(t *testing.T) {
+	const valsz = 1500
+	v := make([]byte, valsz)
+	keys.FillValue(v, valsz, 7)
+	needle := v[valsz/2 : valsz/2+64]
+	for _, kind := range []string{"sett", "sett-enc"} {
+		dir := t.TempDir()
+		s, err := Open(kind, dir, Options{CacheBytes: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Name() != kind {
+			t.Fatalf("Open(%s) is named %s", kind, s.Name())
+		}
+		if err := s.WriteBatch([][]byte{keys.Key(valsz, 7)}, [][]byte{v}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		plain := false
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && bytes.Contains(b, needle) {
+				plain = true
+			}
+		}
+		if plain != (kind == "sett") {
+			t.Fatalf("%s: a file holds the value in plaintext: %v (want %v)", kind, plain, kind == "sett")
+		}
+		other := map[string]string{"sett": "sett-enc", "sett-enc": "sett"}[kind]
+		if _, err := Open(other, dir, Options{CacheBytes: 8 << 20}); err == nil {
+			t.Fatalf("%s's data opened as %s", kind, other)
+		}
+		if s, err = Open(kind, dir, Options{CacheBytes: 8 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(keys.Key(valsz, 7), nil)
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("%s: read back after the refused open: %v", kind, err)
+		}
+		_ = s.Close()
 	}
 }
 
@@ -135,7 +182,7 @@ func TestVersionsAreReadFromWhatIsLinked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for kind, want := range map[string]string{"rocksdb": "RocksDB " + RocksVersion() + ", ", "badger": "Badger v4.", "pebble": "Pebble v2.", "sett": "sett 0."} {
+	for kind, want := range map[string]string{"rocksdb": "RocksDB " + RocksVersion() + ", ", "badger": "Badger v4.", "pebble": "Pebble v2.", "sett": "sett 0.", "sett-enc": "sett 0."} {
 		if v := Version(kind); !strings.HasPrefix(v, want) {
 			t.Errorf("Version(%s) = %q, want it to start with %q", kind, v, want)
 		}

@@ -44,7 +44,7 @@ type Result struct {
 }
 
 func main() {
-	kv := flag.String("kv", "sett", "engine: sett, rocksdb, rocksdb-blob, badger or pebble")
+	kv := flag.String("kv", "sett", "engine: sett, sett-enc, rocksdb, rocksdb-blob, badger or pebble")
 	valsz := flag.Int("valsz", 128, "value size in bytes")
 	keysMil := flag.Float64("keys_mil", 1, "keys to write, in millions")
 	dir := flag.String("dir", "/tmp/badger-bench", "base directory; the data goes to DIR/<kv>-vsz<valsz>")

@@ -75,7 +75,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "results", "directory for the report")
 	flag.StringVar(&sizes, "sizes", "", "value sizes (default 16,128,1024,16384; with --large 128,1024,16384)")
 	flag.Float64Var(&c.scale, "scale", 1, "multiplies the key counts")
-	flag.StringVar(&engines, "engines", "sett,rocksdb,badger,pebble", "engines (rocksdb-blob joins at sizes from the value threshold unless --blob=false)")
+	flag.StringVar(&engines, "engines", strings.Join(stores.Kinds, ","), "engines (sett-enc: sett with encryption at rest; rocksdb-blob joins at sizes from the value threshold unless --blob=false)")
 	flag.BoolVar(&c.blob, "blob", true, "add RocksDB BlobDB (min_blob_size = value threshold) for sizes at or above it")
 	flag.IntVar(&c.runs, "runs", 0, "runs of each cell, engine order rotated (default 3; with --large 2)")
 	flag.IntVar(&c.reads, "reads", 300000, "random reads per engine and size (in-memory regime)")

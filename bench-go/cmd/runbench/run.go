@@ -208,7 +208,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	if c.compression != "none" {
 		args = append(args, "--compression", c.compression)
 	}
-	if c.settThreshold > 0 && engine == "sett" {
+	if c.settThreshold > 0 && (engine == "sett" || engine == "sett-enc") {
 		args = append(args, "--sett_value_threshold", strconv.Itoa(c.settThreshold))
 	}
 	out, ph, err := r.phase(cl, "populate", c.populate, args)
@@ -343,7 +343,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	return cl, nil
 }
 
-var benchName = map[string]string{"sett": "Sett", "rocksdb": "Rocks", "badger": "Badger", "rocksdb-blob": "RocksBlob", "pebble": "Pebble"}
+var benchName = map[string]string{"sett": "Sett", "sett-enc": "SettEnc", "rocksdb": "Rocks", "badger": "Badger", "rocksdb-blob": "RocksBlob", "pebble": "Pebble"}
 
 // benchPhase runs one benchmark of the bench binary in its own process (in the
 // large regime after evicting the engine's files from the page cache) and

@@ -18,6 +18,7 @@ use sett_core::{Compression, Encryption, EncryptionKey, GcOutcome, Options};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use zeroize::Zeroize;
 
 /// An open sett database: `sett.Db(path, **options)` or `sett.open(...)`.
 #[pyclass(module = "sett._sett", extends = Store, subclass)]
@@ -158,13 +159,20 @@ fn encryption(
         };
     };
     let raw = bytes_view(key, "encryption_key")?;
-    if raw.len() != 32 {
-        return Err(PyValueError::new_err(format!(
+    let master = if raw.len() != 32 {
+        Err(PyValueError::new_err(format!(
             "encryption_key is {} bytes, not 32",
             raw.len()
-        )));
+        )))
+    } else {
+        EncryptionKey::from_slice(&raw).map_err(to_py)
+    };
+    // A bytearray key was copied out of Python's buffer: wipe the copy, as
+    // core wipes its own.
+    if let std::borrow::Cow::Owned(mut copy) = raw {
+        copy.zeroize();
     }
-    let master = EncryptionKey::from_slice(&raw).map_err(to_py)?;
+    let master = master?;
     let mut enc = Encryption::new(master);
     if let Some(r) = rotation {
         enc.rotation = r;

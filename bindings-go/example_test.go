@@ -201,3 +201,40 @@ func ExampleNewEntry() {
 	fmt.Println(string(item.Value), item.UserMeta, item.ExpiresAt > 0)
 	// Output: token 1 true
 }
+
+func ExampleOptions_encryptionKey() {
+	dir := tempDir()
+	defer os.RemoveAll(dir)
+	// In a real program the key comes from a key manager, never from code.
+	key := bytes.Repeat([]byte{0x5e}, 32)
+	db, err := sett.Open(dir, &sett.Options{EncryptionKey: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := db.Set([]byte("secret"), []byte("kept")); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := db.RotateEncryptionKey(); err != nil {
+		log.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	_, err = sett.Open(dir, &sett.Options{EncryptionKey: bytes.Repeat([]byte{0x11}, 32)})
+	fmt.Println(errors.Is(err, sett.ErrWrongEncryptionKey))
+	_, err = sett.Open(dir, nil)
+	fmt.Println(errors.Is(err, sett.ErrEncryptionKeyRequired))
+
+	db, err = sett.Open(dir, &sett.Options{EncryptionKey: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	v, err := db.Get([]byte("secret"))
+	fmt.Printf("%s %v\n", v, err)
+	// Output:
+	// true
+	// true
+	// kept <nil>
+}

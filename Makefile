@@ -17,7 +17,7 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-l
 PYVENV := target/venv
 PY_TEST_DEPS := maturin==1.16.0 pytest mypy ruff papermill ipykernel matplotlib rocksdict nbformat nbclient
 
-.PHONY: msrv miri bench-batch batch-build rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server bench-replication install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
+.PHONY: bench-merge msrv miri bench-batch batch-build rocksdb-release standing standing-check check doc-check bench-compress server-test bench-server bench-replication install install-check mutation-check bench-large stress bench-memtable kvbench py pytest bench-rust bench-bindings bindings-build bindings-smoke go-build go-install-check gotest bench test deps fmt-check lint unit smoke header header-check lib ctest bench-gc
 
 # Toolchain pieces the targets need; installed here so that a fresh machine works.
 deps:
@@ -111,6 +111,14 @@ bench-gc: deps
 		./target/release/sett-bench gc "$$tmp/db-$$size-$$ratio" --value-size $$size --gc-ratio $$ratio \
 			--csv results/auto-gc-$$size-$$ratio.csv $(GC_ARGS) | tee -a "$$tmp/out" || exit 1; \
 	done; done && python3 scripts/gc-report.py "$$tmp/out" > results/auto-gc.md && cat results/auto-gc.md
+
+# A counter incremented from one thread by put, merge (sett.u64_add) and a read-write
+# transaction, each on a fresh database, rounds alternating (issue 35):
+# results/merge-counter.md.
+MERGE_ARGS ?=
+bench-merge: deps
+	cargo build --release -p sett-cli
+	./target/release/sett-bench merge --report results/merge-counter.md $(MERGE_ARGS)
 
 # KVBench: every store in its own process with and without fsync, then redis-benchmark
 # against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes

@@ -683,6 +683,9 @@ mod tests {
         let mut o = Options::new("/unused");
         let mut want = Vec::new();
         for (i, name) in TUNING.iter().enumerate() {
+            if *name == "level_dynamic" {
+                continue; // the one switch, checked below
+            }
             // The least value the table accepts, plus a little: in bounds, and
             // different for every option.
             let (lo, _) = sett::options::option_spec(name)
@@ -704,6 +707,11 @@ mod tests {
             o.l0_stop_trigger as u64,
         ];
         assert_eq!(set.to_vec(), want);
+        for (v, on) in [(1, true), (0, false)] {
+            let (n, v) = parse_tuning(&format!("level_dynamic={v}")).unwrap();
+            set_tuning(&mut o, &n, v).unwrap();
+            assert_eq!(o.level_dynamic, on);
+        }
         assert!(parse_tuning("block_size=4096")
             .unwrap_err()
             .contains("not one of"));

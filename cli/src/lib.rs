@@ -4,8 +4,8 @@
 //! - `sett` (src/main.rs) is for operators: info, verify, backup, restore,
 //!   flatten, gc, checkpoint.
 //! - `sett-bench` (src/bin/sett-bench.rs) holds the benchmarks and the stress
-//!   harnesses: engine, load, ops, write, gc, checkpoint, range-delete, bank,
-//!   crashloop.
+//!   harnesses: engine, load, ops, write, merge, gc, checkpoint, range-delete,
+//!   bank, crashloop.
 
 pub mod bank;
 pub mod bench;
@@ -13,6 +13,7 @@ pub mod ckptbench;
 pub mod crashloop;
 pub mod gcbench;
 pub mod load;
+pub mod mergebench;
 pub mod opsbench;
 pub mod progress;
 pub mod rangebench;

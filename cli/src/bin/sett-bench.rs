@@ -8,6 +8,8 @@
 //! - `ops` — the Rust row of `make bench-bindings`.
 //! - `write` — small operations: single-key puts or deletes, small batches,
 //!   10-key prefix scans; ops/s and CPU ns per op (issue 21).
+//! - `merge` — a counter incremented by put, merge and transaction
+//!   (`make bench-merge`).
 //! - `gc` — disk space under overwrites and deletes (`make bench-gc`).
 //! - `checkpoint` — checkpoint time, extra disk and writer throughput.
 //! - `range-delete` — writer throughput before, during and after deleting a
@@ -20,7 +22,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use sett_cli::{
-    bank, bench, ckptbench, crashloop, gcbench, load, opsbench, rangebench, writebench,
+    bank, bench, ckptbench, crashloop, gcbench, load, mergebench, opsbench, rangebench, writebench,
 };
 use std::process::ExitCode;
 
@@ -45,6 +47,8 @@ enum Command {
     Ops(opsbench::OpsArgs),
     /// Small operations: single-key puts or deletes, small batches, 10-key prefix scans; ops/s and CPU ns/op
     Write(writebench::WriteArgs),
+    /// A counter incremented from one thread by put, merge and transaction (make bench-merge)
+    Merge(mergebench::MergeBenchArgs),
     /// Disk space under 10x overwrites and deletes with the background value-log GC (make bench-gc)
     Gc(gcbench::GcBenchArgs),
     /// Checkpoint time, extra disk and a writer's throughput while a checkpoint is taken
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
         Command::Load(a) => finish("load", ok(load::run(a))),
         Command::Ops(a) => finish("ops", ok(opsbench::run(a))),
         Command::Write(a) => finish("write", ok(writebench::run(a))),
+        Command::Merge(a) => finish("merge", ok(mergebench::run(a))),
         Command::Gc(a) => finish("gc", ok(gcbench::run(a))),
         Command::Checkpoint(a) => finish("checkpoint", ok(ckptbench::run(a))),
         Command::RangeDelete(a) => finish("range-delete", ok(rangebench::run(a))),

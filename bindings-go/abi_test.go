@@ -20,6 +20,9 @@ var notCalled = map[string]string{
 	"sett_iter_next":  "as sett_iter_valid: Next moves within a batch, sett_iter_next_batch moves the C iterator",
 	"sett_error_code": "the status returned by every call is the code; status() reads only the message from sett_error_t",
 	"sett_stats":      "Stats calls sett_stats_ex, whose extensible struct has every field of sett_stats_t and the GC counts",
+	"sett_multi_get": "MultiGet calls sett_multi_get_into: the values in one Go buffer, not a C allocation " +
+		"and a copy each",
+	"sett_keyspace_multi_get": "as sett_multi_get: Keyspace.MultiGet calls sett_keyspace_multi_get_into",
 }
 
 // headerPath is the sett.h this package is built against: pkg-config's

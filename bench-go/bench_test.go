@@ -493,6 +493,7 @@ func benchMultiGet(b *testing.B, kind string) {
 }
 
 func BenchmarkMultiGetSett(b *testing.B)      { benchMultiGet(b, "sett") }
+func BenchmarkMultiGetSettEnc(b *testing.B)   { benchMultiGet(b, "sett-enc") }
 func BenchmarkMultiGetRocks(b *testing.B)     { benchMultiGet(b, "rocksdb") }
 func BenchmarkMultiGetBadger(b *testing.B)    { benchMultiGet(b, "badger") }
 func BenchmarkMultiGetRocksBlob(b *testing.B) { benchMultiGet(b, "rocksdb-blob") }

@@ -118,7 +118,7 @@ bench-gc: deps
 MERGE_ARGS ?=
 bench-merge: deps
 	cargo build --release -p sett-cli
-	./target/release/sett-bench merge --report results/merge-counter.md $(MERGE_ARGS)
+	./target/release/sett-bench merge --ops 2000000 --report results/merge-counter.md $(MERGE_ARGS)
 
 # KVBench: every store in its own process with and without fsync, then redis-benchmark
 # against kvserver on each store; writes results/kvbench.md and .csv. KVBENCH_ARGS for sizes

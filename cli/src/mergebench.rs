@@ -12,7 +12,8 @@
 //! database, `--ops` increments spread over `--keys` counters; the clock
 //! covers the increments only. After each mode every counter is read back and
 //! must hold its number of increments (put: its last value). The report gives
-//! ns per increment as median [min-max] over the rounds, and merge's and txn's
+//! ns per increment as median [min-max] over the rounds (after an uncounted
+//! warm-up round), and merge's and txn's
 //! ratio to put with a verdict: ahead or behind only where the ranges do not
 //! overlap.
 
@@ -30,8 +31,12 @@ pub struct MergeBenchArgs {
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     keys: u64,
     /// Rounds; each runs every mode once
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
     rounds: u64,
+    /// Rounds run first and not counted: the process's first databases pay
+    /// for the allocator's and the page cache's first growth
+    #[arg(long, default_value_t = 1)]
+    warmup: u64,
     /// Base directory for the databases, each removed after its mode (default: one under the temporary directory)
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -152,18 +157,22 @@ pub fn run(a: &MergeBenchArgs) -> Result<(), String> {
     let keys: Vec<Vec<u8>> = (0..a.keys).map(key).collect();
     let order = order(a.ops, a.keys);
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
-    for round in 0..a.rounds {
+    for round in 0..a.warmup + a.rounds {
+        let counted = round >= a.warmup;
         for step in 0..MODES.len() {
             let m = (step + round as usize) % MODES.len();
             let dir = base.join(format!("r{round}-{}", MODES[m].name()));
             let _ = std::fs::remove_dir_all(&dir);
             let v = run_mode(MODES[m], &dir, &keys, &order)?;
             println!(
-                "round {} {}: {v:.0} ns per increment",
+                "round {}{} {}: {v:.0} ns per increment",
                 round + 1,
+                if counted { "" } else { " (warm-up)" },
                 MODES[m].name()
             );
-            ns[m].push(v);
+            if counted {
+                ns[m].push(v);
+            }
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
@@ -184,16 +193,18 @@ pub fn run(a: &MergeBenchArgs) -> Result<(), String> {
         .map_or("unknown".to_string(), |s| s.trim().to_string());
     let _ = writeln!(
         r,
-        "`sett-bench merge --ops {} --keys {} --rounds {}` at commit {commit} on {} cores: one \
+        "`sett-bench merge --ops {} --keys {} --rounds {} --warmup {}` at commit {commit} on {} cores: one \
          thread increments {} counters {} times in a fixed random order, each mode on a fresh \
          database with default options (sync off) and the built-in `sett.u64_add`, the modes \
          rotating in each round. put: the new value written blind (8 bytes); merge: \
          `Db::merge` of a little-endian 1; txn: `Db::update` reading the counter and writing \
          it back plus one. Every counter is read back after each mode and must hold its count. \
-         ns per increment, wall time, median [min–max] of the rounds.\n",
+         ns per increment, wall time, median [min–max] of the counted rounds (the warm-up \
+         rounds run first and are not counted).\n",
         a.ops,
         a.keys,
         a.rounds,
+        a.warmup,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         a.keys,
         a.ops,

@@ -240,6 +240,6 @@ func getEntry(key []byte, call func(*entryOut) C.int) (*Item, error) {
 }
 
 // MultiGet reads many keys at one consistent point in one cgo call; a missing
-// key gives a nil value. Once a lookup waits on the device, the engine
-// reads the rest in parallel.
+// key gives a nil value. Once a lookup waits on the device, the engine asks
+// for the rest of the batch's reads together.
 func (d *DB) MultiGet(keys [][]byte) ([][]byte, error) { return storeMultiGet(d, keys) }

@@ -31,6 +31,27 @@ pub(crate) fn random_fd(file: &std::fs::File) {
     let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
 }
 
+/// Starts reading `len` bytes of `file` at `off` into the page cache
+/// (POSIX_FADV_WILLNEED: the kernel submits the reads and returns without
+/// waiting for them), so that a positional read of them soon after finds
+/// them there or in flight. Best effort, like [`random`].
+pub(crate) fn will_need_fd(file: &std::fs::File, off: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    #[cfg(test)]
+    FD_HINTS.with(|n| n.set(n.get() + 1));
+    let (Ok(off), Ok(len)) = (libc::off_t::try_from(off), libc::off_t::try_from(len)) else {
+        return;
+    };
+    // SAFETY: plain fadvise on an open descriptor; no memory is involved.
+    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), off, len, libc::POSIX_FADV_WILLNEED) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`will_need_fd`] on this thread (a test counts a multi-get's).
+    pub(crate) static FD_HINTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Starts reading `[start, end)` of `map` into the page cache (asynchronously),
 /// clamped to the mapping. Best effort, like [`random`].
 pub(crate) fn will_need(map: &Mmap, start: usize, end: usize) {

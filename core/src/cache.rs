@@ -281,6 +281,12 @@ impl<V: Clone> Cache<V> {
         self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether `key` is cached, without touching its recency or the counts
+    /// (a multi-get planning which reads to issue).
+    pub(crate) fn contains(&self, key: &Key) -> bool {
+        self.shard(key).map.contains_key(key)
+    }
+
     /// The entry at `key`, now the most recently used; counts a hit or a miss.
     pub(crate) fn get(&self, key: &Key, kind: Kind) -> Option<V> {
         let found = self.shard(key).get(key);

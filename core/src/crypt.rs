@@ -644,6 +644,14 @@ impl ReadFile {
         Ok(self.file.metadata()?.len().saturating_sub(self.base()))
     }
 
+    /// Starts reading `len` engine bytes at `off` into the page cache
+    /// without waiting ([`crate::advice::will_need_fd`]). Best effort.
+    pub(crate) fn will_need(&self, off: u64, len: u64) {
+        if !self.torn {
+            crate::advice::will_need_fd(&self.file, off.saturating_add(self.base()), len);
+        }
+    }
+
     /// Reads as many bytes as the file has at `off`, up to `buf.len()`.
     pub(crate) fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
         if self.torn {

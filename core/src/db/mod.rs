@@ -83,6 +83,19 @@ impl ReadState {
         Ok(found.filter(|(seq, _)| !self.range_dels.hides(key, *seq, read_seq)))
     }
 
+    /// Starts reading, without waiting, the table block a lookup of `key`
+    /// at `read_seq` will read first, unless a memtable holds the key or the
+    /// block cache the block ([`Version::will_need`]).
+    pub(crate) fn will_need(&self, key: &[u8], read_seq: u64) -> Result<()> {
+        let in_memory = std::iter::once(&self.mem)
+            .chain(&self.imm)
+            .any(|m| m.get(key, read_seq).is_some());
+        if in_memory {
+            return Ok(());
+        }
+        self.version.will_need(key, read_seq)
+    }
+
     /// The newest version of `key` in the memtables, range deletes applied
     /// (the GC's check of a move after a walk, see `write::write_moves`).
     pub(crate) fn lookup_memtables(&self, key: &[u8]) -> Option<(u64, Vec<u8>)> {
@@ -360,6 +373,10 @@ pub(crate) struct Counters {
     /// the GC reads them without taking the lock a busy writer holds.
     pub(crate) vlog_head_len: AtomicU64,
     pub(crate) vlog_head_id: AtomicU64,
+    /// The last multi-get waited on the device (`DbInner::get_many_storage`):
+    /// the next starts by asking for its reads instead of finding out with
+    /// a read that waits.
+    pub(crate) multi_get_on_device: AtomicBool,
 }
 
 /// A value with what was stored beside it.
@@ -449,60 +466,14 @@ impl Drop for SnapshotGuard {
 }
 
 /// A lookup this slow waited on the device (a page-cache hit of a table
-/// block or a value is a few microseconds; a read from an SSD, tens). The
-/// crate's unit tests fan out at once, so that they cover that path.
+/// block or a value is a few microseconds; a read from an SSD, tens). In the
+/// crate's unit tests every lookup counts as slow, so that multi-gets take
+/// the device's path (`DbInner::get_many_from_device`) and they cover it.
 const DEVICE_READ: std::time::Duration = if cfg!(test) {
     std::time::Duration::ZERO
 } else {
     std::time::Duration::from_micros(30)
 };
-
-/// Threads a multi-get shares its lookups among once they wait on the
-/// device: two per core, at most 16. Each cold read also costs the CPU a
-/// page fault or a system call, so more threads than that only queue for
-/// the cores (the measurement is in the commit message of eb91365; no
-/// committed report covers multi-get yet, see docs/read-path.md).
-fn multi_get_readers() -> usize {
-    static READERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *READERS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (2 * cores).clamp(2, 16)
-    })
-}
-
-/// `read(k)` for every key, by up to `multi_get_readers()` threads (this one
-/// among them) taking the next unread key each; answers in key order, or
-/// the error of the first key that failed.
-fn read_in_parallel<K: Sync, T: Send + Sync>(
-    keys: &[K],
-    read: &(impl Fn(&K) -> Result<T> + Sync),
-) -> Result<Vec<T>> {
-    let slots: Vec<std::sync::OnceLock<Result<T>>> =
-        keys.iter().map(|_| std::sync::OnceLock::new()).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        // Each index is taken once, so each slot is set once, and every
-        // index is taken before the scope ends.
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(k) = keys.get(i) else { break };
-            let _ = slots[i].set(read(k));
-        }
-    };
-    std::thread::scope(|s| {
-        for _ in 1..multi_get_readers().min(keys.len()) {
-            s.spawn(work);
-        }
-        work();
-    });
-    slots
-        .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .unwrap_or_else(|| Err(Error::Poisoned("a multi-get read was never made".into())))
-        })
-        .collect()
-}
 
 /// An open database. Cheap to share between threads (`&Db` is enough for every
 /// operation). Dropping it closes it.
@@ -981,9 +952,22 @@ impl DbInner {
     /// read as absent. The caller has checked the key.
     pub(crate) fn get_in(&self, st: &ReadState, key: &[u8], read_seq: u64) -> Result<Option<Item>> {
         self.note_read();
-        let Some((version, raw)) = st.lookup(key, read_seq)? else {
-            return Ok(None);
-        };
+        match st.lookup(key, read_seq)? {
+            Some(found) => self.item_of(st, key, found, read_seq),
+            None => Ok(None),
+        }
+    }
+
+    /// What a read at `read_seq` of `key` returns, given the newest version
+    /// it sees, `(version, value record)`: the value (read from the value
+    /// log if it is there, folded if it is a merge operand), or none.
+    fn item_of(
+        &self,
+        st: &ReadState,
+        key: &[u8],
+        (version, raw): (u64, Vec<u8>),
+        read_seq: u64,
+    ) -> Result<Option<Item>> {
         let rec = value::decode(&raw).ok_or_else(|| {
             Error::corruption(
                 &self.dir,
@@ -1077,12 +1061,12 @@ impl DbInner {
     /// Reads storage keys at one consistent point, answers in the order
     /// asked; a key `keys` refuses fails the whole read with its error.
     ///
-    /// Lookups go one after another while each is quick (in memory, about a
-    /// microsecond: a thread would cost more than it saves). Once one takes
-    /// as long as a device read (`DEVICE_READ`), the rest are shared among up
-    /// to `multi_get_readers()` threads, so that their table and value-log
-    /// reads wait on the device together instead of one at a time.
-    pub(crate) fn get_many_storage<K: AsRef<[u8]> + Sync>(
+    /// Keys are read one after another while each read is quick (in memory,
+    /// about a microsecond). Once one takes as long as a device read
+    /// (`DEVICE_READ`), or from the first key when the last multi-get
+    /// waited on the device, the rest of the batch is read in rounds that
+    /// keep the device busy with all of it (`get_many_from_device`).
+    pub(crate) fn get_many_storage<K: AsRef<[u8]>>(
         &self,
         keys: impl Iterator<Item = Result<K>>,
     ) -> Result<Vec<Option<Vec<u8>>>> {
@@ -1091,18 +1075,72 @@ impl DbInner {
         // State first, then the sequence: see DbInner::iter.
         let st = self.read_state();
         let seq = self.commit.visible();
-        let value = |k: &K| Ok(self.get_in(&st, k.as_ref(), seq)?.map(|i| i.value));
+        if keys.len() >= 3 && self.counters.multi_get_on_device.load(Ordering::Relaxed) {
+            return self.get_many_from_device(&st, &keys, seq);
+        }
         let mut out = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
             let started = Instant::now();
-            out.push(value(k)?);
+            out.push(self.get_in(&st, k.as_ref(), seq)?.map(|i| i.value));
             let rest = &keys[i + 1..];
             if rest.len() >= 2 && started.elapsed() >= DEVICE_READ {
-                out.extend(read_in_parallel(rest, &value)?);
+                out.extend(self.get_many_from_device(&st, rest, seq)?);
                 break;
             }
         }
         Ok(out)
+    }
+
+    /// [`DbInner::get_many_storage`] in two rounds of reads that the device
+    /// serves together instead of one after another (as RocksDB's MultiGet
+    /// reads a batch's blocks, then its blobs). First every key's filters
+    /// are checked and the data block its lookup will search is asked for
+    /// (POSIX_FADV_WILLNEED: the kernel submits the read and returns); then
+    /// the keys are looked up, each finding its block in the page cache or
+    /// in flight, and the value-log entry each points to is asked for the
+    /// same way; then the values are read. One thread: the batch's reads are
+    /// in flight together without a thread per read (a thread would cost
+    /// more than a lookup in memory, and two cores run only two at once).
+    ///
+    /// Records whether the batch waited on the device (a quarter of
+    /// `DEVICE_READ` a key or more: in memory a key costs a few microseconds
+    /// even at 16 KiB), for the next multi-get to start here or not.
+    fn get_many_from_device<K: AsRef<[u8]>>(
+        &self,
+        st: &ReadState,
+        keys: &[K],
+        seq: u64,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let started = Instant::now();
+        for k in keys {
+            st.will_need(k.as_ref(), seq)?;
+        }
+        let mut found = Vec::with_capacity(keys.len());
+        for k in keys {
+            self.note_read();
+            let f = st.lookup(k.as_ref(), seq)?;
+            let stored = f
+                .as_ref()
+                .and_then(|(_, raw)| value::decode(raw))
+                .map(|r| r.stored);
+            if let Some(Stored::Pointer(p)) = stored {
+                st.vlogs.will_need(p);
+            }
+            found.push(f);
+        }
+        let out = keys
+            .iter()
+            .zip(found)
+            .map(|(k, f)| match f {
+                Some(f) => Ok(self.item_of(st, k.as_ref(), f, seq)?.map(|i| i.value)),
+                None => Ok(None),
+            })
+            .collect();
+        let waited = started.elapsed() >= DEVICE_READ / 4 * keys.len() as u32;
+        self.counters
+            .multi_get_on_device
+            .store(waited, Ordering::Relaxed);
+        out
     }
 
     /// Registers a reader at `seq` so that compaction keeps what it may read.
@@ -1392,50 +1430,42 @@ mod tests {
         db.close().unwrap();
     }
 
-    /// A read of 0-2 ms, counting reads in flight.
-    fn slow_read(
-        in_flight: &std::sync::atomic::AtomicUsize,
-        most: &std::sync::atomic::AtomicUsize,
-        k: u32,
-    ) -> Result<u32> {
-        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        most.fetch_max(now, Ordering::SeqCst);
-        std::thread::sleep(std::time::Duration::from_millis(u64::from(k % 3)));
-        in_flight.fetch_sub(1, Ordering::SeqCst);
-        Ok(k * 2)
-    }
-
     #[test]
-    fn a_multi_get_s_parallel_reads_overlap_and_answer_in_key_order() {
-        use std::sync::atomic::AtomicUsize;
-        let (in_flight, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let keys: Vec<u32> = (0..200).collect();
-        let got = read_in_parallel(&keys, &|&k| slow_read(&in_flight, &most, k)).unwrap();
-        assert_eq!(got, keys.iter().map(|k| k * 2).collect::<Vec<_>>());
-        let most = most.load(Ordering::SeqCst);
-        assert!(
-            most > 1 && most <= multi_get_readers(),
-            "{most} reads in flight at most"
-        );
-    }
-
-    #[test]
-    fn a_multi_get_whose_keys_fail_returns_the_error_of_the_first_in_key_order() {
-        // Key 0 fails late, key 1 at once (on another thread): the answer is
-        // key 0's error, whichever failed first.
-        let keys: Vec<u32> = (0..50).collect();
-        let read = |&k: &u32| match k {
-            0 => {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                Err(Error::NotFound("key 0".into()))
-            }
-            1 => Err(Error::NotFound("key 1".into())),
-            k => Ok(k),
-        };
-        match read_in_parallel(&keys, &read) {
-            Err(Error::NotFound(what)) => assert_eq!(what, "key 0"),
-            other => panic!("{other:?}"),
+    fn a_multi_get_from_the_device_asks_for_each_block_and_value_before_reading_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.value_threshold = 64;
+        let key = |i: u32| format!("k{i:05}").into_bytes();
+        let db = Db::open(opts.clone()).unwrap();
+        for i in 0..3000u32 {
+            db.put(&key(i), &[i as u8; 200]).unwrap();
         }
+        db.close().unwrap();
+        // Reopened: nothing of the tables is in the block cache.
+        let db = Db::open(opts).unwrap();
+        // 32 keys a table block apart (about 100 entries a block), and 4
+        // never written.
+        let keys: Vec<Vec<u8>> = (0..32u32)
+            .map(|i| key(i * 93))
+            .chain((0..4).map(|i| format!("k{i:05}x").into_bytes()))
+            .collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        crate::advice::FD_HINTS.with(|n| n.set(0));
+        let got = db.get_many(&refs).unwrap();
+        let hints = crate::advice::FD_HINTS.with(|n| n.get());
+        for (i, v) in got.iter().enumerate() {
+            let want = (i < 32).then(|| vec![(i as u32 * 93) as u8; 200]);
+            assert_eq!(v, &want, "key {i}");
+        }
+        // The first key is read plainly (it finds the device slow; in tests
+        // any lookup counts as slow). Each later key that exists asks for
+        // its value and, unless a key before it read the same block, for
+        // its block.
+        assert!(
+            hints >= 31 + 24,
+            "{hints} reads asked for ahead, for 31 values and about 31 blocks"
+        );
+        db.close().unwrap();
     }
 
     #[test]
@@ -1452,6 +1482,15 @@ mod tests {
             }
         }
         db.flush().unwrap();
+        // Newer versions in the memtable: overwrites, deletes and a range
+        // delete over flushed keys.
+        for i in (0..300u32).step_by(7) {
+            db.put(format!("k{i:04}").as_bytes(), &[0xee; 100]).unwrap();
+        }
+        for i in (0..300u32).step_by(11) {
+            db.delete(format!("k{i:04}").as_bytes()).unwrap();
+        }
+        db.delete_range(b"k0100", b"k0120").unwrap();
         let keys: Vec<Vec<u8>> = (0..400u32)
             .map(|i| format!("k{:04}", (i * 7919) % 320).into_bytes())
             .collect();

@@ -66,6 +66,22 @@ impl Version {
         Ok(None)
     }
 
+    /// Starts reading the data block of the newest table that may hold
+    /// `user_key` ([`Table::will_need_block`]), the one [`Version::get`]
+    /// reads first, without waiting for it.
+    pub(crate) fn will_need(&self, user_key: &[u8], read_seq: u64) -> Result<()> {
+        let hash = crate::table::bloom::hash(user_key);
+        let deeper = self.levels[1..].iter().filter_map(|level| {
+            level.get(level.partition_point(|t| key::user_key(t.largest()) < user_key))
+        });
+        for t in self.levels[0].iter().chain(deeper) {
+            if t.will_need_block(user_key, hash, read_seq)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Merge sources, newest first, for a walk over the user keys in
     /// `[lower, upper)` (`None`: unbounded): one per L0 table whose key range
     /// meets the bounds, and per deeper level one over the run of tables that

@@ -709,6 +709,35 @@ impl Table {
         })
     }
 
+    /// Whether this table may hold a version of `user_key` (its key range
+    /// covers it and its filter does not rule it out); if so, starts
+    /// reading the data block [`Table::get`] would search first into the
+    /// page cache without waiting, unless that block is cached. A
+    /// multi-get asks this of every key before it looks any up, so that
+    /// the device serves the batch's reads together.
+    pub(crate) fn will_need_block(
+        &self,
+        user_key: &[u8],
+        hash: u64,
+        read_seq: u64,
+    ) -> Result<bool> {
+        if !self.covers(user_key) {
+            return Ok(false);
+        }
+        let meta = self.meta()?;
+        if !bloom::may_contain(&meta.filter, hash) {
+            return Ok(false);
+        }
+        let b = meta.find_block(&key::encode(user_key, read_seq));
+        if let Some(e) = meta.index.get(b) {
+            if !self.cache.contains(&(self.id, e.offset)) {
+                // The block and its crc, as `read_block` reads them.
+                self.file.will_need(e.offset, u64::from(e.len) + 4);
+            }
+        }
+        Ok(true)
+    }
+
     /// Starts reading `range` of the file into the page cache (a walk in order
     /// is about to read it; the mapping is otherwise read a page per fault).
     pub(crate) fn will_need(&self, range: Range<usize>) {

@@ -110,6 +110,13 @@ impl VlogFile {
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
     }
 
+    /// Starts reading the entry at `ptr` into the page cache without
+    /// waiting, through the descriptor [`VlogFile::read`] uses.
+    pub(crate) fn will_need(&self, ptr: ValuePointer) {
+        let file = self.point.as_ref().unwrap_or(&self.file);
+        file.will_need(ptr.offset, u64::from(ptr.len));
+    }
+
     /// Reads and checks the entry at `ptr`, returning its value: one
     /// positional read of the whole entry.
     pub(crate) fn read(&self, ptr: ValuePointer) -> Result<Vec<u8>> {
@@ -513,6 +520,14 @@ impl VlogSet {
                 "value pointer names a value-log file that is not live",
             )
         })
+    }
+
+    /// Starts reading the entry behind `ptr` without waiting
+    /// ([`VlogFile::will_need`]); nothing if its file is not in the set.
+    pub(crate) fn will_need(&self, ptr: ValuePointer) {
+        if let Some(f) = self.get(ptr.file) {
+            f.will_need(ptr);
+        }
     }
 
     /// Reads the value behind one pointer.

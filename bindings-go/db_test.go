@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,6 +135,31 @@ func TestMultiGet(t *testing.T) {
 	}
 	if _, err := db.MultiGet([][]byte{[]byte("a"), nil}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("multiget with an empty key: %v", err)
+	}
+}
+
+// The values' buffer of one MultiGet belongs to its caller: later calls,
+// which allocate theirs by the size the last one needed, never write into it.
+func TestMultiGetValuesStayIntactAcrossLaterCalls(t *testing.T) {
+	db := openTemp(t)
+	mustSet(t, db, "a", strings.Repeat("a", 100))
+	mustSet(t, db, "b", strings.Repeat("b", 100))
+	var kept [][][]byte
+	for i := 0; i < 50; i++ {
+		k := []byte{"ab"[i%2]}
+		vals, err := db.MultiGet([][]byte{k, k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, vals)
+	}
+	for i, vals := range kept {
+		want := strings.Repeat(string("ab"[i%2]), 100)
+		for j, v := range vals {
+			if string(v) != want {
+				t.Fatalf("value %d of call %d became %q", j, i, v)
+			}
+		}
 	}
 }
 

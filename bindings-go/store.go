@@ -10,6 +10,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -284,6 +285,12 @@ func storeMultiGet(s store, keys [][]byte) ([][]byte, error) {
 		sc.klens[i] = C.size_t(len(k))
 		at += len(k)
 	}
+	// The values' buffer is handed to the caller, so each call allocates
+	// one, sized by what the last call needed: a buffer too small makes C
+	// read every key again.
+	if hint := int(multiGetBytesHint.Load()); cap(sc.vals) < hint {
+		sc.vals = make([]byte, 0, hint)
+	}
 	for {
 		var needed C.size_t
 		var cerr *C.sett_error_t
@@ -300,8 +307,9 @@ func storeMultiGet(s store, keys [][]byte) ([][]byte, error) {
 		}
 		// One allocation holds every value; each slice is capped at its own
 		// length, so that appending to one cannot overwrite the next.
-		backing := make([]byte, int(needed))
-		copy(backing, vals)
+		backing := vals[:int(needed)]
+		sc.vals = nil
+		multiGetBytesHint.Store(int64(needed) + int64(needed)/4)
 		out := make([][]byte, n)
 		at = 0
 		for i := range out {
@@ -326,7 +334,11 @@ type multiGetScratch struct {
 	vals         []byte
 }
 
-var multiGetPool = sync.Pool{New: func() any { return &multiGetScratch{vals: make([]byte, 0, 4096)} }}
+var multiGetPool = sync.Pool{New: func() any { return &multiGetScratch{} }}
+
+// multiGetBytesHint is the values' buffer the next MultiGet allocates: a
+// quarter more than the last one needed.
+var multiGetBytesHint atomic.Int64
 
 // reset empties the scratch and sizes its arrays for n keys.
 func (sc *multiGetScratch) reset(n int) {

@@ -380,9 +380,10 @@ pub(crate) unsafe fn multi_get_into<H: StoreHandle>(
         for (i, v) in got.iter().enumerate() {
             let len = v.as_ref().map_or(0, Vec::len);
             // SAFETY: lens and statuses hold n elements; dst is valid for cap >= total
-            // bytes and at + len <= total.
+            // bytes and at + len <= total. An empty value copies nothing: dst
+            // may be NULL (cap 0), which even a copy of no bytes must not get.
             unsafe {
-                if let Some(v) = v {
+                if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
                     std::ptr::copy_nonoverlapping(v.as_ptr(), dst.add(at), len);
                 }
                 lens.add(i).write(len);

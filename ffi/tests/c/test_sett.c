@@ -248,6 +248,11 @@ static void test_batch_and_multi_get(sett_db_t *db) {
     /* The data is still there. */
     CHECK_RC(sett_multi_get_into(db, keys, lens, 4, dst, sizeof dst, vlens, st, &needed, NULL), SETT_OK);
     CHECK(memcmp(dst, "twothree", 8) == 0);
+    /* Only empty values and missing keys: no buffer (NULL, 0) is enough. */
+    CHECK_RC(sett_put(db, B("b5"), 2, B(""), 0, NULL), SETT_OK);
+    const uint8_t *empties[2] = {B("b5"), B("b1")};
+    CHECK_RC(sett_multi_get_into(db, empties, lens, 2, NULL, 0, vlens, st, &needed, NULL), SETT_OK);
+    CHECK(needed == 0 && st[0] == SETT_OK && vlens[0] == 0 && st[1] == SETT_NOT_FOUND);
 }
 
 static void test_transactions(sett_db_t *db) {

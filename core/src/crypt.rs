@@ -628,6 +628,13 @@ impl ReadFile {
         self.cipher.is_some() || self.torn
     }
 
+    /// Where engine byte 0 lies in the file (past the prefix of an
+    /// encrypted file), or `None` for a torn encrypted file, which holds
+    /// nothing.
+    pub(crate) fn data_offset(&self) -> Option<u64> {
+        (!self.torn).then(|| self.base())
+    }
+
     fn base(&self) -> u64 {
         if self.encrypted() {
             PREFIX_LEN

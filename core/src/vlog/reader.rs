@@ -43,8 +43,12 @@ pub(crate) struct VlogFile {
     id: u32,
     path: PathBuf,
     file: ReadFile,
-    /// The sealed file's mapping, for advice only; none when it is encrypted.
+    /// The sealed file's mapping, for advice and residency probes only
+    /// (under encryption it shows ciphertext, which nothing reads).
     map: Option<Mmap>,
+    /// Where engine byte 0 of the file lies in `map`: past the prefix of an
+    /// encrypted file, else 0.
+    map_at: u64,
     /// Descriptor for point reads of a sealed file (no read-ahead).
     point: Option<ReadFile>,
 }
@@ -62,6 +66,7 @@ impl VlogFile {
             path: path.to_path_buf(),
             file,
             map: None,
+            map_at: 0,
             point: None,
         })
     }
@@ -72,10 +77,10 @@ impl VlogFile {
         let point = ReadFile::open(fs, path)?;
         advice::random_fd(point.file());
         f.point = Some(point);
-        if f.file.encrypted() {
-            // The mapping would show ciphertext at shifted offsets: no advice.
+        let Some(map_at) = f.file.data_offset() else {
+            // Cut before its prefix was whole: it holds nothing to advise.
             return Ok(f);
-        }
+        };
         // SAFETY: sealed value-log files are never written again; sett only
         // deletes them (a mapping outlives the unlink), and other processes are
         // kept out by the directory lock. Nothing dereferences the mapping
@@ -86,6 +91,7 @@ impl VlogFile {
         // Scans ask for their ranges (read_many); nothing else should be read.
         advice::random(&map);
         f.map = Some(map);
+        f.map_at = map_at;
         Ok(f)
     }
 
@@ -584,18 +590,20 @@ impl VlogSet {
         // the page cache without mapping pages into the process), so that the
         // reads go to the device together and in large pieces; then read each
         // run with one positional read.
+        let in_map = |file: &VlogFile, off: u64| to_usize(off.saturating_add(file.map_at));
         let mapped: Vec<(&Mmap, Range<usize>)> = runs
             .iter()
             .filter_map(|(_, _, file, start, end)| {
                 file.map
                     .as_ref()
-                    .map(|m| (m, to_usize(*start)..to_usize(*end)))
+                    .map(|m| (m, in_map(file, *start)..in_map(file, *end)))
             })
             .collect();
         scan.sample(mapped.into_iter());
         for (i, j, file, start, end) in &runs {
             if let Some(map) = &file.map {
-                scan.advise(file.id, map, to_usize(*start), to_usize(*end), *j == *i + 1);
+                let (from, to) = (in_map(file, *start), in_map(file, *end));
+                scan.advise(file.id, map, from, to, *j == *i + 1);
             }
         }
         if buf.len() < need {
@@ -707,6 +715,22 @@ mod tests {
             scan.request(1, 3 << 20, (3 << 20) + 1100, len, true),
             Some((3 << 20)..(3 << 20) + 1100)
         );
+    }
+
+    #[test]
+    fn an_encrypted_sealed_file_is_mapped_past_its_prefix_so_scans_can_read_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        for (fs, at) in [
+            (crate::crypt::test_fs(dir.path()), crate::crypt::PREFIX_LEN),
+            (Fs::real(), 0),
+        ] {
+            let id = 1 + at as u32;
+            drop(super::super::writer::VlogWriter::create(&fs, dir.path(), id).unwrap());
+            let f = VlogFile::open_sealed(&fs, &filename::vlog(dir.path(), id), id).unwrap();
+            let map = f.map.as_ref().expect("a sealed file is mapped for advice");
+            assert_eq!(f.map_at, at);
+            assert_eq!(map.len() as u64, f.len().unwrap() + at);
+        }
     }
 
     #[test]

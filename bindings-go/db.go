@@ -243,3 +243,11 @@ func getEntry(key []byte, call func(*entryOut) C.int) (*Item, error) {
 // key gives a nil value. Once a lookup waits on the device, the engine asks
 // for the rest of the batch's reads together.
 func (d *DB) MultiGet(keys [][]byte) ([][]byte, error) { return storeMultiGet(d, keys) }
+
+// MultiGetFunc is MultiGet without an allocation per call: it calls
+// fn(i, value) for each key in the order asked (value nil for a missing
+// key), with values lent from a buffer that later calls reuse. fn copies
+// what it keeps.
+func (d *DB) MultiGetFunc(keys [][]byte, fn func(i int, value []byte)) error {
+	return storeMultiGetFunc(d, keys, fn)
+}

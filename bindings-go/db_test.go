@@ -163,6 +163,56 @@ func TestMultiGetValuesStayIntactAcrossLaterCalls(t *testing.T) {
 	}
 }
 
+// MultiGetFunc lends each value in the order asked, nil for a missing key
+// and empty (not nil) for an empty value, and a keyspace's reads only its own.
+func TestMultiGetFuncLendsValuesInTheOrderAsked(t *testing.T) {
+	db := openTemp(t)
+	mustSet(t, db, "a", strings.Repeat("a", 3000))
+	mustSet(t, db, "e", "")
+	keys := [][]byte{[]byte("missing"), []byte("a"), []byte("e"), []byte("a")}
+	for round := 0; round < 3; round++ {
+		var got []string
+		err := db.MultiGetFunc(keys, func(i int, v []byte) {
+			if v == nil {
+				got = append(got, fmt.Sprintf("%d:nil", i))
+				return
+			}
+			got = append(got, fmt.Sprintf("%d:%d", i, len(v)))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "0:nil 1:3000 2:0 3:3000"; strings.Join(got, " ") != want {
+			t.Fatalf("round %d: %v, want %s", round, got, want)
+		}
+	}
+	// MultiGet's owned values say the same of the empty one.
+	vals, err := db.MultiGet(keys)
+	if err != nil || vals[0] != nil || vals[2] == nil || len(vals[2]) != 0 || len(vals[3]) != 3000 {
+		t.Fatalf("MultiGet: %v %v", vals, err)
+	}
+	ks, err := db.Keyspace("k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ks.Set([]byte("a"), []byte("mine")); err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	if err := ks.MultiGetFunc([][]byte{[]byte("a"), []byte("e")}, func(i int, v []byte) {
+		mine = append(mine, fmt.Sprintf("%d:%q:%v", i, v, v == nil))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The keyspace has no "e": the default keyspace's empty value is not its.
+	if strings.Join(mine, " ") != `0:"mine":false 1:"":true` {
+		t.Fatalf("keyspace: %v", mine)
+	}
+	if err := db.MultiGetFunc([][]byte{nil}, func(int, []byte) {}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("an empty key: %v", err)
+	}
+}
+
 // MultiGet's values share one allocation: each is capped at its length, so
 // that appending to one leaves the next intact, and values larger than the
 // reused buffer grow it (a second call into C) without losing any.

@@ -185,6 +185,11 @@ func (k *Keyspace) Get(key []byte) ([]byte, error) {
 // cgo call; a missing key gives a nil value.
 func (k *Keyspace) MultiGet(keys [][]byte) ([][]byte, error) { return storeMultiGet(k, keys) }
 
+// MultiGetFunc is [DB.MultiGetFunc] over the keyspace's keys.
+func (k *Keyspace) MultiGetFunc(keys [][]byte, fn func(i int, value []byte)) error {
+	return storeMultiGetFunc(k, keys, fn)
+}
+
 // Set stores key → value in the keyspace (with its default TTL, if any).
 func (k *Keyspace) Set(key, value []byte) error {
 	return storeSet(k, key, value)

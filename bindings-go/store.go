@@ -252,15 +252,46 @@ func storeSubscribe(s store, ctx context.Context, cb func([]Change) error, from 
 }
 
 // storeMultiGet reads many keys of s at one consistent point in one cgo
-// call; a missing key gives a nil value.
+// call; a missing key gives a nil value. The values share one allocation,
+// each capped at its own length, so that appending to one cannot overwrite
+// the next.
 func storeMultiGet(s store, keys [][]byte) ([][]byte, error) {
-	if err := s.rlock(); err != nil {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var backing []byte
+	out := make([][]byte, len(keys))
+	err := storeMultiGetFunc(s, keys, func(i int, v []byte) {
+		if v == nil {
+			return
+		}
+		if backing == nil {
+			// The first value found: room for this call's every value.
+			backing = make([]byte, 0, max(multiGetBytes.Load(), int64(len(v))))
+		}
+		at := len(backing)
+		backing = append(backing, v...)
+		out[i] = backing[at:len(backing):len(backing)]
+	})
+	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// storeMultiGetFunc reads many keys of s at one consistent point in one
+// cgo call and calls fn(i, value) for each key in the order asked, value
+// nil for a missing key. The values are lent: they live in a buffer that
+// the next call reuses, so fn copies what it keeps. No allocation per call
+// once the buffer has grown to a batch's size.
+func storeMultiGetFunc(s store, keys [][]byte, fn func(i int, v []byte)) error {
+	if err := s.rlock(); err != nil {
+		return err
 	}
 	defer s.runlock()
 	n := len(keys)
 	if n == 0 {
-		return nil, nil
+		return nil
 	}
 	sc := multiGetPool.Get().(*multiGetScratch)
 	defer multiGetPool.Put(sc)
@@ -285,11 +316,11 @@ func storeMultiGet(s store, keys [][]byte) ([][]byte, error) {
 		sc.klens[i] = C.size_t(len(k))
 		at += len(k)
 	}
-	// The values' buffer is handed to the caller, so each call allocates
-	// one, sized by what the last call needed: a buffer too small makes C
-	// read every key again.
-	if hint := int(multiGetBytesHint.Load()); cap(sc.vals) < hint {
-		sc.vals = make([]byte, 0, hint)
+	// A buffer too small makes C read every key again: a scratch that the
+	// pool made anew (it drops its scratches at each GC) starts at what the
+	// last call needed, plus a quarter.
+	if hint := int(multiGetBytes.Load()); cap(sc.vals) < hint {
+		sc.vals = make([]byte, 0, hint+hint/4)
 	}
 	for {
 		var needed C.size_t
@@ -299,27 +330,26 @@ func storeMultiGet(s store, keys [][]byte) ([][]byte, error) {
 			(*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(vals))), C.size_t(len(vals)), &sc.vlens[0], &sc.st[0], &needed, &cerr)
 		if rc == C.SETT_BUFFER_TOO_SMALL {
 			C.sett_error_free(cerr)
-			sc.vals = make([]byte, 0, int(needed))
+			sc.vals = make([]byte, 0, int(needed)+int(needed)/4)
 			continue
 		}
 		if err := status(rc, cerr); err != nil {
-			return nil, err
+			return err
 		}
-		// One allocation holds every value; each slice is capped at its own
-		// length, so that appending to one cannot overwrite the next.
-		backing := vals[:int(needed)]
-		sc.vals = nil
-		multiGetBytesHint.Store(int64(needed) + int64(needed)/4)
-		out := make([][]byte, n)
+		multiGetBytes.Store(int64(needed))
 		at = 0
-		for i := range out {
-			if sc.st[i] == C.SETT_OK {
-				l := int(sc.vlens[i])
-				out[i] = backing[at : at+l : at+l]
-				at += l
+		for i := 0; i < n; i++ {
+			if sc.st[i] != C.SETT_OK {
+				fn(i, nil)
+				continue
 			}
+			l := int(sc.vlens[i])
+			// Never nil for a value found, even an empty one (vals is not
+			// nil: the scratch starts with room).
+			fn(i, vals[at:at+l:at+l])
+			at += l
 		}
-		return out, nil
+		return nil
 	}
 }
 
@@ -334,11 +364,11 @@ type multiGetScratch struct {
 	vals         []byte
 }
 
-var multiGetPool = sync.Pool{New: func() any { return &multiGetScratch{} }}
+var multiGetPool = sync.Pool{New: func() any { return &multiGetScratch{vals: make([]byte, 0, 4096)} }}
 
-// multiGetBytesHint is the values' buffer the next MultiGet allocates: a
-// quarter more than the last one needed.
-var multiGetBytesHint atomic.Int64
+// multiGetBytes is what the last MultiGet's values took, by which a new
+// scratch and an owned result are sized.
+var multiGetBytes atomic.Int64
 
 // reset empties the scratch and sizes its arrays for n keys.
 func (sc *multiGetScratch) reset(n int) {

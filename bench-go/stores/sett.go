@@ -96,16 +96,11 @@ func (s *settStore) Get(key, dst []byte) ([]byte, error) {
 }
 
 // MultiGet is sett's get_many: one cgo crossing for the batch, the lookups at
-// one read point, read in parallel once one of them waits on the device.
+// one read point, the batch's reads asked for together once one waits on the
+// device. The values are lent to fn (MultiGetFunc), as RocksDB's pinned
+// slices are.
 func (s *settStore) MultiGet(keys [][]byte, fn func(i int, v []byte)) error {
-	vals, err := s.db.MultiGet(keys)
-	if err != nil {
-		return err
-	}
-	for i, v := range vals {
-		fn(i, v)
-	}
-	return nil
+	return s.db.MultiGetFunc(keys, fn)
 }
 
 func (s *settStore) Iterate(keysOnly bool, limit int, fn func(k, v []byte) bool) (int, error) {

@@ -211,6 +211,10 @@ func TestMultiGetFuncLendsValuesInTheOrderAsked(t *testing.T) {
 	if err := db.MultiGetFunc([][]byte{nil}, func(int, []byte) {}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("an empty key: %v", err)
 	}
+	// The refused call lost nothing.
+	if v := mustGet(t, db, "a"); v != strings.Repeat("a", 3000) {
+		t.Fatalf("after the refused call: %d bytes", len(v))
+	}
 }
 
 // MultiGet's values share one allocation: each is capped at its length, so

@@ -274,7 +274,11 @@ impl Mapped {
             self.no_alloc = by_call;
         }
         if by_call {
-            self.file.write_all_at(data, at)?;
+            let mut at = at;
+            for chunk in data.chunks(crate::fs::WRITE_CHUNK) {
+                self.file.write_all_at(chunk, at)?;
+                at += chunk.len() as u64;
+            }
             self.allocated = self.allocated.max(end);
             return Ok(());
         }

@@ -262,7 +262,7 @@ impl KeyRing {
             let key = self
                 .master
                 .decrypt(
-                    Nonce::from_slice(&s.nonce),
+                    &Nonce::from(s.nonce),
                     Payload {
                         msg: &s.sealed,
                         aad: &aad(s.id, s.created_ms),
@@ -307,13 +307,15 @@ impl KeyRing {
         let sealed = self
             .master
             .encrypt(
-                Nonce::from_slice(&nonce),
+                &Nonce::from(nonce),
                 Payload {
                     msg: key.as_slice(),
                     aad: &aad(id, created_ms),
                 },
             )
             .map_err(|_| Error::InvalidArgument("sealing a data key failed".into()))?;
+        let aes = aes::Aes256::new_from_slice(key.as_slice())
+            .map_err(|_| Error::InvalidArgument("a data key of the wrong length".into()))?;
         let mut entries = ring.sealed.clone();
         entries.push(Sealed {
             id,
@@ -323,7 +325,6 @@ impl KeyRing {
         });
         self.write(&entries)?;
         ring.sealed = entries;
-        let aes = aes::Aes256::new(key.as_ref().into());
         ring.keys.insert(
             id,
             Arc::new(DataKey {
@@ -755,6 +756,50 @@ pub(crate) fn test_fs(dir: &Path) -> Fs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// The files' keystream is AES-256 in CTR mode with a 128-bit
+    /// big-endian counter, NIST SP 800-38A F.5.5: a change of cipher crate
+    /// or backend (AES-NI, VAES) that changed it would make every existing
+    /// encrypted database unreadable.
+    #[test]
+    fn the_keystream_is_nist_aes256_ctr_at_every_offset() {
+        let key = hex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4");
+        let key = Arc::new(DataKey {
+            id: 1,
+            created_ms: 0,
+            aes: aes::Aes256::new_from_slice(&key).expect("32 bytes"),
+        });
+        let mut iv = [0u8; 16];
+        iv.copy_from_slice(&hex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"));
+        let c = FileCipher { key, iv };
+        let plain = hex(concat!(
+            "6bc1bee22e409f96e93d7e117393172a",
+            "ae2d8a571e03ac9c9eb76fac45af8e51",
+            "30c81c46a35ce411e5fbc1191a0a52ef",
+            "f69f2445df4f9b17ad2b417be66c3710"
+        ));
+        let cipher = hex(concat!(
+            "601ec313775789a5b7a7f504bbf3d228",
+            "f443e3ca4d62b59aca84e990cacaf5c5",
+            "2b0930daa23de94ce87017ba2d84988d",
+            "dfc9c58db67aada613c2dd08457941a6"
+        ));
+        let mut buf = plain.clone();
+        c.apply(&mut buf, 0);
+        assert_eq!(buf, cipher);
+        for from in [1usize, 16, 33, 63] {
+            let mut part = plain[from..].to_vec();
+            c.apply(&mut part, from as u64);
+            assert_eq!(part, &cipher[from..], "from {from}");
+        }
+    }
 
     #[test]
     fn decryption_at_any_offset_matches_encryption_of_the_whole() {

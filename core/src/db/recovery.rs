@@ -475,6 +475,9 @@ impl DbInner {
         for id in replayed {
             remove(&self.opts.fs, &filename::wal(&self.dir, *id))?;
         }
+        // Every WAL of before is flushed and gone: the GC collects the files
+        // sealed until now without a flush.
+        self.gc.note_opened(vlogs.all().map(|f| f.id()), wal_id);
         // Before the file is published (`gc::GcEnv::head_vlog` says why).
         self.counters
             .vlog_head_id

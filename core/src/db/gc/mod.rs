@@ -85,7 +85,9 @@ pub(crate) struct GcState {
     /// value-log bytes (`head_target`), `vlog_file_size` without a GC.
     head_target: AtomicU64,
     /// Value-log files sealed as heads since open, with the id of the head
-    /// that replaced each: a WAL with a smaller id may point into it.
+    /// that replaced each: a WAL with a smaller id may point into it; and
+    /// the files sealed before open, with the id below the first WAL of
+    /// the open (`note_opened`).
     sealed_for: Mutex<HashMap<u32, u64>>,
     /// What `Stats` reports of the GC.
     counts: Counts,
@@ -132,6 +134,19 @@ impl GcState {
     /// Requires: the log lock (heads are sealed one at a time, in order).
     pub(crate) fn note_head_sealed(&self, old: u32, new: u32) {
         lock(&self.sealed_for).insert(old, u64::from(new));
+    }
+
+    /// Records that open sealed value-log files `before` (every file but the
+    /// head it starts) and replayed and removed every older WAL, starting
+    /// WAL `first_wal`: no WAL live from then on may point into them, so
+    /// collecting one needs no flush, as a head sealed with every WAL since
+    /// flushed. Requires: no round running (open calls it before the GC
+    /// thread starts); takes only `sealed_for`.
+    pub(crate) fn note_opened(&self, before: impl Iterator<Item = u32>, first_wal: u64) {
+        let mut sealed_for = lock(&self.sealed_for);
+        for id in before {
+            sealed_for.insert(id, first_wal.saturating_sub(1));
+        }
     }
 
     /// Holds off every collection while the guard lives (a checkpoint

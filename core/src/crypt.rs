@@ -523,9 +523,10 @@ impl Writer {
         Ok(prefix)
     }
 
-    /// Puts `data`, encrypted for the end of `path`'s file, in `out`;
-    /// `commit` then moves the file's end past it once it is written.
-    pub(crate) fn seal(&self, path: &Path, data: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    /// Puts `parts`, back to back and encrypted for the end of `path`'s
+    /// file, in `out`; `commit` then moves the file's end past them once
+    /// they are written.
+    pub(crate) fn seal(&self, path: &Path, parts: &[&[u8]], out: &mut Vec<u8>) -> io::Result<()> {
         let (c, off) = {
             let files = self.lock();
             let (c, off) = files.get(path).ok_or_else(|| {
@@ -537,7 +538,9 @@ impl Writer {
             (c.clone(), *off)
         };
         out.clear();
-        out.extend_from_slice(data);
+        for part in parts {
+            out.extend_from_slice(part);
+        }
         c.apply(out, off);
         Ok(())
     }

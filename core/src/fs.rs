@@ -87,14 +87,14 @@ pub(crate) fn start_writeback(file: &File, from: u64, to: u64) {
 }
 
 thread_local! {
-    /// The encrypted copy of an append, kept for the thread's next one: a
-    /// value-log append is a whole batch, and a fresh buffer of a MiB costs
-    /// a page fault per page each time.
+    /// The encrypted copy of an append's chunk (at most [`WRITE_CHUNK`]
+    /// bytes), kept for the thread's next one: a fresh buffer of a MiB
+    /// costs a page fault per page each time.
     static SEALED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// The largest buffer [`SEALED`] keeps between appends.
-const SEALED_KEEP: usize = 8 << 20;
+const SEALED_KEEP: usize = WRITE_CHUNK;
 
 /// The most one write call hands the kernel. A larger write makes Linux
 /// fill the page cache with large folios (2 MiB and up), which come from
@@ -256,16 +256,12 @@ impl Fs {
     pub(crate) fn append(&self, file: &mut File, path: &Path, data: &[u8]) -> io::Result<()> {
         match &self.crypt {
             None => self.inner.append(file, path, data),
-            Some(c) => SEALED.with(|buf| {
-                let mut sealed = buf.take();
-                c.seal(path, data, &mut sealed)?;
-                let res = self.inner.append(file, path, &sealed);
-                c.commit(path, res.as_ref().ok().map(|_| data.len()));
-                if sealed.capacity() <= SEALED_KEEP {
-                    buf.set(sealed);
+            Some(c) => {
+                for chunk in data.chunks(WRITE_CHUNK) {
+                    self.append_sealed(c, file, path, &[chunk])?;
                 }
-                res
-            }),
+                Ok(())
+            }
         }
     }
 
@@ -275,11 +271,54 @@ impl Fs {
         path: &Path,
         slices: &mut [IoSlice<'_>],
     ) -> io::Result<()> {
-        if self.crypt.is_some() {
-            let data: Vec<u8> = slices.iter().flat_map(|s| s.iter().copied()).collect();
-            return self.append(file, path, &data);
+        let Some(c) = &self.crypt else {
+            return self.inner.append_vectored(file, path, slices);
+        };
+        // Sealed a chunk at a time: a group of large values is encrypted
+        // into one reused buffer of at most `WRITE_CHUNK` bytes, not copied
+        // whole into a fresh one (a 16 MiB group then cost two fresh 16 MiB
+        // buffers, faulted in page by page).
+        let mut parts: Vec<&[u8]> = Vec::new();
+        let mut bytes = 0;
+        for slice in slices.iter() {
+            let mut rest: &[u8] = slice;
+            while !rest.is_empty() {
+                let take = rest.len().min(WRITE_CHUNK - bytes);
+                parts.push(&rest[..take]);
+                bytes += take;
+                rest = &rest[take..];
+                if bytes == WRITE_CHUNK {
+                    self.append_sealed(c, file, path, &parts)?;
+                    parts.clear();
+                    bytes = 0;
+                }
+            }
         }
-        self.inner.append_vectored(file, path, slices)
+        if parts.is_empty() {
+            return Ok(());
+        }
+        self.append_sealed(c, file, path, &parts)
+    }
+
+    /// Encrypts `parts`, back to back, for the end of `path`'s file and
+    /// appends them in one call.
+    fn append_sealed(
+        &self,
+        c: &crate::crypt::Writer,
+        file: &mut File,
+        path: &Path,
+        parts: &[&[u8]],
+    ) -> io::Result<()> {
+        SEALED.with(|buf| {
+            let mut sealed = buf.take();
+            c.seal(path, parts, &mut sealed)?;
+            let res = self.inner.append(file, path, &sealed);
+            c.commit(path, res.as_ref().ok().map(|_| sealed.len()));
+            if sealed.capacity() <= SEALED_KEEP {
+                buf.set(sealed);
+            }
+            res
+        })
     }
 
     /// With the `unsafe-skip-fsync` feature (a mutation check for the power-loss
@@ -443,6 +482,43 @@ mod tests {
             assert!(rec.data == want, "bytes differ (short writes of {take})");
             let most = rec.calls.iter().max().copied().unwrap_or(0);
             assert!(most <= WRITE_CHUNK, "a call of {most} bytes");
+        }
+    }
+
+    #[test]
+    fn an_encrypted_append_larger_than_a_chunk_reads_back_whole_at_any_offset() {
+        let dir = tempfile::tempdir().expect("dir");
+        let fs = crate::crypt::test_fs(dir.path());
+        let path = dir.path().join("000001.vlog");
+        let mut file = fs.create_new(&path).expect("create");
+        // A group of values as the value log hands it over, then one plain
+        // append: the second must continue the first's keystream.
+        let parts: Vec<Vec<u8>> = vec![
+            bytes(100, 1),
+            Vec::new(),
+            bytes(3 * WRITE_CHUNK + 12_345, 2),
+            bytes(WRITE_CHUNK - 100, 3),
+            bytes(7, 4),
+        ];
+        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        fs.append_vectored(&mut file, &path, &mut slices)
+            .expect("vectored");
+        let tail = bytes(2 * WRITE_CHUNK + 1, 5);
+        fs.append(&mut file, &path, &tail).expect("append");
+        let mut want = parts.concat();
+        want.extend_from_slice(&tail);
+
+        let raw = std::fs::read(&path).expect("raw");
+        assert!(raw.len() > want.len(), "the prefix is there");
+        assert!(raw[raw.len() - want.len()..] != want[..], "encrypted");
+        let r = crate::crypt::ReadFile::open(&fs, &path).expect("open");
+        let mut got = vec![0u8; want.len()];
+        r.read_exact_at(&mut got, 0).expect("read");
+        assert!(got == want, "decrypted bytes differ");
+        for at in [WRITE_CHUNK - 3, 2 * WRITE_CHUNK + 50, want.len() - 9] {
+            let mut part = vec![0u8; 9];
+            r.read_exact_at(&mut part, at as u64).expect("read part");
+            assert_eq!(part, want[at..at + 9], "at {at}");
         }
     }
 

@@ -119,6 +119,11 @@ func main() {
 		fmt.Printf("%s's performance block matches the reports under %s\n", *standingCheck, *standingDir)
 		return
 	}
+	if *standingCheck != "" {
+		// Without --standing this would be a benchmark run, which rewrites
+		// the reports under --out: refuse before anything is written.
+		fail(fmt.Errorf("--standing-check needs --standing DIR (the reports to check README against); it runs no benchmark"))
+	}
 	if c.populate == "" || c.benchBin == "" {
 		fail(fmt.Errorf("--populate and --bench are required"))
 	}

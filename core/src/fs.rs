@@ -274,10 +274,10 @@ impl Fs {
         let Some(c) = &self.crypt else {
             return self.inner.append_vectored(file, path, slices);
         };
-        // Sealed a chunk at a time: a group of large values is encrypted
-        // into one reused buffer of at most `WRITE_CHUNK` bytes, not copied
-        // whole into a fresh one (a 16 MiB group then cost two fresh 16 MiB
-        // buffers, faulted in page by page).
+        // Sealed a chunk at a time into one reused buffer of at most
+        // `WRITE_CHUNK` bytes: a whole group of large values copied and
+        // sealed at once would take two fresh buffers of its size, faulted
+        // in page by page.
         let mut parts: Vec<&[u8]> = Vec::new();
         let mut bytes = 0;
         for slice in slices.iter() {

@@ -8,6 +8,8 @@
 mod reader;
 mod writer;
 
+#[cfg(test)]
+pub(crate) use reader::SCAN_READS;
 pub(crate) use reader::{ScanAhead, VlogFile, VlogSet, WalkEnd};
 pub(crate) use writer::VlogWriter;
 

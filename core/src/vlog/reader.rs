@@ -123,6 +123,14 @@ impl VlogFile {
         file.will_need(ptr.offset, u64::from(ptr.len));
     }
 
+    /// Starts reading the whole file into the page cache without waiting
+    /// (a GC round that reads its live entries in key order, see
+    /// `gc::collect::move_in_key_order`).
+    pub(crate) fn will_need_all(&self) -> Result<()> {
+        self.file.will_need(0, self.len()?);
+        Ok(())
+    }
+
     /// Reads and checks the entry at `ptr`, returning its value: one
     /// positional read of the whole entry.
     pub(crate) fn read(&self, ptr: ValuePointer) -> Result<Vec<u8>> {
@@ -462,6 +470,13 @@ impl ScanAhead {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Positional reads of value-log files made by scans (`read_many`) on
+    /// this thread: a test counts a scan's reads per value.
+    pub(crate) static SCAN_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// A file offset as an index into a mapping (past any mapping if it does not fit).
 fn to_usize(offset: u64) -> usize {
     usize::try_from(offset).unwrap_or(usize::MAX)
@@ -619,6 +634,8 @@ impl VlogSet {
                 Some(point) if j == i + 1 => point,
                 _ => &file.file,
             };
+            #[cfg(test)]
+            SCAN_READS.with(|n| n.set(n.get() + 1));
             let n = read_up_to(fd, dst, start)
                 .map_err(|e| Error::io(format!("reading {}", file.path.display()), e))?;
             for &k in &order[i..j] {

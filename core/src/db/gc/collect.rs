@@ -32,9 +32,10 @@ impl<'a, E: GcEnv> Mover<'a, E> {
         }
     }
 
-    pub(super) fn push(&mut self, m: Move) -> Result<()> {
+    /// Queues `m` unless it has expired (then false).
+    pub(super) fn push(&mut self, m: Move) -> Result<bool> {
         if m.expires_at != 0 && m.expires_at <= self.now {
-            return Ok(());
+            return Ok(false);
         }
         self.values += 1;
         self.bytes += (ENTRY_HEADER_LEN + m.key.len() + m.value.len()) as u64;
@@ -43,7 +44,7 @@ impl<'a, E: GcEnv> Mover<'a, E> {
         if self.chunk_bytes >= MOVE_CHUNK {
             self.hand_over()?;
         }
-        Ok(())
+        Ok(true)
     }
 
     pub(super) fn hand_over(&mut self) -> Result<()> {
@@ -196,6 +197,11 @@ impl GcState {
         }
         let shares = shares_now(&sealed)?;
         let mut files = pick(shares.clone(), ratio, max_bytes)?;
+        if files.is_empty() && walking {
+            // Nothing holds garbage enough: the idle tier puts scattered
+            // files in key order (once each: its output is not scattered).
+            files = self.pick_scattered(&sealed, max_bytes)?;
+        }
         if files.is_empty() {
             return Ok(Vec::new());
         }
@@ -276,9 +282,10 @@ impl GcState {
                 let record = walk_set(&files, shares, ratio, walk_record_bytes(opts))?;
                 self.walk(env, &sealed, &record, trace)?;
                 // The walk measured them: only those still due are collected.
+                let scattered = self.scattered();
                 let mut due = Vec::with_capacity(files.len());
                 for f in files {
-                    if self.estimated_share(&discard, &f)? >= ratio {
+                    if self.estimated_share(&discard, &f)? >= ratio || scattered.contains(&f.id()) {
                         due.push(f);
                     }
                 }
@@ -308,27 +315,44 @@ impl GcState {
         trace.rate = rate;
 
         // What the rate limits: bytes read, plus what was moved, over the round.
-        let mut done = 0u64;
         let mut pacer = Pacer::new(rate, background, started);
+        // What each file's moves came to, or the damage that keeps it.
+        let round_ids: Vec<u32> = files.iter().map(|f| f.id()).collect();
+        let moved: Vec<Result<(u64, u64)>> = match walked.as_ref().filter(|w| w.covers(&round_ids))
+        {
+            Some(w) => move_in_key_order(env, &files, w, &mut pacer, trace)?,
+            None => {
+                let mut done = 0u64;
+                let mut moved = Vec::with_capacity(files.len());
+                for file in &files {
+                    let r = move_live(env, file, walked.as_ref(), &mut pacer, done, trace);
+                    if let Ok((_, bytes)) = &r {
+                        done += file.len()? + bytes;
+                    }
+                    match r {
+                        Err(e) if !e.is_corruption() => return Err(e),
+                        r => moved.push(r),
+                    }
+                }
+                moved
+            }
+        };
         let mut outcomes = Vec::with_capacity(files.len());
         // A file with a damaged live entry stays (what was moved of it is
         // garbage now); the round goes on with the others.
         let mut damage: Option<Error> = None;
         let mut kept = Vec::with_capacity(files.len());
-        for file in files {
+        for (file, r) in files.into_iter().zip(moved) {
             let file_bytes = file.len()?;
-            let (moved_values, moved_bytes) =
-                match move_live(env, &file, walked.as_ref(), &mut pacer, done, trace) {
-                    Ok(moved) => moved,
-                    Err(e) if e.is_corruption() => {
-                        lock(&self.samples).damaged.insert(file.id());
-                        damage.get_or_insert(e);
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
+            let (moved_values, moved_bytes) = match r {
+                Ok(moved) => moved,
+                Err(e) => {
+                    lock(&self.samples).damaged.insert(file.id());
+                    damage.get_or_insert(e);
+                    continue;
+                }
+            };
             kept.push(file.clone());
-            done += file_bytes + moved_bytes;
             trace.bytes += file_bytes;
             trace.moved += moved_bytes;
             outcomes.push(if moved_values == 0 {
@@ -379,6 +403,41 @@ impl GcState {
         drop(files);
         trace.mark(Phase::Delete);
         finish(outcomes)
+    }
+
+    /// Files of the last walk found scattered (`Walked::scattered`).
+    pub(super) fn scattered(&self) -> HashSet<u32> {
+        lock(&self.samples)
+            .walked
+            .as_ref()
+            .map(|w| w.scattered.clone())
+            .unwrap_or_default()
+    }
+
+    /// Of `sealed`, the files the last walk found scattered, oldest first,
+    /// as many as fit in `max_bytes` (the first whatever its size).
+    fn pick_scattered(
+        &self,
+        sealed: &[Arc<VlogFile>],
+        max_bytes: u64,
+    ) -> Result<Vec<Arc<VlogFile>>> {
+        let scattered = self.scattered();
+        let mut files: Vec<Arc<VlogFile>> = sealed
+            .iter()
+            .filter(|f| scattered.contains(&f.id()))
+            .cloned()
+            .collect();
+        files.sort_by_key(|f| f.id());
+        let mut picked = Vec::new();
+        let mut bytes = 0u64;
+        for f in files {
+            bytes = bytes.saturating_add(f.len()?);
+            if !picked.is_empty() && bytes > max_bytes {
+                break;
+            }
+            picked.push(f);
+        }
+        Ok(picked)
     }
 
     /// Switches the memtable when its WAL may point into `SWITCH_AHEAD_FILES`
@@ -510,7 +569,8 @@ pub(super) fn move_live<E: GcEnv>(
             expires_at,
             old: ptr,
             walked_at,
-        })
+        })?;
+        Ok(())
     })?;
     if let WalkEnd::Stopped { offset: stop, .. } = end {
         let t = clock();
@@ -548,4 +608,106 @@ pub(super) fn move_live<E: GcEnv>(
     trace.add(Phase::Throttle, sleeps);
     trace.mark(Phase::Read);
     Ok((values, bytes))
+}
+
+/// Moves the live entries of `files`, all recorded by `walked`, in the
+/// order of their keys, whichever file each is in: the values a round
+/// rewrites then lie in key order in the head of the log, and a forward scan
+/// over them reads each round's output front to back (one stream per round,
+/// which `read_many` coalesces and reads ahead) instead of one random read
+/// per value. Keeps the round's bytes read and moved within `pacer`'s limit.
+///
+/// Each entry is read by its pointer, so garbage is never read: damage in
+/// it costs nothing. The round's files are first asked for whole (they are
+/// read in full anyway, and in key order the reads would otherwise go to the
+/// device one entry at a time). Returns, per file, the values and bytes
+/// moved, or the corruption error of its first damaged live entry: that
+/// file's later entries are left where they are (what was moved of it is
+/// garbage now) and the other files' entries are still moved.
+pub(super) fn move_in_key_order<E: GcEnv>(
+    env: &E,
+    files: &[Arc<VlogFile>],
+    walked: &Walked,
+    pacer: &mut Pacer,
+    trace: &mut Trace,
+) -> Result<Vec<Result<(u64, u64)>>> {
+    let timed = trace.on();
+    let (mut lookups, mut sleeps) = (Duration::ZERO, Duration::ZERO);
+    let clock = || timed.then(Instant::now);
+    let since = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
+    let mut order: Vec<(u32, usize, walk::LiveEntry)> = Vec::new();
+    // Bytes read so far (each file whole, when it is asked for), plus what
+    // was moved: what the rate limits.
+    let mut read = 0u64;
+    for (i, f) in files.iter().enumerate() {
+        read += f.len()?;
+        if pacer.due(read) {
+            let t = clock();
+            pacer.step(env, read)?;
+            sleeps += since(t);
+        }
+        f.will_need_all()?;
+        let entries = walked.live.get(&f.id()).map_or(&[][..], |e| &e[..]);
+        order.extend(entries.iter().map(|e| (e.rank, i, *e)));
+    }
+    order.sort_unstable_by_key(|&(rank, i, e)| (rank, i, e.offset));
+    let mut moved: Vec<Result<(u64, u64)>> = vec![Ok((0, 0)); files.len()];
+    let mut mover = Mover::new(env, env.now(), timed);
+    for (_, i, e) in order {
+        let Ok((values, bytes)) = moved[i] else {
+            continue;
+        };
+        let done = read + mover.bytes;
+        if pacer.due(done) {
+            let t = clock();
+            pacer.step(env, done)?;
+            sleeps += since(t);
+        }
+        let file = &files[i];
+        let ptr = ValuePointer {
+            file: file.id(),
+            offset: e.offset,
+            len: e.len,
+        };
+        let (key, value) = match file.read_entry(ptr) {
+            Ok(entry) => entry,
+            Err(err) if err.is_corruption() => {
+                moved[i] = Err(err);
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
+        // A base under merge operands is looked up, as `move_live` does:
+        // the write leader then checks it through the tables.
+        let live = if e.under_merge {
+            let t = clock();
+            let found = live_base(env, &key, ptr)?;
+            lookups += since(t);
+            found
+        } else {
+            Some((e.version, e.user_meta, e.expires_at))
+        };
+        let Some((version, user_meta, expires_at)) = live else {
+            continue;
+        };
+        let entry_bytes = (ENTRY_HEADER_LEN + key.len() + value.len()) as u64;
+        let queued = mover.push(Move {
+            key,
+            value,
+            version,
+            user_meta,
+            expires_at,
+            old: ptr,
+            walked_at: (!e.under_merge).then_some(walked.seq),
+        })?;
+        if queued {
+            moved[i] = Ok((values + 1, bytes + entry_bytes));
+        }
+    }
+    let (_, _, moves) = mover.finish()?;
+    trace.add(Phase::Lookup, lookups);
+    trace.add(Phase::Move, moves);
+    trace.add(Phase::Throttle, sleeps);
+    trace.mark(Phase::Read);
+    Ok(moved)
 }

@@ -345,7 +345,8 @@ impl GcState {
     }
 
     /// Value-log files the background GC will collect (garbage share at
-    /// `vlog_gc_ratio` or more; a head file only once it is large enough to be
+    /// `vlog_gc_ratio` or more, or while the Db is idle `vlog_gc_idle_ratio`
+    /// or scattered; a head file only once it is large enough to be
     /// sealed) and their bytes: its backlog, as `compaction::due` is the
     /// tree's. None when background GC is off or the Db is read-only.
     /// `head`: the head value-log file, if the Db is open.
@@ -358,19 +359,27 @@ impl GcState {
         let discard = env.discard();
         let st = env.read_state();
         let damaged = lock(&self.samples).damaged.clone();
+        let idle_tier = ratio < opts.vlog_gc_ratio;
+        let scattered = if idle_tier {
+            self.scattered()
+        } else {
+            HashSet::new()
+        };
         let mut due = (0, 0);
         for f in st.vlogs.all().filter(|f| !damaged.contains(&f.id())) {
             let (Ok(share), Ok(len)) = (self.estimated_share(&discard, f), f.len()) else {
                 continue;
             };
             let sealed = Some(f.id()) != head || len >= seal_head_at(opts);
-            if sealed && share >= ratio {
+            // (The head is sealed for garbage only, never to be put in order.)
+            let scattered = Some(f.id()) != head && scattered.contains(&f.id());
+            if sealed && (share >= ratio || scattered) {
                 due.0 += 1;
                 due.1 += len;
             }
         }
         // The idle tier's walk not taken yet: what is due is not known.
-        if due.0 == 0 && ratio < opts.vlog_gc_ratio {
+        if due.0 == 0 && idle_tier {
             let sealed_bytes = st
                 .vlogs
                 .all()

@@ -92,7 +92,15 @@ pub(super) fn garbage_share(
     Ok(discard.get(&f.id()).copied().unwrap_or(0) as f64 / size as f64)
 }
 
-/// Entries a walk records at most (32 bytes each), counted as value-log bytes
+/// A value-log file whose live entries, taken in key order, run forward
+/// through it for fewer bytes than this on average is scattered
+/// (`walk::Walked::scattered`): a forward scan reads it with a read per value
+/// or few, where a file written in key order is read ahead in long runs.
+/// Values written in random key order run about two entries; a GC round's
+/// key-ordered output runs tens of MiB.
+pub(super) const SORTED_RUN_BYTES: u64 = 256 << 10;
+
+/// Entries a walk records at most (40 bytes each), counted as value-log bytes
 /// at the smallest separated entry (`walk_record_bytes`).
 pub(super) const WALK_ENTRIES: u64 = 1 << 20;
 

@@ -563,3 +563,101 @@ fn the_idle_tier_moves_the_live_entries_its_walk_found() {
     assert_eq!(gc.counts().walks, 1);
     assert!(!fake.has_file(1));
 }
+
+/// Two files whose live keys interleave, each written in descending key
+/// order, with a dead entry between: the idle tier moves the round's live
+/// entries in ascending key order across both files. Returns the fake and
+/// both files' pointers.
+fn two_files_keys_interleaved() -> (Fake, Vec<ValuePointer>, Vec<ValuePointer>) {
+    let fake = Fake::new();
+    let values: Vec<Vec<u8>> = (b'a'..=b'h').map(|k| value_of(&[k])).collect();
+    let v = |k: u8| &values[usize::from(k - b'a')][..];
+    let p1 = fake.write_file(
+        1,
+        &[
+            (b"g", v(b'g')),
+            (b"e", v(b'e')),
+            (b"c", v(b'c')),
+            (b"a", v(b'a')),
+        ],
+        None,
+    );
+    let p2 = fake.write_file(
+        2,
+        &[
+            (b"h", v(b'h')),
+            (b"f", v(b'f')),
+            (b"d", v(b'd')),
+            (b"b", v(b'b')),
+        ],
+        None,
+    );
+    for (i, k) in [b"g", b"e", b"c", b"a"].iter().enumerate() {
+        fake.point(*k, 10 + i as u64, p1[i]);
+    }
+    for (i, k) in [b"h", b"f", b"d", b"b"].iter().enumerate() {
+        fake.point(*k, 20 + i as u64, p2[i]);
+    }
+    fake.put(b"e", 30, Stored::Delete, 0, 0);
+    (fake, p1, p2)
+}
+
+#[test]
+fn the_idle_tier_moves_a_rounds_live_entries_in_key_order_across_its_files() {
+    let (fake, _, _) = two_files_keys_interleaved();
+    let gc = GcState::new(&fake.opts);
+    let pace = Pace {
+        rate: 0,
+        writing: false,
+    };
+    let outcomes = gc.collect(&fake, 0.1, pace, true, ROUND_BYTES).unwrap();
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    let keys: Vec<Vec<u8>> = fake.moved().into_iter().map(|m| m.key).collect();
+    let want: Vec<Vec<u8>> = [b"a", b"b", b"c", b"d", b"f", b"g", b"h"]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+    assert_eq!(keys, want, "in key order, e (deleted) left behind");
+    for m in fake.moved() {
+        assert_eq!(m.value, value_of(&m.key), "each value read whole");
+        assert_eq!(m.walked_at, Some(SEQ));
+    }
+    assert!(!fake.has_file(1) && !fake.has_file(2));
+}
+
+#[test]
+fn a_damaged_live_entry_met_in_key_order_keeps_its_file_and_the_other_file_is_collected() {
+    let fake = Fake::new();
+    let values: Vec<Vec<u8>> = (b'a'..=b'd').map(|k| value_of(&[k])).collect();
+    let p1 = fake.write_file(1, &[(b"c", &values[2]), (b"a", &values[0])], Some(1));
+    let p2 = fake.write_file(2, &[(b"d", &values[3]), (b"b", &values[1])], None);
+    fake.point(b"c", 10, p1[0]);
+    fake.point(b"a", 11, p1[1]);
+    fake.point(b"d", 12, p2[0]);
+    fake.point(b"b", 13, p2[1]);
+    let gc = GcState::new(&fake.opts);
+    let pace = Pace {
+        rate: 0,
+        writing: false,
+    };
+    let outcomes = gc.collect(&fake, 0.1, pace, true, ROUND_BYTES).unwrap();
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    assert!(matches!(
+        outcomes[0],
+        GcOutcome::Rewritten {
+            file: 2,
+            moved_values: 2,
+            ..
+        }
+    ));
+    // a (damaged, first in key order) stops file 1's moves: c stays too.
+    let keys: Vec<Vec<u8>> = fake.moved().into_iter().map(|m| m.key).collect();
+    assert_eq!(keys, vec![b"b".to_vec(), b"d".to_vec()]);
+    assert!(fake.has_file(1), "the damaged file stays");
+    assert!(!fake.has_file(2));
+    assert_eq!(gc.damaged_files(), 1);
+    let st = fake.read_state();
+    let f = st.vlogs.get(1).unwrap();
+    assert_eq!(f.read(p1[0]).unwrap(), values[2], "c still reads from it");
+    assert!(f.read(p1[1]).unwrap_err().is_corruption());
+}

@@ -13,7 +13,7 @@
 //! inputs (sequential reads, no cache fill), and takes the newest visible
 //! version of every key at one sequence: it counts the live bytes of every
 //! value-log file (exact garbage shares, which replace the samples' guesses)
-//! and records the live entries of the files asked for (32 bytes each,
+//! and records the live entries of the files asked for (40 bytes each,
 //! outside `cache_size`: the GC asks for at most 1M of them, `gc::WALK_ENTRIES`). The GC then moves
 //! what the walk recorded without a lookup per entry; the write leader still
 //! checks each move, but against the memtables only while no table holds a
@@ -39,6 +39,10 @@ pub(crate) struct LiveEntry {
     /// and the operands re-inserted with it, by a lookup (see
     /// `write::apply_moves`).
     pub under_merge: bool,
+    /// Where the entry's key falls among those the walk recorded: the GC
+    /// moves a round's entries in this order, so that the values it rewrites
+    /// lie in key order (`collect::move_in_key_order`).
+    pub rank: u32,
 }
 
 /// What a walk found.
@@ -54,6 +58,11 @@ pub(crate) struct Walked {
     pub live: HashMap<u32, Vec<LiveEntry>>,
     /// Live entry bytes of every file met.
     pub live_bytes: HashMap<u32, u64>,
+    /// Files whose live entries lie out of key order, in runs shorter than
+    /// `SORTED_RUN_BYTES` on average (values written in the order their
+    /// random keys came): a forward scan reads them a value at a time, so
+    /// the idle tier rewrites them in key order (`GcState::collect`).
+    pub scattered: HashSet<u32>,
 }
 
 impl Walked {
@@ -100,12 +109,17 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
         appended: 0,
         live: record.iter().map(|&f| (f, Vec::new())).collect(),
         live_bytes: HashMap::new(),
+        scattered: HashSet::new(),
     };
+    // Per file met: the offset of its last live entry in key order, and
+    // the runs of ascending offsets its live entries form so far.
+    let mut runs: HashMap<u32, (u64, u64)> = HashMap::new();
     let mut user_key: Vec<u8> = Vec::new();
     let mut have_key = false;
     // The key's visible versions so far are merge operands: the next one
     // decides.
     let mut under_merge = false;
+    let mut rank = 0u32;
     while merge.valid() {
         env.check_open()?;
         let (uk, s) = key::split(merge.key());
@@ -142,6 +156,11 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
             let live = !rec.expired(now) && !st.range_dels.hides(uk, s, seq);
             if live {
                 *walked.live_bytes.entry(p.file).or_insert(0) += u64::from(p.len);
+                let (last, n) = runs.entry(p.file).or_insert((p.offset, 1));
+                if p.offset < *last {
+                    *n += 1;
+                }
+                *last = p.offset;
                 if let Some(entries) = walked.live.get_mut(&p.file) {
                     entries.push(LiveEntry {
                         offset: p.offset,
@@ -150,7 +169,9 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
                         expires_at: rec.expires_at,
                         user_meta: rec.user_meta,
                         under_merge: below_operands,
+                        rank,
                     });
+                    rank = rank.saturating_add(1);
                 }
             }
         }
@@ -158,6 +179,12 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
     }
     for entries in walked.live.values_mut() {
         entries.sort_unstable_by_key(|e| e.offset);
+    }
+    for (file, (_, n)) in runs {
+        let live = walked.live_bytes.get(&file).copied().unwrap_or(0);
+        if n > 1 && live / n < SORTED_RUN_BYTES {
+            walked.scattered.insert(file);
+        }
     }
     Ok(walked)
 }
@@ -314,12 +341,91 @@ mod tests {
         assert_eq!(db.get(b"k").unwrap(), None);
     }
 
+    /// Keys 0..n in a random order (xorshift), each once.
+    fn shuffled(n: u64) -> Vec<u64> {
+        let mut keys: Vec<u64> = (0..n).collect();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in (1..keys.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            keys.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        keys
+    }
+
+    /// Value-log positional reads per value of a forward scan of `db`, which
+    /// must hold `value(k)` under every key of `keys`.
+    fn scan_reads_per_value(db: &crate::Db, n: u64, value: impl Fn(u64) -> Vec<u8>) -> f64 {
+        let before = crate::vlog::SCAN_READS.with(|c| c.get());
+        let mut seen = 0u64;
+        for item in db.iter(crate::IterOptions::default()).unwrap() {
+            let (k, v) = item.unwrap();
+            assert_eq!(k, format!("key{seen:06}").into_bytes());
+            assert_eq!(v, value(seen), "key {seen}");
+            seen += 1;
+        }
+        assert_eq!(seen, n);
+        let reads = crate::vlog::SCAN_READS.with(|c| c.get()) - before;
+        reads as f64 / n as f64
+    }
+
+    #[test]
+    fn values_written_in_random_key_order_are_put_in_key_order_once_the_db_is_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = opts(dir.path());
+        o.vlog_gc_ratio = 0.5;
+        o.vlog_gc_rate = 0;
+        o.vlog_file_size = 1 << 20;
+        o.memtable_size = 256 << 10;
+        let db = crate::Db::open(o).unwrap();
+        // Ten MiB: a scan's batch of 256 values then lies further apart in
+        // the files than `read_many` coalesces across.
+        let n = 10_000u64;
+        let value = |k: u64| vec![(k % 251) as u8; 1000];
+        // Every key once, in random order: no garbage, so nothing but the
+        // order of the values makes the GC rewrite them.
+        for chunk in shuffled(n).chunks(100) {
+            let mut b = crate::WriteBatch::new();
+            for &k in chunk {
+                b.put(format!("key{k:06}").as_bytes(), value(k));
+            }
+            db.write(b).unwrap();
+        }
+        db.flush().unwrap();
+        let scattered = scan_reads_per_value(&db, n, value);
+        assert!(scattered > 0.5, "{scattered} reads per value before");
+        // Idle after a second without writes: the idle tier walks and finds
+        // the files scattered.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let stats = loop {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let s = db.stats();
+            if s.gc_files_rewritten > 0 && s.gc_pending_files == 0 {
+                break s;
+            }
+            assert!(std::time::Instant::now() < deadline, "never settled: {s:?}");
+        };
+        assert_eq!(stats.gc_damaged_files, 0);
+        let sorted = scan_reads_per_value(&db, n, value);
+        assert!(
+            sorted < 0.05,
+            "{sorted} reads per value after the idle GC ({scattered} before): {stats:?}"
+        );
+        // Put in order once: the rewritten files are not scattered, so an
+        // idle Db does not rewrite them again.
+        let rewritten = db.stats().gc_files_rewritten;
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert_eq!(db.stats().gc_files_rewritten, rewritten);
+        assert_eq!(db.stats().gc_pending_files, 0);
+    }
+
     #[test]
     fn a_walk_counts_the_live_bytes_of_each_file_that_a_lookup_of_every_entry_finds() {
         let dir = tempfile::tempdir().unwrap();
         let mut o = opts(dir.path());
-        o.vlog_file_size = 256 << 10;
-        o.memtable_size = 128 << 10;
+        o.vlog_file_size = 1 << 20;
+        o.memtable_size = 256 << 10;
         let db = crate::Db::open(o).unwrap();
         // Random keys drawn with replacement, as badger-bench's populate.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;

@@ -630,6 +630,16 @@ impl Db {
         self.inner.run_value_log_gc(discard_ratio)
     }
 
+    /// One round of the background GC's idle tier (a walk over the tree, then
+    /// files at `vlog_gc_idle_ratio` or scattered, moved in key order), as its
+    /// thread runs one once the Db is idle: for tests that must place a
+    /// power cut or a fault inside one. Returns what happened to each file.
+    #[doc(hidden)]
+    pub fn run_idle_gc_round(&self) -> Result<Vec<GcOutcome>> {
+        self.inner.check_writable()?;
+        self.inner.run_idle_gc_round()
+    }
+
     /// Flushes the memtables and compacts every level into the last one.
     pub fn flatten(&self) -> Result<()> {
         self.inner.flatten()

@@ -411,6 +411,22 @@ impl DbInner {
         self.gc.collect_one(self, ratio, 0)
     }
 
+    /// `Db::run_idle_gc_round`: one round of the background GC's idle tier,
+    /// unpaced, as its thread runs one once the Db is idle.
+    pub(crate) fn run_idle_gc_round(&self) -> Result<Vec<GcOutcome>> {
+        let (busy, idle) = (self.opts.vlog_gc_ratio, self.opts.vlog_gc_idle_ratio);
+        if !(idle > 0.0 && idle < busy) {
+            return Err(Error::InvalidArgument(format!(
+                "no idle tier: vlog_gc_idle_ratio {idle} is not in (0, vlog_gc_ratio {busy})"
+            )));
+        }
+        let pace = Pace {
+            rate: 0,
+            writing: false,
+        };
+        self.gc.collect(self, idle, pace, true, ROUND_BYTES)
+    }
+
     /// The background GC's backlog (`GcState::due`): files and bytes.
     pub(crate) fn gc_due(&self) -> (u64, u64) {
         self.gc.due(self, self.head_vlog_id())

@@ -21,8 +21,12 @@
 //! The workload mixes batches, transactions, flushes, compactions (tiny
 //! memtables and tables, and `flatten`), value-log rotation (tiny value-log
 //! files) and GC, range deletes (in batches with puts: atomic under the cut),
-//! and starts with a bulk load or a backup restore for some seeds. One sweep
-//! turns a third of the batches into merges (the append operator).
+//! and reopens (after a close, or after the process was killed: the open
+//! replays the WALs), and starts with a bulk load or a backup restore for
+//! some seeds. Half the GCs come right after a reopen, so that cuts fall in
+//! the collection of files sealed before the open, which goes without a
+//! flush. One sweep turns a third of the batches into merges (the append
+//! operator).
 //!
 //! `cargo test -p sett --features unsafe-skip-fsync --test power_loss` (every
 //! fsync a no-op) must fail, and so must `--features unsafe-skip-dir-sync`:
@@ -62,6 +66,20 @@ enum Step {
     Flush,
     Gc,
     Flatten,
+    /// The Db ended as `Exit` says and opened again on the same files: what
+    /// was acknowledged before stays, and the workload goes on.
+    Reopen(Exit),
+}
+
+/// How a `Step::Reopen` ends the Db it replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    /// `close`: the memtables flushed, every file synced.
+    Close,
+    /// The process dies (`SimFs::pause`): nothing is flushed or synced, the
+    /// files hold what the page cache held, and the open replays the WALs
+    /// into the files sealed before it.
+    Kill,
 }
 
 impl Step {
@@ -105,7 +123,7 @@ impl Step {
                     }
                 }
             }
-            Step::Flush | Step::Gc | Step::Flatten => {}
+            Step::Flush | Step::Gc | Step::Flatten | Step::Reopen(_) => {}
         }
     }
 }
@@ -133,6 +151,10 @@ struct Setup {
     encrypted: bool,
     /// The Db has the append operator and the workload merges.
     merges: bool,
+    /// No GC in the background, and memtables that hold the whole workload:
+    /// the Db does only what the steps ask, so that a test knows which files
+    /// a step collects and which WALs point into them.
+    still: bool,
 }
 
 const WRITE_PATH: Setup = Setup {
@@ -140,24 +162,28 @@ const WRITE_PATH: Setup = Setup {
     values: Values::Mixed,
     encrypted: false,
     merges: false,
+    still: false,
 };
 const MAPPED: Setup = Setup {
     mapped: true,
     values: Values::Mixed,
     encrypted: false,
     merges: false,
+    still: false,
 };
 const ENCRYPTED: Setup = Setup {
     mapped: false,
     values: Values::Mixed,
     encrypted: true,
     merges: false,
+    still: false,
 };
 const MERGES: Setup = Setup {
     mapped: false,
     values: Values::Mixed,
     encrypted: false,
     merges: true,
+    still: false,
 };
 
 impl Setup {
@@ -180,6 +206,10 @@ impl Setup {
         }
         if self.merges {
             o.merge_operator = Some(Arc::new(sett::merge::Append));
+        }
+        if self.still {
+            o.vlog_gc_ratio = 0.0;
+            o.memtable_size = 64 << 10;
         }
         o
     }
@@ -221,6 +251,20 @@ fn workload(seed: u64, len: usize) -> Vec<Step> {
 
 fn workload_of(seed: u64, len: usize, values: Values) -> Vec<Step> {
     let mut rng = Rng::new(seed);
+    // Reopens come from their own generator, on top of `len` steps: the
+    // other steps of a seed stay what they were.
+    let mut reopens = Rng::new(seed ^ 0x0e0e_0e0e);
+    let mut reopen = |percent: u64| {
+        reopens.chance(percent).then(|| {
+            // Mostly after a kill: then the open has WALs to replay.
+            Step::Reopen(if reopens.chance(70) {
+                Exit::Kill
+            } else {
+                Exit::Close
+            })
+        })
+    };
+    let mut reopened = 0;
     let mut steps = Vec::new();
     let mut n = 0u64;
     match seed % 3 {
@@ -243,12 +287,25 @@ fn workload_of(seed: u64, len: usize, values: Values) -> Vec<Step> {
         }
         _ => {}
     }
-    while steps.len() < len {
+    while steps.len() - reopened < len {
         match rng.below(24) {
             0 => steps.push(Step::Flush),
-            1 => steps.push(Step::Gc),
+            1 => {
+                // Half the GCs right after an open: the files sealed before
+                // it are collected without a flush (`GcState::note_opened`),
+                // and the cuts fall in that collection.
+                if let Some(step) = reopen(50) {
+                    steps.push(step);
+                    reopened += 1;
+                }
+                steps.push(Step::Gc);
+            }
             2 => steps.push(Step::Flatten),
             r => {
+                if let Some(step) = reopen(1) {
+                    steps.push(step);
+                    reopened += 1;
+                }
                 n += 1;
                 let mut ops = Vec::new();
                 // Small values come in larger batches, so that the WAL
@@ -318,17 +375,65 @@ struct Outcome {
     acked: u64,
     /// Write steps started (the last one may have failed).
     attempted: u64,
-    /// Write steps acknowledged before the last acknowledged flush.
+    /// Write steps acknowledged before the last acknowledged flush or
+    /// reopen.
     flushed: u64,
     /// The error that stopped the run.
     error: Option<String>,
 }
 
-fn run(db: &Db, steps: &[Step]) -> Outcome {
+/// What a run opens its Db with, again at each `Step::Reopen`.
+struct Session {
+    sim: Arc<SimFs>,
+    opts: Options,
+}
+
+impl Session {
+    fn open(&self) -> sett::Result<Db> {
+        Db::open(self.opts.clone())
+    }
+
+    /// Ends `db` as `exit` says and opens the Db again.
+    fn reopen(&self, db: Db, exit: Exit) -> sett::Result<Db> {
+        match exit {
+            Exit::Close => db.close()?,
+            Exit::Kill => {
+                // Nothing of the close that the drop attempts reaches the
+                // files. A cut that came first stays: the open then fails.
+                let up = self.sim.pause();
+                drop(db);
+                if up {
+                    self.sim.resume();
+                }
+            }
+        }
+        self.open()
+    }
+}
+
+/// Runs `steps` on `db`; returns the Db open at the end (none if a reopen
+/// failed).
+fn run(mut db: Db, session: &Session, steps: &[Step]) -> (Option<Db>, Outcome) {
     let mut o = Outcome::default();
     for step in steps {
         if step.writes() {
             o.attempted += 1;
+        }
+        if let Step::Reopen(exit) = step {
+            match session.reopen(db, *exit) {
+                Ok(reopened) => {
+                    db = reopened;
+                    // The open flushed every WAL it replayed (after a
+                    // close, the close flushed every memtable): whatever
+                    // `sync_writes` says, all acknowledged writes are durable.
+                    o.flushed = o.acked;
+                    continue;
+                }
+                Err(e) => {
+                    o.error = Some(e.to_string());
+                    return (None, o);
+                }
+            }
         }
         let res = match step {
             Step::Batch(ops) => db.write(common::batch_of(ops)),
@@ -373,6 +478,7 @@ fn run(db: &Db, steps: &[Step]) -> Outcome {
             Step::Flush => db.flush(),
             Step::Gc => db.run_value_log_gc(0.3).map(|_| ()),
             Step::Flatten => db.flatten(),
+            Step::Reopen(_) => unreachable!("reopened above"),
         };
         match res {
             Ok(()) => {
@@ -389,7 +495,7 @@ fn run(db: &Db, steps: &[Step]) -> Outcome {
             }
         }
     }
-    o
+    (Some(db), o)
 }
 
 fn model_after(steps: &[Step], k: u64) -> Model {
@@ -601,22 +707,32 @@ fn one_cut(steps: &[Step], sync: bool, plan: &Plan, what: &str) -> (Outcome, Cut
     let mut opts = plan.setup.options(&dir);
     opts.sync_writes = sync;
     opts.fs = Fs::new(sim.clone());
-    let outcome = match Db::open(opts) {
+    let session = Session {
+        sim: sim.clone(),
+        opts,
+    };
+    let outcome = match session.open() {
         Ok(db) => {
-            let o = run(&db, &steps[..plan.stop_after.unwrap_or(steps.len())]);
+            let (db, o) = run(
+                db,
+                &session,
+                &steps[..plan.stop_after.unwrap_or(steps.len())],
+            );
             if plan.stop_after.is_some() {
                 // Before the Db closes (a close syncs).
                 sim.power_off();
             }
-            if o.error.is_some() && plan.fault != Fault::PowerCut {
-                // After any injected fault the Db must refuse writes, not go on
-                // as if its files were what it thinks they are.
-                let refused = db.put(b"k-after-fault", b"v");
-                assert!(
-                    refused.is_err(),
-                    "{what}: the Db accepted a write after an I/O error ({:?})",
-                    o.error
-                );
+            if let Some(db) = db.as_ref().filter(|_| o.error.is_some()) {
+                if plan.fault != Fault::PowerCut {
+                    // After any injected fault the Db must refuse writes, not
+                    // go on as if its files were what it thinks they are.
+                    let refused = db.put(b"k-after-fault", b"v");
+                    assert!(
+                        refused.is_err(),
+                        "{what}: the Db accepted a write after an I/O error ({:?})",
+                        o.error
+                    );
+                }
             }
             drop(db);
             o
@@ -641,8 +757,11 @@ fn count_ops(steps: &[Step], sync: bool, setup: Setup, seed: u64) -> u64 {
     let mut opts = setup.options(&tmp.path().join("db"));
     opts.sync_writes = sync;
     opts.fs = Fs::new(sim.clone());
-    let db = Db::open(opts).expect("open");
-    let o = run(&db, steps);
+    let session = Session {
+        sim: sim.clone(),
+        opts,
+    };
+    let (db, o) = run(session.open().expect("open"), &session, steps);
     assert!(o.error.is_none(), "seed {seed}: run without a cut: {o:?}");
     drop(db);
     sim.ops()
@@ -746,6 +865,7 @@ fn reordered_sweep(values: Values, first_seed: u64) -> Totals {
                     values,
                     encrypted: false,
                     merges: false,
+                    still: false,
                 };
                 let total = count_ops(&steps, sync, setup, seed);
                 let mut rng = Rng::new(seed ^ 0x0dd ^ u64::from(mapped) ^ (u64::from(sync) << 1));
@@ -860,6 +980,116 @@ fn value_log_pages_written_back_out_of_order_lose_no_acknowledged_write() {
         t.report.files_reordered > 0,
         "no cut wrote pages back out of order"
     );
+}
+
+/// Batches of large values overwriting 6 keys (each value-log file is
+/// mostly garbage by the end, and the WAL points into every one), the
+/// process killed and the Db opened again, then GCs with small batches after
+/// each: those batches are what a replay stopping at a pointer into a
+/// collected file would lose.
+fn gc_after_a_reopen() -> Vec<Step> {
+    let mut steps = Vec::new();
+    let marked = |n: u64, mut ops: Vec<(Vec<u8>, Option<Vec<u8>>)>| {
+        ops.push((MARKER.to_vec(), Some(n.to_string().into_bytes())));
+        Step::Batch(ops)
+    };
+    for n in 1..=10u64 {
+        let ops = (0..4)
+            .map(|j| {
+                let key = format!("k{:03}", (n * 4 + j) % 6).into_bytes();
+                let value = value_for(&key, n, 2000);
+                (key, Some(value))
+            })
+            .collect();
+        steps.push(marked(n, ops));
+    }
+    steps.push(Step::Reopen(Exit::Kill));
+    for n in 11..=12u64 {
+        steps.push(Step::Gc);
+        let key = format!("s{n:03}").into_bytes();
+        let value = value_for(&key, n, 20);
+        steps.push(marked(n, vec![(key, Some(value))]));
+    }
+    steps
+}
+
+/// The operations of a run of `steps` without a cut, before its first reopen
+/// and up to its end; checks on the way that the GC right after the reopen
+/// collects files and flushes nothing.
+fn reopen_then_gc_ops(steps: &[Step], sync: bool, setup: Setup) -> (u64, u64) {
+    let at = steps
+        .iter()
+        .position(|s| matches!(s, Step::Reopen(_)))
+        .expect("a reopen");
+    let Step::Reopen(exit) = steps[at] else {
+        unreachable!()
+    };
+    assert!(matches!(steps[at + 1], Step::Gc), "a GC after the reopen");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("db");
+    let sim = setup.sim(&tmp.path().join("simfs-trash"), 90);
+    let mut opts = setup.options(&dir);
+    opts.sync_writes = sync;
+    opts.fs = Fs::new(sim.clone());
+    let session = Session {
+        sim: sim.clone(),
+        opts,
+    };
+    let (db, o) = run(session.open().expect("open"), &session, &steps[..at]);
+    assert!(o.error.is_none(), "run before the reopen: {o:?}");
+    let db = db.expect("open");
+    assert!(
+        db.stats().levels.iter().all(|&(tables, _)| tables == 0),
+        "{setup:?}: a flush before the reopen (the WALs are to point into every sealed file)"
+    );
+    let before = sim.ops();
+    let db = session.reopen(db, exit).expect("reopen without a cut");
+    let wals = common::files_with_ext(&dir, "wal");
+    let gc = db.run_value_log_gc(0.3).expect("GC");
+    assert!(
+        gc != sett::GcOutcome::NothingToCollect,
+        "{setup:?}: the GC after the open collected nothing"
+    );
+    assert_eq!(
+        common::files_with_ext(&dir, "wal"),
+        wals,
+        "{setup:?}: the GC of files sealed before the open flushed"
+    );
+    let (db, o) = run(db, &session, &steps[at + 2..]);
+    assert!(o.error.is_none(), "run after the GC: {o:?}");
+    let after = sim.ops();
+    drop(db);
+    (before, after)
+}
+
+/// The GC collects value-log files sealed before the open without a flush
+/// (`GcState::note_opened`). That is safe only because the open flushed and
+/// removed every WAL it replayed: a WAL left to a replay after a cut would
+/// point into the collected file, and the replay would stop there, losing
+/// every write after (as it does with the open keeping the replayed WALs
+/// live). The power is cut at every operation from the reopen after a
+/// killed process to the end of the writes after its GC, on both WAL paths.
+#[test]
+fn a_cut_in_a_gc_of_files_sealed_before_the_open_loses_no_acknowledged_write() {
+    let steps = gc_after_a_reopen();
+    let modes = [
+        CutMode::DropUnsynced,
+        CutMode::KeepRandomPrefix,
+        CutMode::TornLastPage,
+        CutMode::ReorderedPages,
+    ];
+    let mut t = Totals::default();
+    for (setup, sync) in [(WRITE_PATH, true), (WRITE_PATH, false), (MAPPED, true)] {
+        let setup = Setup {
+            still: true,
+            ..setup
+        };
+        let (before, after) = reopen_then_gc_ops(&steps, sync, setup);
+        let cuts: Vec<u64> = (before + 1..=after).collect();
+        cut_at(&mut t, &steps, sync, setup, 90, &cuts, &modes);
+    }
+    print_totals("GC after a reopen", &t);
+    assert!(t.report.bytes_dropped > 0 && t.report.entries_reverted > 0);
 }
 
 /// A batch's own choice (`WriteBatch::set_sync`) overrides the Db's
@@ -1010,6 +1240,43 @@ fn simfs_keeps_only_what_was_synced() {
     sim.power_off();
     assert!(fs.create_new(&dir.join("late")).is_err());
     assert!(!dir.join("late").exists());
+}
+
+/// A killed process (`SimFs::pause`) leaves the files as the page cache
+/// holds them, makes nothing more durable, and hides no planned cut.
+#[test]
+fn simfs_a_killed_process_leaves_the_page_cache_and_makes_nothing_durable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let sim = SimFs::new(tmp.path().join("trash"), 7);
+    let fs: &dyn sett::fs::FileSystem = &sim;
+    let path = dir.join("f");
+    let mut f = fs.create_new(&path).unwrap();
+    fs.append(&mut f, &path, b"synced").unwrap();
+    fs.sync(&f, &path).unwrap();
+    fs.sync_dir(&dir).unwrap();
+    fs.append(&mut f, &path, b" cached").unwrap();
+    sim.fail(Some(OpKind::Sync), 1, Fault::PowerCut);
+    assert!(sim.pause());
+    let ops = sim.ops();
+    assert!(fs.append(&mut f, &path, b" late").is_err());
+    assert!(fs.sync(&f, &path).is_err());
+    assert_eq!(sim.ops(), ops, "operations of the killed process counted");
+    sim.resume();
+    assert_eq!(std::fs::read(&path).unwrap(), b"synced cached");
+    // The next process's first sync is the one the cut was planned at.
+    assert!(fs.sync(&f, &path).is_err());
+    assert!(sim.is_off());
+    drop(f);
+    sim.power_cut(CutMode::DropUnsynced).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"synced");
+
+    // A kill after the power went leaves it off.
+    sim.power_off();
+    assert!(!sim.pause());
+    sim.resume();
+    assert!(fs.create_new(&dir.join("late")).is_err());
 }
 
 #[test]

@@ -163,6 +163,8 @@ struct SimState {
     rng: u64,
     ops: u64,
     dead: bool,
+    /// The process crashed ([`SimFs::pause`]); the power is on.
+    paused: bool,
     plans: Vec<Plan>,
     next_id: u64,
     files: HashMap<u64, SimFile>,
@@ -208,6 +210,9 @@ impl SimState {
     fn begin(&mut self, kind: OpKind) -> io::Result<Option<Fault>> {
         if self.dead {
             return Err(eio("the power is off"));
+        }
+        if self.paused {
+            return Err(eio("the process crashed"));
         }
         self.ops += 1;
         let mut hit = None;
@@ -320,6 +325,7 @@ impl SimFs {
                 rng: seed,
                 ops: 0,
                 dead: false,
+                paused: false,
                 plans: Vec::new(),
                 next_id: 1,
                 files: HashMap::new(),
@@ -369,6 +375,24 @@ impl SimFs {
     /// True once the power is off.
     pub fn is_off(&self) -> bool {
         self.state().dead
+    }
+
+    /// Crashes the process, not the machine: every operation fails and
+    /// changes nothing until [`SimFs::resume`], as for the threads of a
+    /// killed process that have not stopped yet. The files keep what the
+    /// page cache holds, and what was not durable still is not (a later
+    /// [`SimFs::power_cut`] drops it). False if the power was off already (a
+    /// planned cut came first): then `resume` leaves it off.
+    pub fn pause(&self) -> bool {
+        let mut st = self.state();
+        st.paused = true;
+        !st.dead
+    }
+
+    /// Lets operations go on after [`SimFs::pause`], as a new process of the
+    /// same machine; the faults planned and not hit yet are still planned.
+    pub fn resume(&self) {
+        self.state().paused = false;
     }
 
     /// Applies a power cut to the real files: directory entries go back to
@@ -491,6 +515,7 @@ impl SimFs {
         st.ids.clear();
         st.plans.clear();
         st.dead = false;
+        st.paused = false;
         Ok(report)
     }
 }

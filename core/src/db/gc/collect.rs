@@ -215,9 +215,10 @@ impl GcState {
         // made files meanwhile (power_loss.rs covers a head collected soon
         // after it was sealed). A file sealed before this open needs no
         // flush: open flushed and removed every WAL it replayed, and every
-        // WAL since is past it (`GcState::note_opened`), so a flush would
-        // only delay each round after a load. A file that was never a head
-        // (a bulk load's) is collected after a flush.
+        // WAL since is past it (`GcState::note_opened`; power_loss.rs cuts
+        // the power through such a collection after a killed process), so a
+        // flush would only delay each round after a load. A file that was
+        // never a head (a bulk load's) is collected after a flush.
         //
         // The background GC does not wait for the flush: it switches the
         // memtable (if the current one's WAL may point into a file picked)

@@ -181,6 +181,9 @@ enum Step {
     BackgroundGc,
     /// Flatten (a full compaction), then GC.
     FlattenThenGc,
+    /// Rounds of the idle tier (`run_idle_gc_round`: a walk, then moves in
+    /// key order) until one collects nothing.
+    IdleGc,
     /// A backup of everything restored into a new Db, and a checkpoint opened.
     BackupAndCheckpoint,
 }
@@ -204,9 +207,17 @@ fn damage_and_check(clean: &Path, victim: usize, step: Step) {
     let damaged_key = String::from_utf8(key).unwrap();
     let damaged_k: u64 = damaged_key[3..].parse().unwrap();
     let mut o = sweep_options(dir.path());
-    if let Step::BackgroundGc = step {
-        o.vlog_gc_ratio = 0.01;
-        o.vlog_gc_idle_ratio = 0.01;
+    match step {
+        Step::BackgroundGc => {
+            o.vlog_gc_ratio = 0.01;
+            o.vlog_gc_idle_ratio = 0.01;
+        }
+        // (The background GC runs the idle tier too: both see the damage.)
+        Step::IdleGc => {
+            o.vlog_gc_ratio = 0.99;
+            o.vlog_gc_idle_ratio = 0.01;
+        }
+        _ => {}
     }
     let db = Db::open(o).unwrap();
     // Whether the damaged entry is the key's live value.
@@ -280,6 +291,17 @@ fn damage_and_check(clean: &Path, victim: usize, step: Step) {
             }
             assert_eq!(file.exists(), live);
         }
+        Step::IdleGc => {
+            // The idle tier counts damage (`gc_damaged_files`) and goes on
+            // with the other files; it returns no error for it.
+            let mut rounds = 0;
+            while !db.run_idle_gc_round().unwrap().is_empty() {
+                rounds += 1;
+                assert!(rounds < 1000, "the idle tier did not settle");
+            }
+            assert_eq!(file.exists(), live, "only a damaged live file stays");
+            assert_eq!(db.stats().gc_damaged_files, u64::from(live));
+        }
         Step::FlattenThenGc => {
             db.flatten().unwrap();
             let errors = gc_to_the_end(&db, 0.01);
@@ -340,6 +362,11 @@ fn damage_at_every_entry_of_a_sealed_file_then_manual_gc_loses_nothing() {
 #[test]
 fn damage_at_every_entry_of_a_sealed_file_then_background_gc_loses_nothing() {
     sweep(Step::BackgroundGc);
+}
+
+#[test]
+fn damage_at_every_entry_of_a_sealed_file_then_idle_gc_in_key_order_loses_nothing() {
+    sweep(Step::IdleGc);
 }
 
 #[test]

@@ -65,6 +65,9 @@ enum Step {
     Merge(Vec<(Vec<u8>, Vec<u8>)>),
     Flush,
     Gc,
+    /// One round of the background GC's idle tier (`Db::run_idle_gc_round`):
+    /// a walk, then files moved in key order, scattered ones too.
+    IdleGc,
     Flatten,
     /// The Db ended as `Exit` says and opened again on the same files: what
     /// was acknowledged before stays, and the workload goes on.
@@ -123,7 +126,7 @@ impl Step {
                     }
                 }
             }
-            Step::Flush | Step::Gc | Step::Flatten | Step::Reopen(_) => {}
+            Step::Flush | Step::Gc | Step::IdleGc | Step::Flatten | Step::Reopen(_) => {}
         }
     }
 }
@@ -264,6 +267,8 @@ fn workload_of(seed: u64, len: usize, values: Values) -> Vec<Step> {
             })
         })
     };
+    // Which GCs are the idle tier's, from a generator of its own too.
+    let mut idle = Rng::new(seed ^ 0x1d1e_1d1e);
     let mut reopened = 0;
     let mut steps = Vec::new();
     let mut n = 0u64;
@@ -298,7 +303,11 @@ fn workload_of(seed: u64, len: usize, values: Values) -> Vec<Step> {
                     steps.push(step);
                     reopened += 1;
                 }
-                steps.push(Step::Gc);
+                steps.push(if idle.chance(50) {
+                    Step::IdleGc
+                } else {
+                    Step::Gc
+                });
             }
             2 => steps.push(Step::Flatten),
             r => {
@@ -477,6 +486,7 @@ fn run(mut db: Db, session: &Session, steps: &[Step]) -> (Option<Db>, Outcome) {
             }
             Step::Flush => db.flush(),
             Step::Gc => db.run_value_log_gc(0.3).map(|_| ()),
+            Step::IdleGc => db.run_idle_gc_round().map(|_| ()),
             Step::Flatten => db.flatten(),
             Step::Reopen(_) => unreachable!("reopened above"),
         };

@@ -99,6 +99,10 @@ pub(super) fn garbage_share(
 /// Values written in random key order run about two entries; a GC round's
 /// key-ordered output runs tens of MiB.
 pub(super) const SORTED_RUN_BYTES: u64 = 256 << 10;
+/// A file of this many runs or fewer is read in that many streams however
+/// short they are (a small file, or one holding the ends of two GC rounds):
+/// never scattered.
+pub(super) const SORTED_MIN_RUNS: u64 = 4;
 
 /// Entries a walk records at most (40 bytes each), counted as value-log bytes
 /// at the smallest separated entry (`walk_record_bytes`).

@@ -58,8 +58,8 @@ pub(crate) struct Walked {
     pub live: HashMap<u32, Vec<LiveEntry>>,
     /// Live entry bytes of every file met.
     pub live_bytes: HashMap<u32, u64>,
-    /// Files whose live entries lie out of key order, in runs shorter than
-    /// `SORTED_RUN_BYTES` on average (values written in the order their
+    /// Files whose live entries lie out of key order, in more than
+    /// `SORTED_MIN_RUNS` runs shorter than `SORTED_RUN_BYTES` on average (values written in the order their
     /// random keys came): a forward scan reads them a value at a time, so
     /// the idle tier rewrites them in key order (`GcState::collect`).
     pub scattered: HashSet<u32>,
@@ -182,7 +182,7 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
     }
     for (file, (_, n)) in runs {
         let live = walked.live_bytes.get(&file).copied().unwrap_or(0);
-        if n > 1 && live / n < SORTED_RUN_BYTES {
+        if n > SORTED_MIN_RUNS && live / n < SORTED_RUN_BYTES {
             walked.scattered.insert(file);
         }
     }

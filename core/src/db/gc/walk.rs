@@ -424,8 +424,8 @@ mod tests {
     fn a_walk_counts_the_live_bytes_of_each_file_that_a_lookup_of_every_entry_finds() {
         let dir = tempfile::tempdir().unwrap();
         let mut o = opts(dir.path());
-        o.vlog_file_size = 1 << 20;
-        o.memtable_size = 256 << 10;
+        o.vlog_file_size = 256 << 10;
+        o.memtable_size = 128 << 10;
         let db = crate::Db::open(o).unwrap();
         // Random keys drawn with replacement, as badger-bench's populate.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;

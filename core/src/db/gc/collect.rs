@@ -423,22 +423,14 @@ impl GcState {
         max_bytes: u64,
     ) -> Result<Vec<Arc<VlogFile>>> {
         let scattered = self.scattered();
-        let mut files: Vec<Arc<VlogFile>> = sealed
+        let mut files: Vec<(f64, Arc<VlogFile>)> = sealed
             .iter()
             .filter(|f| scattered.contains(&f.id()))
-            .cloned()
+            .map(|f| (1.0, f.clone()))
             .collect();
-        files.sort_by_key(|f| f.id());
-        let mut picked = Vec::new();
-        let mut bytes = 0u64;
-        for f in files {
-            bytes = bytes.saturating_add(f.len()?);
-            if !picked.is_empty() && bytes > max_bytes {
-                break;
-            }
-            picked.push(f);
-        }
-        Ok(picked)
+        files.sort_by_key(|(_, f)| f.id());
+        // (Equal shares: `pick`'s stable sort keeps them oldest first.)
+        pick(files, 0.0, max_bytes)
     }
 
     /// Switches the memtable when its WAL may point into `SWITCH_AHEAD_FILES`

@@ -379,3 +379,63 @@ fn a_scan_reading_chunks_into_one_buffer_matches_gets_across_a_gc_mid_scan() {
         );
     }
 }
+
+/// Every key holds the value of the last round written.
+fn assert_round(db: &Db, round: u64) {
+    for k in 0..KEYS {
+        let key = format!("key{k:03}");
+        assert_eq!(
+            db.get(key.as_bytes()).unwrap(),
+            Some(value_for(key.as_bytes(), round, VALUE_LEN)),
+            "{key}"
+        );
+    }
+}
+
+/// A round of the idle tier asked of a Db without one (the background GC
+/// off, or no idle ratio below its ratio) is an InvalidArgument naming the
+/// options, and touches nothing; with one, it collects and keeps every value.
+#[test]
+fn an_idle_gc_round_without_an_idle_tier_is_refused_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(gc_options(dir.path())).unwrap();
+    overwrite(&db, 0..3);
+    db.flatten().unwrap();
+    let before = db.stats();
+    match db.run_idle_gc_round() {
+        Err(sett::Error::InvalidArgument(msg)) => {
+            assert!(msg.contains("vlog_gc_idle_ratio"), "{msg}")
+        }
+        other => panic!("an idle round with the background GC off: {other:?}"),
+    }
+    let after = db.stats();
+    assert_eq!(
+        (
+            after.gc_files_rewritten,
+            after.gc_files_deleted,
+            after.vlog_files
+        ),
+        (
+            before.gc_files_rewritten,
+            before.gc_files_deleted,
+            before.vlog_files
+        )
+    );
+    assert_round(&db, 2);
+    db.close().unwrap();
+
+    let mut o = gc_options(dir.path());
+    o.vlog_gc_ratio = 0.99;
+    o.vlog_gc_idle_ratio = 0.1;
+    let db = Db::open(o).unwrap();
+    let mut collected = 0;
+    loop {
+        let round = db.run_idle_gc_round().unwrap();
+        if round.is_empty() {
+            break;
+        }
+        collected += round.len();
+    }
+    assert!(collected > 0, "two thirds of the value log is garbage");
+    assert_round(&db, 2);
+}

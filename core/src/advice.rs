@@ -31,6 +31,24 @@ pub(crate) fn random_fd(file: &std::fs::File) {
     let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
 }
 
+/// Bytes asked for by one WILLNEED call. Linux reads at most one read-ahead
+/// window per call (the larger of the device's read-ahead and its largest
+/// request, 128 KiB each by default) and drops the rest of the range
+/// without saying so; a range asked for in steps of this size is read whole.
+const WILL_NEED_STEP: u64 = 128 << 10;
+
+/// Calls `advise(start, len)` over `[off, off + len)` in steps of
+/// [`WILL_NEED_STEP`].
+fn in_steps(off: u64, len: u64, mut advise: impl FnMut(u64, u64)) {
+    let end = off.saturating_add(len);
+    let mut at = off;
+    while at < end {
+        let step = WILL_NEED_STEP.min(end - at);
+        advise(at, step);
+        at += step;
+    }
+}
+
 /// Starts reading `len` bytes of `file` at `off` into the page cache
 /// (POSIX_FADV_WILLNEED: the kernel submits the reads and returns without
 /// waiting for them), so that a positional read of them soon after finds
@@ -39,11 +57,14 @@ pub(crate) fn will_need_fd(file: &std::fs::File, off: u64, len: u64) {
     use std::os::fd::AsRawFd;
     #[cfg(test)]
     FD_HINTS.with(|n| n.set(n.get() + 1));
-    let (Ok(off), Ok(len)) = (libc::off_t::try_from(off), libc::off_t::try_from(len)) else {
-        return;
-    };
-    // SAFETY: plain fadvise on an open descriptor; no memory is involved.
-    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), off, len, libc::POSIX_FADV_WILLNEED) };
+    in_steps(off, len, |off, len| {
+        let (Ok(off), Ok(len)) = (libc::off_t::try_from(off), libc::off_t::try_from(len)) else {
+            return;
+        };
+        // SAFETY: plain fadvise on an open descriptor; no memory is involved.
+        let _ =
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), off, len, libc::POSIX_FADV_WILLNEED) };
+    });
 }
 
 #[cfg(test)]
@@ -57,7 +78,10 @@ thread_local! {
 pub(crate) fn will_need(map: &Mmap, start: usize, end: usize) {
     let end = end.min(map.len());
     if start < end {
-        let _ = map.advise_range(Advice::WillNeed, start, end - start);
+        // (A mapping's WILLNEED is the file's, and is cut the same way.)
+        in_steps(start as u64, (end - start) as u64, |off, len| {
+            let _ = map.advise_range(Advice::WillNeed, off as usize, len as usize);
+        });
     }
 }
 
@@ -246,6 +270,34 @@ mod tests {
             resident(&map)[..pages.start].iter().all(|&x| !x),
             "read before the range"
         );
+    }
+
+    #[test]
+    fn will_need_of_a_range_many_read_ahead_windows_long_reads_it_whole() {
+        // Linux reads one read-ahead window per WILLNEED call (8 MiB at
+        // most on common devices): 32 MiB in one call would come back a
+        // quarter read, and a GC round reading a file in key order would
+        // then pay a device read per value.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        let len = 32 << 20;
+        std::fs::write(&path, vec![7u8; len]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        // SAFETY: the file is private to this test and not changed while mapped.
+        let map = unsafe { Mmap::map(&f) }.unwrap();
+        if !(evict(&path) && resident(&map).iter().all(|r| !r)) {
+            sett_test_skip::skip(
+                "core-advice-will_need_fd-page_cache_kept",
+                "the page cache of the temp dir cannot be dropped (tmpfs?)",
+            );
+            return;
+        }
+        random(&map);
+        random_fd(&f);
+        will_need_fd(&f, 0, len as u64);
+        eventually("the whole file resident", || {
+            resident(&map).iter().all(|&x| x)
+        });
     }
 }
 

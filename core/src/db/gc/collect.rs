@@ -187,7 +187,13 @@ impl GcState {
                 sealed_bytes += f.len()?;
             }
             if self.walk_due(env, sealed_bytes) {
-                let record = walk_set(&[], shares_now(&sealed)?, ratio, walk_record_bytes(opts))?;
+                let record = walk_set(
+                    &[],
+                    shares_now(&sealed)?,
+                    ratio,
+                    &self.scattered(),
+                    walk_record_bytes(opts),
+                )?;
                 self.walk(env, &sealed, &record, trace)?;
             }
         }
@@ -280,7 +286,8 @@ impl GcState {
                 .as_ref()
                 .is_some_and(|w| w.covers(&trace.collected));
             if !covered {
-                let record = walk_set(&files, shares, ratio, walk_record_bytes(opts))?;
+                let scattered = self.scattered();
+                let record = walk_set(&files, shares, ratio, &scattered, walk_record_bytes(opts))?;
                 self.walk(env, &sealed, &record, trace)?;
                 // The walk measured them: only those still due are collected.
                 let scattered = self.scattered();

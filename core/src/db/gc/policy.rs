@@ -118,11 +118,14 @@ pub(super) fn walk_record_bytes(opts: &Options) -> u64 {
 
 /// The files a walk records, from sealed files and their garbage shares:
 /// `first` (whatever their size), then those at `ratio` or more, the largest
-/// share first, within `budget` bytes.
+/// share first, then the `scattered` ones, oldest first (the order the idle
+/// tier puts them in key order), within `budget` bytes. Recording the files
+/// later rounds will take spares each of those rounds a walk of its own.
 pub(super) fn walk_set(
     first: &[Arc<crate::vlog::VlogFile>],
     mut shares: Vec<(f64, Arc<crate::vlog::VlogFile>)>,
     ratio: f64,
+    scattered: &HashSet<u32>,
     budget: u64,
 ) -> Result<HashSet<u32>> {
     let mut set = HashSet::new();
@@ -131,8 +134,15 @@ pub(super) fn walk_set(
         bytes = bytes.saturating_add(f.len()?);
         set.insert(f.id());
     }
-    shares.retain(|(share, f)| *share >= ratio && !set.contains(&f.id()));
-    shares.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let garbage = |share: f64| share >= ratio;
+    shares.retain(|(share, f)| {
+        (garbage(*share) || scattered.contains(&f.id())) && !set.contains(&f.id())
+    });
+    shares.sort_by(|a, b| match (garbage(a.0), garbage(b.0)) {
+        (true, true) => b.0.total_cmp(&a.0),
+        (false, false) => a.1.id().cmp(&b.1.id()),
+        (ga, gb) => gb.cmp(&ga),
+    });
     for (_, f) in shares {
         bytes = bytes.saturating_add(f.len()?);
         if bytes > budget {

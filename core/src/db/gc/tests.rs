@@ -661,3 +661,49 @@ fn a_damaged_live_entry_met_in_key_order_keeps_its_file_and_the_other_file_is_co
     assert_eq!(f.read(p1[0]).unwrap(), values[2], "c still reads from it");
     assert!(f.read(p1[1]).unwrap_err().is_corruption());
 }
+
+#[test]
+fn one_walk_records_the_scattered_files_of_the_idle_tiers_next_rounds() {
+    // Three garbage-free files, each holding every third key of a..r in
+    // descending key order: each is scattered (six runs of one entry), so
+    // the idle tier puts them in key order, one file a round here.
+    let fake = Fake::new();
+    let keys: Vec<[u8; 1]> = (b'a'..=b'r').map(|k| [k]).collect();
+    let mut version = 10;
+    for id in 1..=3u32 {
+        let mine: Vec<&[u8; 1]> = keys.iter().skip(id as usize - 1).step_by(3).rev().collect();
+        let values: Vec<Vec<u8>> = mine.iter().map(|k| value_of(&k[..])).collect();
+        let entries: Vec<(&[u8], &[u8])> = mine
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| (&k[..], &v[..]))
+            .collect();
+        let ptrs = fake.write_file(id, &entries, None);
+        lock(&fake.discard).insert(id, 0);
+        for (k, p) in mine.iter().zip(ptrs) {
+            fake.point(&k[..], version, p);
+            version += 1;
+        }
+    }
+    let gc = GcState::new(&fake.opts);
+    let pace = Pace {
+        rate: 0,
+        writing: false,
+    };
+    for round in 1..=3u32 {
+        let outcomes = gc.collect(&fake, 0.1, pace, true, 1).unwrap();
+        assert_eq!(outcomes.len(), 1, "round {round}: {outcomes:?}");
+        assert!(
+            !fake.has_file(round),
+            "round {round} put file {round} in order"
+        );
+    }
+    // The first walk measures the files (none is known scattered before
+    // it); the second, for the first scattered round, records all three.
+    assert_eq!(gc.counts().walks, 2);
+    let moved: Vec<Vec<u8>> = fake.moved().into_iter().map(|m| m.key).collect();
+    let want: Vec<Vec<u8>> = (1..=3usize)
+        .flat_map(|id| keys.iter().skip(id - 1).step_by(3).map(|k| k.to_vec()))
+        .collect();
+    assert_eq!(moved, want, "each round's keys in ascending order");
+}

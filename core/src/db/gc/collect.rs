@@ -328,7 +328,18 @@ impl GcState {
         let round_ids: Vec<u32> = files.iter().map(|f| f.id()).collect();
         let moved: Vec<Result<(u64, u64)>> = match walked.as_ref().filter(|w| w.covers(&round_ids))
         {
-            Some(w) => move_in_key_order(env, &files, w, &mut pacer, trace)?,
+            Some(w) => {
+                let moved = move_in_key_order(env, &files, w, &mut pacer, trace)?;
+                // The round's output is one stream of keys in order. Were
+                // the next round's appended to the same file, a scan would
+                // read that file at two places at once, where its read-ahead
+                // follows one: each round that moved much gets files of its own.
+                let bytes: u64 = moved.iter().flatten().map(|&(_, b)| b).sum();
+                if bytes >= OWN_FILE_BYTES {
+                    env.seal_head(env.head_vlog(), !background)?;
+                }
+                moved
+            }
             None => {
                 let mut done = 0u64;
                 let mut moved = Vec::with_capacity(files.len());

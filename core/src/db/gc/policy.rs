@@ -92,17 +92,22 @@ pub(super) fn garbage_share(
     Ok(discard.get(&f.id()).copied().unwrap_or(0) as f64 / size as f64)
 }
 
-/// A value-log file whose live entries, taken in key order, run forward
-/// through it for fewer bytes than this on average is scattered
-/// (`walk::Walked::scattered`): a forward scan reads it with a read per value
-/// or few, where a file written in key order is read ahead in long runs.
-/// Values written in random key order run about two entries; a GC round's
-/// key-ordered output runs tens of MiB.
+/// A value-log file whose live entries, taken in key order, form forward
+/// streams (`walk::Streams`) of fewer bytes than this on average is
+/// scattered (`walk::Walked::scattered`): a forward scan reads it with a
+/// read per value or few, where a file written in key order is read ahead
+/// in long streams. Values written in random key order form streams of a
+/// few entries; each GC round's key-ordered output is one stream of tens of
+/// MiB.
 pub(super) const SORTED_RUN_BYTES: u64 = 256 << 10;
-/// A file of this many runs or fewer is read in that many streams however
-/// short they are (a small file, or one holding the ends of two GC rounds):
+/// A file of this many streams or fewer is read in that many however short
+/// they are (a small file, or one holding the outputs of a few GC rounds):
 /// never scattered.
 pub(super) const SORTED_MIN_RUNS: u64 = 4;
+
+/// A key-order round that moved at least this many bytes seals the head
+/// after its moves (`GcState::collect`): its output keeps a file of its own.
+pub(super) const OWN_FILE_BYTES: u64 = 4 << 20;
 
 /// Entries a walk records at most (40 bytes each), counted as value-log bytes
 /// at the smallest separated entry (`walk_record_bytes`).

@@ -58,10 +58,12 @@ pub(crate) struct Walked {
     pub live: HashMap<u32, Vec<LiveEntry>>,
     /// Live entry bytes of every file met.
     pub live_bytes: HashMap<u32, u64>,
-    /// Files whose live entries lie out of key order, in more than
-    /// `SORTED_MIN_RUNS` runs shorter than `SORTED_RUN_BYTES` on average (values written in the order their
-    /// random keys came): a forward scan reads them a value at a time, so
-    /// the idle tier rewrites them in key order (`GcState::collect`).
+    /// Files whose live entries lie out of key order: read in key order
+    /// they form more than `SORTED_MIN_RUNS` forward streams (`Streams`),
+    /// shorter than `SORTED_RUN_BYTES` on average (values written in the
+    /// order their random keys came). A forward scan reads them a value at
+    /// a time, so the idle tier rewrites them in key order
+    /// (`GcState::collect`).
     pub scattered: HashSet<u32>,
 }
 
@@ -111,9 +113,8 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
         live_bytes: HashMap::new(),
         scattered: HashSet::new(),
     };
-    // Per file met: the offset of its last live entry in key order, and
-    // the runs of ascending offsets its live entries form so far.
-    let mut runs: HashMap<u32, (u64, u64)> = HashMap::new();
+    // Per file met: the forward streams its live entries form so far.
+    let mut streams: HashMap<u32, Streams> = HashMap::new();
     let mut user_key: Vec<u8> = Vec::new();
     let mut have_key = false;
     // The key's visible versions so far are merge operands: the next one
@@ -156,11 +157,7 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
             let live = !rec.expired(now) && !st.range_dels.hides(uk, s, seq);
             if live {
                 *walked.live_bytes.entry(p.file).or_insert(0) += u64::from(p.len);
-                let (last, n) = runs.entry(p.file).or_insert((p.offset, 1));
-                if p.offset < *last {
-                    *n += 1;
-                }
-                *last = p.offset;
+                streams.entry(p.file).or_default().push(p.offset);
                 if let Some(entries) = walked.live.get_mut(&p.file) {
                     entries.push(LiveEntry {
                         offset: p.offset,
@@ -180,18 +177,85 @@ pub(crate) fn walk_live<E: GcEnv>(env: &E, record: &HashSet<u32>) -> Result<Walk
     for entries in walked.live.values_mut() {
         entries.sort_unstable_by_key(|e| e.offset);
     }
-    for (file, (_, n)) in runs {
+    for (file, s) in streams {
         let live = walked.live_bytes.get(&file).copied().unwrap_or(0);
-        if n > SORTED_MIN_RUNS && live / n < SORTED_RUN_BYTES {
+        let scattered = match s.count() {
+            None => true,
+            Some(n) => n > SORTED_MIN_RUNS && live / n < SORTED_RUN_BYTES,
+        };
+        if scattered {
             walked.scattered.insert(file);
         }
     }
     Ok(walked)
 }
 
+/// The forward streams a scan in key order reads one file's live entries
+/// in: each entry continues the stream whose last offset is the highest
+/// below its own (read ahead, that stream reaches it), or starts a stream.
+/// A file written in key order is one stream; a file holding the outputs of
+/// k GC rounds, whose keys interleave, is k, though its offsets go back at
+/// almost every entry; a file written in random key order needs about as
+/// many as the square root of its entries. Best fit on the highest tail
+/// below gives the fewest streams (as patience sorting does).
+#[derive(Default)]
+struct Streams {
+    /// The last offset of each stream, while there are at most
+    /// `MAX_STREAMS`; empty once there are more.
+    tails: Vec<u64>,
+    many: bool,
+}
+
+/// Streams counted per file before it is simply scattered.
+const MAX_STREAMS: usize = 16;
+
+impl Streams {
+    fn push(&mut self, offset: u64) {
+        if self.many {
+            return;
+        }
+        let best = (0..self.tails.len())
+            .filter(|&i| self.tails[i] < offset)
+            .max_by_key(|&i| self.tails[i]);
+        match best {
+            Some(i) => self.tails[i] = offset,
+            None if self.tails.len() < MAX_STREAMS => self.tails.push(offset),
+            None => {
+                self.many = true;
+                self.tails = Vec::new();
+            }
+        }
+    }
+
+    /// The streams, or None past `MAX_STREAMS`.
+    fn count(&self) -> Option<u64> {
+        (!self.many).then_some(self.tails.len() as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn streams(offsets: impl IntoIterator<Item = u64>) -> Option<u64> {
+        let mut s = Streams::default();
+        for o in offsets {
+            s.push(o);
+        }
+        s.count()
+    }
+
+    #[test]
+    fn streams_count_interleaved_sorted_outputs_as_few_and_random_order_as_many() {
+        assert_eq!(streams(0..1000), Some(1));
+        // Three key-ordered outputs whose keys interleave: the offsets go
+        // back at two entries of three, yet three streams read them.
+        let three = (0..1000u64).flat_map(|i| [i, 1000 + i, 2000 + i]);
+        assert_eq!(streams(three), Some(3));
+        // Random key order (a fixed permutation): past the count kept.
+        let random = (0..10_000u64).map(|i| (i * 7919) % 10_007);
+        assert_eq!(streams(random), None);
+    }
     use crate::options::Options;
 
     fn opts(dir: &std::path::Path) -> Options {

@@ -366,8 +366,9 @@ pub(crate) struct Counters {
     /// Value-log bytes the GC's moves appended: left out of the write rate
     /// and the appends the GC keeps pace with (`gc::GcEnv::vlog_appended`).
     pub(crate) gc_moved_bytes: AtomicU64,
-    /// Bytes of value-log files sealed so far (with the head's length: bytes
-    /// appended), from which the GC reads the write rate it keeps pace with.
+    /// Bytes of value-log files sealed so far, less the header each new head
+    /// starts with (with the head's length: bytes appended), from which the
+    /// GC reads the write rate it keeps pace with.
     pub(crate) vlog_sealed_bytes: AtomicU64,
     /// The head value-log file's length and id, kept beside `log` so that
     /// the GC reads them without taking the lock a busy writer holds.

@@ -630,9 +630,12 @@ impl DbInner {
             vlogs: Arc::new(st.vlogs.with(sealed).with(file)),
             range_dels: st.range_dels.clone(),
         });
+        // The sealed file's entries only, without its header: the new head
+        // starts with a header of its own, and a rotation appends no entries,
+        // so the GC must not read it as a write (`gc::GcEnv::vlog_appended`).
         self.counters
             .vlog_sealed_bytes
-            .fetch_add(log.vlog.len(), Ordering::Relaxed);
+            .fetch_add(log.vlog.len().saturating_sub(vlog.len()), Ordering::Relaxed);
         log.vlog = vlog;
         self.counters
             .vlog_head_len

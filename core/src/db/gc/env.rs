@@ -298,3 +298,29 @@ impl GcEnv for DbInner {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::GcEnv;
+
+    #[test]
+    fn a_head_rotation_with_no_writes_is_not_read_as_appended_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = crate::options::Options::new(dir.path());
+        o.value_threshold = 64;
+        o.vlog_gc_ratio = 0.0;
+        let db = crate::Db::open(o).unwrap();
+        db.put(b"k", &[7u8; 300]).unwrap();
+        let env = &*db.inner;
+        let before = env.vlog_appended();
+        assert!(before >= 300, "the put appended its value: {before}");
+        for _ in 0..3 {
+            let head = env.head_vlog();
+            let now = env.seal_head(head, true).unwrap();
+            assert_ne!(now, Some(head), "a new head was started");
+        }
+        assert_eq!(env.vlog_appended(), before, "three rotations, no writes");
+        db.put(b"k2", &[8u8; 300]).unwrap();
+        assert!(env.vlog_appended() >= before + 300, "a write still counts");
+    }
+}

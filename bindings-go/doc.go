@@ -57,7 +57,7 @@
 // Values cross from C into Go memory once: Get copies the C buffer into a new
 // slice, GetInto copies straight into the caller's buffer, and an Iterator
 // copies many entries per cgo call into one buffer that Key and Value point
-// into (valid until the iterator moves).
+// into (valid until the iterator moves or is closed).
 //
 // # Not built
 //

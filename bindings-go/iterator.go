@@ -8,6 +8,7 @@ import "C"
 import (
 	"encoding/binary"
 	"runtime"
+	"sync"
 )
 
 // IteratorOptions says what an iterator walks. The zero value walks every key
@@ -34,8 +35,9 @@ type IteratorOptions struct {
 
 // Iterator walks a snapshot taken when it was made, fetching many entries per
 // cgo call (sett_iter_next_batch). Key and Value point into the iterator's
-// buffer and are valid until the next call that moves it (copy them to keep
-// them). One goroutine at a time; Close it.
+// buffer and are valid until the next call that moves or closes it (copy them
+// to keep them): a closed iterator's first buffer goes to the next iterator.
+// One goroutine at a time; Close it.
 //
 //	for ; it.Valid(); it.Next() { use(it.Key(), it.Value()) }
 //	if err := it.Err(); err != nil { ... }
@@ -54,7 +56,25 @@ type Iterator struct {
 	// (and the fetch that finds its end) allocates no second buffer.
 	grow    bool
 	batches int
+	// first is the buffer pair taken from iterBufPool, returned at Close.
+	first *iterBufs
 }
+
+// iterBufs is an iterator's first batch buffer and entry slice. A short scan
+// (KVBench's 10-key Prefix) made and cleared a 4 KiB buffer per iterator,
+// which the Go collector then had to reclaim: closed iterators hand theirs
+// to the next one instead.
+type iterBufs struct {
+	buf     []byte
+	entries [][2][]byte
+}
+
+var iterBufPool = sync.Pool{New: func() any {
+	return &iterBufs{
+		buf:     make([]byte, iterFirstBytes),
+		entries: make([][2][]byte, 0, iterFirstEntries),
+	}
+}}
 
 // Iterators start with a small batch buffer (a prefix scan of ten keys should
 // not allocate 256 KiB) and double it while batches come back full.
@@ -108,12 +128,14 @@ func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
 }
 
 func newIterator(it *C.sett_iter_t, limit int) *Iterator {
+	first := iterBufPool.Get().(*iterBufs)
 	i := &Iterator{
 		it:      it,
-		buf:     make([]byte, iterFirstBytes),
-		entries: make([][2][]byte, 0, iterFirstEntries),
+		buf:     first.buf,
+		entries: first.entries[:0],
 		limit:   limit,
 		left:    limit,
+		first:   first,
 	}
 	i.fill()
 	return i
@@ -178,11 +200,11 @@ func (i *Iterator) fill() {
 // Valid reports whether the iterator is on an entry.
 func (i *Iterator) Valid() bool { return i.pos < len(i.entries) }
 
-// Key is the current key (valid until the iterator moves).
+// Key is the current key (valid until the iterator moves or is closed).
 func (i *Iterator) Key() []byte { return i.entries[i.pos][0] }
 
-// Value is the current value (valid until the iterator moves; empty when
-// KeysOnly).
+// Value is the current value (valid until the iterator moves or is closed;
+// empty when KeysOnly).
 func (i *Iterator) Value() []byte { return i.entries[i.pos][1] }
 
 // KeyCopy appends the current key to dst and returns it.
@@ -246,4 +268,9 @@ func (i *Iterator) Close() {
 		i.it = nil
 	}
 	i.entries = nil
+	i.buf = nil
+	if i.first != nil {
+		iterBufPool.Put(i.first)
+		i.first = nil
+	}
 }

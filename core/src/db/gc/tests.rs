@@ -10,6 +10,12 @@ use crate::vlog::{VlogSet, VlogWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+/// A round's pace with no rate limit and no writes running.
+const UNPACED: Pace = Pace {
+    rate: 0,
+    writing: false,
+};
+
 /// What the GC asked of the fake, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Call {
@@ -85,6 +91,22 @@ impl Fake {
 
     fn path(&self, id: u32) -> PathBuf {
         crate::filename::vlog(self.dir.path(), id)
+    }
+
+    /// [`Fake::write_file`] of `keys[i]` → `values[i]`.
+    fn write_pairs(
+        &self,
+        id: u32,
+        keys: &[impl AsRef<[u8]>],
+        values: &[impl AsRef<[u8]>],
+        damage: Option<usize>,
+    ) -> Vec<ValuePointer> {
+        let entries: Vec<(&[u8], &[u8])> = keys
+            .iter()
+            .zip(values)
+            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+            .collect();
+        self.write_file(id, &entries, damage)
     }
 
     /// Writes sealed value-log file `id` holding `entries` (key, value) in
@@ -420,12 +442,7 @@ fn damaged_file(dead: &[usize], victim: usize) -> (Fake, Vec<ValuePointer>) {
     let fake = Fake::new();
     let keys: Vec<Vec<u8>> = (0..8).map(|i| format!("k{i}").into_bytes()).collect();
     let values: Vec<Vec<u8>> = keys.iter().map(|k| value_of(k)).collect();
-    let entries: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
-    let p = fake.write_file(1, &entries, Some(victim));
+    let p = fake.write_pairs(1, &keys, &values, Some(victim));
     for (i, k) in keys.iter().enumerate() {
         fake.point(k, 10 + i as u64, p[i]);
         if dead.contains(&i) {
@@ -510,10 +527,7 @@ fn a_background_round_collects_the_other_files_when_one_has_a_damaged_live_entry
     let p = fake.write_file(2, &[(b"z", &value)], None);
     fake.point(b"z", 50, p[0]);
     let gc = GcState::new(&fake.opts);
-    let pace = Pace {
-        rate: 0,
-        writing: false,
-    };
+    let pace = UNPACED;
     let outcomes = gc.collect(&fake, 0.5, pace, true, ROUND_BYTES).unwrap();
     assert_eq!(outcomes.len(), 1, "{outcomes:?}");
     assert!(matches!(outcomes[0], GcOutcome::Rewritten { file: 2, .. }));
@@ -543,10 +557,7 @@ fn a_failed_write_of_moves_leaves_the_file_in_place_for_a_later_round() {
 fn the_idle_tier_moves_the_live_entries_its_walk_found() {
     let (fake, p) = six_entries_three_live();
     let gc = GcState::new(&fake.opts);
-    let pace = Pace {
-        rate: 0,
-        writing: false,
-    };
+    let pace = UNPACED;
     // Below `vlog_gc_ratio` in the background: the idle tier, by walks.
     let outcomes = gc.collect(&fake, 0.1, pace, true, ROUND_BYTES).unwrap();
     assert_eq!(outcomes.len(), 1);
@@ -609,10 +620,7 @@ fn two_files_keys_interleaved() -> (Fake, Vec<ValuePointer>, Vec<ValuePointer>) 
 fn the_idle_tier_moves_a_rounds_live_entries_in_key_order_across_its_files() {
     let (fake, _, _) = two_files_keys_interleaved();
     let gc = GcState::new(&fake.opts);
-    let pace = Pace {
-        rate: 0,
-        writing: false,
-    };
+    let pace = UNPACED;
     let outcomes = gc.collect(&fake, 0.1, pace, true, ROUND_BYTES).unwrap();
     assert_eq!(outcomes.len(), 2, "{outcomes:?}");
     let keys: Vec<Vec<u8>> = fake.moved().into_iter().map(|m| m.key).collect();
@@ -639,10 +647,7 @@ fn a_damaged_live_entry_met_in_key_order_keeps_its_file_and_the_other_file_is_co
     fake.point(b"d", 12, p2[0]);
     fake.point(b"b", 13, p2[1]);
     let gc = GcState::new(&fake.opts);
-    let pace = Pace {
-        rate: 0,
-        writing: false,
-    };
+    let pace = UNPACED;
     let outcomes = gc.collect(&fake, 0.1, pace, true, ROUND_BYTES).unwrap();
     assert_eq!(outcomes.len(), 1, "{outcomes:?}");
     assert!(matches!(
@@ -676,12 +681,7 @@ fn one_walk_records_the_scattered_files_of_the_idle_tiers_next_rounds() {
     for id in 1..=3u32 {
         let mine: Vec<&[u8; 1]> = keys.iter().skip(id as usize - 1).step_by(3).rev().collect();
         let values: Vec<Vec<u8>> = mine.iter().map(|k| value_of(&k[..])).collect();
-        let entries: Vec<(&[u8], &[u8])> = mine
-            .iter()
-            .zip(&values)
-            .map(|(k, v)| (&k[..], &v[..]))
-            .collect();
-        let ptrs = fake.write_file(id, &entries, None);
+        let ptrs = fake.write_pairs(id, &mine, &values, None);
         lock(&fake.discard).insert(id, 0);
         for (k, p) in mine.iter().zip(ptrs) {
             fake.point(&k[..], version, p);
@@ -689,10 +689,7 @@ fn one_walk_records_the_scattered_files_of_the_idle_tiers_next_rounds() {
         }
     }
     let gc = GcState::new(&fake.opts);
-    let pace = Pace {
-        rate: 0,
-        writing: false,
-    };
+    let pace = UNPACED;
     for round in 1..=3u32 {
         let outcomes = gc.collect(&fake, 0.1, pace, true, 1).unwrap();
         assert_eq!(outcomes.len(), 1, "round {round}: {outcomes:?}");
@@ -720,21 +717,13 @@ fn a_file_holding_two_rounds_key_ordered_outputs_is_not_put_in_order_again() {
     let round = |first: u8| (first..=b'x').step_by(2).map(|k| [k]).collect::<Vec<_>>();
     let keys: Vec<[u8; 1]> = round(b'a').into_iter().chain(round(b'b')).collect();
     let values: Vec<Vec<u8>> = keys.iter().map(|k| value_of(&k[..])).collect();
-    let entries: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
-    let ptrs = fake.write_file(1, &entries, None);
+    let ptrs = fake.write_pairs(1, &keys, &values, None);
     lock(&fake.discard).insert(1, 0);
     for (i, (k, p)) in keys.iter().zip(ptrs).enumerate() {
         fake.point(&k[..], 10 + i as u64, p);
     }
     let gc = GcState::new(&fake.opts);
-    let pace = Pace {
-        rate: 0,
-        writing: false,
-    };
+    let pace = UNPACED;
     let outcomes = gc.collect(&fake, 0.1, pace, true, ROUND_BYTES).unwrap();
     assert!(outcomes.is_empty(), "{outcomes:?}");
     assert!(gc.scattered().is_empty());
@@ -751,20 +740,12 @@ fn a_key_order_round_that_moved_much_seals_the_head_after_its_moves() {
     let fake = Fake::new();
     let keys: Vec<[u8; 2]> = (0..40u8).map(|i| [b'k', i]).collect();
     let values: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 300 << 10]).collect();
-    let entries: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
-    let ptrs = fake.write_file(1, &entries, None);
+    let ptrs = fake.write_pairs(1, &keys, &values, None);
     for (i, (k, p)) in keys.iter().zip(ptrs).enumerate().step_by(2) {
         fake.point(&k[..], 10 + i as u64, p);
     }
     let gc = GcState::new(&fake.opts);
-    let pace = Pace {
-        rate: 0,
-        writing: false,
-    };
+    let pace = UNPACED;
     let outcomes = gc.collect(&fake, 0.1, pace, true, ROUND_BYTES).unwrap();
     assert_eq!(outcomes.len(), 1, "{outcomes:?}");
     let calls = fake.calls();

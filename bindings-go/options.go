@@ -33,7 +33,7 @@ type Options struct {
 	// ValueThreshold: values of at least this many bytes go to the value log,
 	// smaller ones stay in the LSM tree (default 1024).
 	ValueThreshold int
-	// MemTableSize: bytes of one memtable (default 64 MiB).
+	// MemTableSize: bytes of one memtable (default 16 MiB).
 	MemTableSize int
 	// NumMemtables: memtables held at most, the active one plus those waiting
 	// to be flushed (default 4).

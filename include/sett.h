@@ -1545,7 +1545,7 @@ int sett_options_set_value_threshold(struct sett_options_t *opts,
                                      size_t value);
 
 /**
- * Memtable size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * Memtable size in bytes (default 16 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_memtable_size(struct sett_options_t *opts, size_t value);
 

@@ -8,7 +8,7 @@ import sett
 
 def test_the_table_lists_each_option_with_its_default_and_bounds():
     by_name = {o["name"]: o for o in sett.OPTIONS}
-    assert by_name["memtable_size"]["default"] == 64 << 20
+    assert by_name["memtable_size"]["default"] == 16 << 20
     assert by_name["memtable_size"]["bounds"] == "4 KiB..=4 GiB"
     assert (by_name["memtable_size"]["min"], by_name["memtable_size"]["max"]) == (4096, 4 << 30)
     assert by_name["vlog_gc_ratio"]["default"] == 0.5

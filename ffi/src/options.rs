@@ -91,7 +91,7 @@ pub unsafe extern "C" fn sett_options_set_value_threshold(
     })
 }
 
-/// Memtable size in bytes (default 64 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// Memtable size in bytes (default 16 MiB). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_memtable_size(
     opts: *mut sett_options_t,

@@ -534,7 +534,7 @@ fn a_wrong_default_or_type_in_a_binding_doc_is_reported() {
 
 #[test]
 fn go_fields_and_stub_keys_are_read_with_their_names_types_and_docs() {
-    let go = "type Options struct {\n\t// MemTableSize: bytes (default 64 MiB).\n\tMemTableSize int\n\t// ReadOnly: open read-only.\n\tReadOnly bool\n}\n";
+    let go = "type Options struct {\n\t// MemTableSize: bytes (default 16 MiB).\n\tMemTableSize int\n\t// ReadOnly: open read-only.\n\tReadOnly bool\n}\n";
     let fields = go_fields(go);
     assert_eq!(fields.len(), 2);
     assert_eq!(
@@ -542,7 +542,7 @@ fn go_fields_and_stub_keys_are_read_with_their_names_types_and_docs() {
         ("memtable_size", "int")
     );
     assert!(
-        fields[0].doc.contains("default 64 MiB"),
+        fields[0].doc.contains("default 16 MiB"),
         "{:?}",
         fields[0].doc
     );

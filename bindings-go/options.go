@@ -73,13 +73,13 @@ type Options struct {
 	LevelDynamic bool
 	// MaxLevels: number of levels, L0 included (default 7).
 	MaxLevels int
-	// NumLevelZeroTables: L0 tables that start a compaction (default 4).
+	// NumLevelZeroTables: L0 tables that start a compaction (default 16).
 	NumLevelZeroTables int
 	// NumLevelZeroTablesSlowdown: L0 tables at which writes slow down
-	// (default 8; Badger has no such setting).
+	// (default 20; Badger has no such setting).
 	NumLevelZeroTablesSlowdown int
 	// NumLevelZeroTablesStall: L0 tables at which writes stop until a
-	// compaction makes room (default 12).
+	// compaction makes room (default 36).
 	NumLevelZeroTablesStall int
 	// NumCompactors: background compaction threads (default 2).
 	NumCompactors int

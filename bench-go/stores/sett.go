@@ -30,7 +30,7 @@ func settSettings(o Options) string {
 	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; cache_size = the memory budget (table indexes and bloom filters, 10 bits/key, "+
 		"pinned while they fit in half of it, and data blocks, read into it by positional reads as RocksDB's); values are read from the "+
 		"value log by positional reads (no read-ahead), scans of it through mappings with explicit read-ahead; 4 KiB blocks; %s; "+
-		"16 MiB memtables (default); background value-log GC at its defaults (files with half their bytes garbage, "+
+		"16 MiB memtables, L0 compactions at 16 tables, writes slowed at 20 and stopped at 36 (defaults); background value-log GC at its defaults (files with half their bytes garbage, "+
 		"up to 64 MiB/s, or 4x the append rate while writes run), "+
 		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), threshold, codecSetting(o))
 }

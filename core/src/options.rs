@@ -65,9 +65,11 @@ const DEFAULT_LEVEL_BASE_SIZE: u64 = 256 << 20;
 const DEFAULT_LEVEL_MULTIPLIER: u64 = 10;
 const DEFAULT_LEVEL_DYNAMIC: bool = false;
 const DEFAULT_NUM_LEVELS: usize = 7;
-const DEFAULT_L0_COMPACTION_TRIGGER: usize = 4;
-const DEFAULT_L0_SLOWDOWN_TRIGGER: usize = 8;
-const DEFAULT_L0_STOP_TRIGGER: usize = 12;
+// 16 flushed memtables make one level_base_size of input, as RocksDB's 4 x
+// 64 MiB do; its slowdown and stop counts (docs/write-path.md).
+const DEFAULT_L0_COMPACTION_TRIGGER: usize = 16;
+const DEFAULT_L0_SLOWDOWN_TRIGGER: usize = 20;
+const DEFAULT_L0_STOP_TRIGGER: usize = 36;
 const DEFAULT_COMPACTION_THREADS: usize = 2;
 const DEFAULT_SYNC_WRITES: bool = false;
 const DEFAULT_VLOG_FILE_SIZE: u64 = 1 << 30;
@@ -616,11 +618,15 @@ pub struct Options {
     pub level_dynamic: bool,
     /// Number of levels, L0 included. Default 7.
     pub num_levels: usize,
-    /// L0 table count that starts a compaction of L0 into the base level. Default 4.
+    /// L0 table count that starts a compaction of L0 into the base level. Default 16:
+    /// 16 flushes of the default memtable are one `level_base_size` of input, so
+    /// an L0 compaction rewrites about one byte of the base level per new byte
+    /// (with 4, about five; docs/write-path.md).
     pub l0_compaction_trigger: usize,
-    /// L0 table count at which writes are slowed down. Default 8.
+    /// L0 table count at which writes are slowed down. Default 20, as RocksDB's.
     pub l0_slowdown_trigger: usize,
-    /// L0 table count at which writes stop until compaction catches up. Default 12.
+    /// L0 table count at which writes stop until compaction catches up. Default 36,
+    /// as RocksDB's.
     pub l0_stop_trigger: usize,
     /// Background compaction threads. Default 2.
     pub compaction_threads: usize,
@@ -1051,6 +1057,20 @@ mod tests {
     /// secret and `merge_operator` code (bindings take them their own way),
     /// the others are no scalar option.
     const NOT_IN_TABLE: [&str; 5] = ["dir", "clock", "fs", "encryption", "merge_operator"];
+
+    #[test]
+    fn an_l0_compaction_by_default_takes_one_base_level_of_flushed_memtables() {
+        // Chosen by the large 128 B run (docs/write-path.md): with 4 tables an
+        // L0 compaction rewrote about five bytes of L1 per new byte.
+        let o = Options::new("/tmp/x");
+        assert_eq!(o.memtable_size, 16 << 20);
+        assert_eq!(o.l0_compaction_trigger, 16);
+        assert_eq!(
+            (o.l0_compaction_trigger * o.memtable_size) as u64,
+            o.level_base_size
+        );
+        assert_eq!((o.l0_slowdown_trigger, o.l0_stop_trigger), (20, 36));
+    }
 
     #[test]
     fn options_new_holds_the_default_of_every_table_entry() {

@@ -180,6 +180,10 @@ fn a_database_written_without_compression_reopened_with_it_reads_old_tables_and_
     let half = 5_000;
     let mut first = options(dir.path());
     first.level_dynamic = false;
+    // Few L0 tables, so that the first half ends up compacted into L1.
+    first.l0_compaction_trigger = 4;
+    first.l0_slowdown_trigger = 8;
+    first.l0_stop_trigger = 12;
     populate(dir.path(), first, half);
     let old = table_versions(dir.path());
     assert!(!old.is_empty() && old.iter().all(|&v| v == 2), "{old:?}");

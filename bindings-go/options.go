@@ -98,8 +98,9 @@ type Options struct {
 	// negative value keeps ValueLogGCRatio while idle too.
 	ValueLogGCIdleRatio float64
 	// ValueLogGCRate: bytes per second the background GC reads and rewrites
-	// at most while writes are slow or stopped (default 64 MiB/s). A
-	// negative value removes the limit.
+	// at most while writes run (default 64 MiB/s); with no write for a second
+	// it runs at device speed, reads or not. A negative value removes the
+	// limit.
 	ValueLogGCRate int64
 	// ValueLogGCWriteFactor: while writes run, the GC's limit is raised to
 	// this many times the rate at which they append to the value log, when

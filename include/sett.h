@@ -1661,7 +1661,8 @@ int sett_options_set_cache_size(struct sett_options_t *opts, uint64_t value);
 
 /**
  * Bytes per second the background value-log GC reads and rewrites at most
- * while writes are slow or stopped (default 64 MiB/s; 0: no limit; see
+ * while writes run; with no write for a second it runs at device speed,
+ * reads or not (default 64 MiB/s; 0: no limit; see
  * sett_options_set_vlog_gc_write_factor). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_vlog_gc_rate(struct sett_options_t *opts, uint64_t value);

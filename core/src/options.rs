@@ -499,7 +499,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         unit: OptionUnit::BytesPerSecond,
         default: OptionValue::Int(DEFAULT_VLOG_GC_RATE as i128),
         bounds: OptionBounds::Any,
-        doc: "Bytes per second the background GC reads and rewrites at most beside other work; 0: no limit.",
+        doc: "Bytes per second the background GC reads and rewrites at most while writes run (idle, it runs at device speed); 0: no limit.",
     },
     OptionSpec {
         name: "vlog_gc_write_factor",
@@ -660,9 +660,9 @@ pub struct Options {
     /// the same threshold while idle as while writing. Default 0.25.
     pub vlog_gc_idle_ratio: f64,
     /// Bytes per second the background value-log GC reads and rewrites at
-    /// most while reads or slow writes run, so that it does not take the
-    /// device from foreground work. While the Db is quiet (no write for a
-    /// second, no read for 100 ms) the GC runs at device speed, and the first read or
+    /// most while slow writes run, so that it does not take the device from
+    /// them. While the Db is idle (no write for a second) the GC runs at
+    /// device speed, as a tree's compactions do, reads or not, and the first
     /// write puts this limit back within 256 KiB of GC work. 0: no limit.
     /// Default 64 MiB/s.
     pub vlog_gc_rate: u64,

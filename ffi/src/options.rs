@@ -380,7 +380,8 @@ pub unsafe extern "C" fn sett_options_set_cache_size(
 }
 
 /// Bytes per second the background value-log GC reads and rewrites at most
-/// while writes are slow or stopped (default 64 MiB/s; 0: no limit; see
+/// while writes run; with no write for a second it runs at device speed,
+/// reads or not (default 64 MiB/s; 0: no limit; see
 /// sett_options_set_vlog_gc_write_factor). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_vlog_gc_rate(

@@ -265,18 +265,6 @@ pub(crate) struct LogState {
     pub(crate) framed: Vec<u8>,
 }
 
-impl DbInner {
-    /// Records that a caller read (a point read, or an iterator's chunk), so
-    /// that an idle GC running at device speed yields (`Pacer`). A load
-    /// before the store keeps the flag's cache line shared between readers
-    /// until the GC clears it.
-    pub(crate) fn note_read(&self) {
-        if !self.counters.read_seen.load(Ordering::Relaxed) {
-            self.counters.read_seen.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Counts and sizes of what the Db holds.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
@@ -358,8 +346,6 @@ pub struct Stats {
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) batches: AtomicU64,
-    /// A caller read since the GC last looked (`DbInner::note_read`).
-    pub(crate) read_seen: AtomicBool,
     pub(crate) groups: AtomicU64,
     pub(crate) wal_syncs: AtomicU64,
     pub(crate) compactions_running: AtomicU64,
@@ -962,7 +948,6 @@ impl DbInner {
     /// Reads `key` at `read_seq` from `st`; tombstones and expired entries
     /// read as absent. The caller has checked the key.
     pub(crate) fn get_in(&self, st: &ReadState, key: &[u8], read_seq: u64) -> Result<Option<Item>> {
-        self.note_read();
         match st.lookup(key, read_seq)? {
             Some(found) => self.item_of(st, key, found, read_seq),
             None => Ok(None),
@@ -1128,7 +1113,6 @@ impl DbInner {
         }
         let mut found = Vec::with_capacity(keys.len());
         for k in keys {
-            self.note_read();
             let f = st.lookup(k.as_ref(), seq)?;
             let stored = f
                 .as_ref()

@@ -479,7 +479,6 @@ impl DbIterator {
         if self.db.is_closed() {
             return Err(Error::Closed);
         }
-        self.db.note_read();
         self.items.clear();
         self.bytes.clear();
         self.pos = 0;

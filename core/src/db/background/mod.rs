@@ -55,10 +55,8 @@ struct BgState {
     idle_at_batches: u64,
     /// The batch count at the GC loop's last look (`Background::look_idle`).
     seen_batches: u64,
-    /// When the GC loop last saw a batch written, or a read; `None`: not
-    /// since open.
+    /// When the GC loop last saw a batch written; `None`: not since open.
     last_write: Option<Instant>,
-    last_read: Option<Instant>,
 }
 
 impl BgState {
@@ -275,31 +273,22 @@ impl Background {
         self.lock().is_idle(batches)
     }
 
-    /// Looks at the foreground work since the last look, at `now`: `batches`
-    /// is the count of batches written, `read` whether a caller read since.
-    /// Marks the Db idle once no batch has been written for `idle_after`, or
-    /// busy again, waking the background threads when it turns idle (the
-    /// compaction thread then merges L0 down); returns whether it is also
-    /// quiet: idle, and no read for `quiet_after`. A Db nobody has used
-    /// since it opened is both at once. Requires: `bg` not held.
-    pub(crate) fn look_idle(
-        &self,
-        now: Instant,
-        batches: u64,
-        read: bool,
-        idle_after: Duration,
-        quiet_after: Duration,
-    ) -> bool {
+    /// Looks at the writes since the last look, at `now`: `batches` is the
+    /// count of batches written. Marks the Db idle once no batch has been
+    /// written for `idle_after`, or busy again, waking the background threads
+    /// when it turns idle (the compaction thread then merges L0 down), and
+    /// returns whether it is idle. Reads do not count: background work that
+    /// waits for them only ends later, beside the same reads. A Db nobody has
+    /// written since it opened is idle at once. Requires: `bg` not held.
+    pub(crate) fn look_idle(&self, now: Instant, batches: u64, idle_after: Duration) -> bool {
         let mut bg = self.lock();
         if batches != bg.seen_batches {
             bg.seen_batches = batches;
             bg.last_write = Some(now);
         }
-        if read {
-            bg.last_read = Some(now);
-        }
-        let long_ago = |t: Option<Instant>, after| t.is_none_or(|t| now.duration_since(t) >= after);
-        let idle = long_ago(bg.last_write, idle_after);
+        let idle = bg
+            .last_write
+            .is_none_or(|t| now.duration_since(t) >= idle_after);
         if bg.idle != idle || (idle && bg.idle_at_batches != batches) {
             bg.idle = idle;
             bg.idle_at_batches = batches;
@@ -307,7 +296,7 @@ impl Background {
                 self.work_cv.notify_all();
             }
         }
-        idle && long_ago(bg.last_read, quiet_after)
+        idle
     }
 }
 

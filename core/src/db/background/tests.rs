@@ -392,21 +392,20 @@ fn pausing_compactions_waits_for_running_ones_and_holds_new_ones_until_the_guard
 #[test]
 fn the_db_turns_idle_after_no_writes_and_busy_again_at_once_on_a_write() {
     let bg = Background::new(3);
-    let (idle_after, quiet_after) = (Duration::from_secs(1), Duration::from_millis(100));
+    let idle_after = Duration::from_secs(1);
     let t0 = Instant::now();
     let at = |ms| t0 + Duration::from_millis(ms);
-    // Unused since open: idle and quiet at once.
-    assert!(bg.look_idle(at(0), 0, false, idle_after, quiet_after));
+    // Unwritten since open: idle at once.
+    assert!(bg.look_idle(at(0), 0, idle_after));
     assert!(bg.is_idle(0));
     // A write ends idleness before the next look.
     assert!(!bg.is_idle(1));
-    assert!(!bg.look_idle(at(10), 1, false, idle_after, quiet_after));
-    assert!(!bg.look_idle(at(900), 1, false, idle_after, quiet_after));
+    assert!(!bg.look_idle(at(10), 1, idle_after));
+    assert!(!bg.look_idle(at(900), 1, idle_after));
     assert!(!bg.is_idle(1));
-    // No write for `idle_after`: idle, but a read keeps it from quiet.
-    assert!(!bg.look_idle(at(1010), 1, true, idle_after, quiet_after));
+    // No write for `idle_after`: idle.
+    assert!(bg.look_idle(at(1010), 1, idle_after));
     assert!(bg.is_idle(1));
-    assert!(bg.look_idle(at(1110), 1, false, idle_after, quiet_after));
     assert!(!bg.is_idle(2));
 }
 
@@ -426,7 +425,7 @@ fn turning_idle_wakes_a_waiting_compaction_loop_which_picks_as_idle() {
     );
     let t = Instant::now();
     let d = Duration::from_secs(1);
-    f.bg().look_idle(t, 0, false, d, d);
+    f.bg().look_idle(t, 0, d);
     assert_eq!(ends.entered(), vec![1]);
     ends.release();
     assert!(f.shut_down());

@@ -80,8 +80,8 @@ pub(crate) trait GcEnv {
     /// once no batch has been written for `IDLE_AFTER` (the compaction
     /// thread then merges L0 down, so that the garbage its shadowed versions
     /// hold is counted: `compaction::due`), or busy again, and returns
-    /// whether it is also quiet: idle, and no read for `QUIET_AFTER_READ`.
-    /// A Db nobody has used since it opened is both at once.
+    /// whether it is idle. Reads do not count. A Db nobody has written since
+    /// it opened is idle at once.
     /// Requires: `bg` not held (takes it).
     fn look_idle(&self) -> bool;
 
@@ -200,9 +200,7 @@ impl GcEnv for DbInner {
 
     fn look_idle(&self) -> bool {
         let batches = self.counters.batches.load(Ordering::Relaxed);
-        let read = self.counters.read_seen.swap(false, Ordering::Relaxed);
-        self.bg
-            .look_idle(Instant::now(), batches, read, IDLE_AFTER, QUIET_AFTER_READ)
+        self.bg.look_idle(Instant::now(), batches, IDLE_AFTER)
     }
 
     fn idle(&self) -> bool {

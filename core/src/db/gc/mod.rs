@@ -12,8 +12,8 @@
 //! A background thread (`GcState::run_loop`, unless `vlog_gc_ratio` is 0) does the same
 //! without being asked: whenever compactions have run, and once a second, it
 //! collects every sealed file whose garbage share reached `vlog_gc_ratio`,
-//! reading and rewriting at most `vlog_gc_rate` bytes a second while reads
-//! or writes run, and at device speed while the Db is quiet (`Pacer`). Its rounds
+//! reading and rewriting at most `vlog_gc_rate` bytes a second while writes
+//! run, and at device speed while the Db is idle, reads or not (`Pacer`). Its rounds
 //! take several files at once (one sample, flush and sync for all), never
 //! wait for a flush (a file whose WAL is still live waits for a later round;
 //! the memtable is switched ahead once its WAL spans a few sealed files), and

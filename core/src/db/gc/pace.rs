@@ -1,5 +1,5 @@
-//! Pacing: a round's bytes against `vlog_gc_rate`, unpaced while the Db
-//! is quiet.
+//! Pacing: a round's bytes against `vlog_gc_rate`, unpaced while no writes
+//! run.
 
 use super::*;
 
@@ -12,17 +12,17 @@ pub(super) struct Pace {
 }
 
 /// A round's progress against its rate limit, looked at every `PACE_STEP`
-/// bytes. A background round runs at device speed while the Db is quiet
-/// (`GcEnv::look_idle`: no write for `IDLE_AFTER`, no read for
-/// `QUIET_AFTER_READ`): the
-/// rewrites then delay nobody, and the settle after a load is as short as
-/// the device allows. The first foreground read or write puts the limit
-/// back within a step, counted from then on, so that bytes done unpaced are
-/// not paid for with a sleep.
+/// bytes. A background round runs at device speed while the Db is idle
+/// (`GcEnv::look_idle`: no write for `IDLE_AFTER`), as a tree's compactions
+/// do: the settle after a load is as short as the device allows. Reads do
+/// not slow it: the device work is the same either way, and done at the
+/// rate limit it only lasts longer beside the same reads. The first write
+/// puts the limit back within a step, counted from then on, so that bytes
+/// done unpaced are not paid for with a sleep.
 pub(super) struct Pacer {
     /// Bytes a second; 0: no limit.
     pub(super) rate: u64,
-    /// A background round, which runs unpaced while the Db is quiet.
+    /// A background round, which runs unpaced while the Db is idle.
     pub(super) background: bool,
     /// The limit holds for the bytes done past `paid` since `since`.
     pub(super) since: Instant,

@@ -7,11 +7,6 @@ use super::*;
 /// No write for this long makes the Db idle: L0 is merged down below its trigger.
 pub(super) const IDLE_AFTER: Duration = Duration::from_secs(1);
 
-/// An idle Db with no read for this long is quiet: the background GC runs
-/// unpaced. Short, because a read puts the limit back within one `PACE_STEP`
-/// anyway; what it saves is the settle after a burst of reads.
-pub(super) const QUIET_AFTER_READ: Duration = Duration::from_millis(100);
-
 /// How long the background GC waits after a failed round before it tries again.
 pub(super) const RETRY_AFTER_ERROR: Duration = Duration::from_secs(30);
 

@@ -206,6 +206,11 @@ func settleAfter(kind string, s stores.Store) {
 	}
 	line, _ := json.Marshal(map[string]any{"engine": kind, "since_open_s": since.Seconds(), "waited_s": waited.Seconds(), "idle": idle, "backlog": desc})
 	fmt.Printf("SETTLED %s\n", line)
+	if wa, ok := s.(stores.WriteAccounter); ok {
+		if desc, err := wa.WriteAccount(); err == nil {
+			fmt.Printf("WRITES since open, settled: %s\n", desc)
+		}
+	}
 }
 
 // readStats is what the readers of one ReadRandom run counted.

@@ -204,6 +204,16 @@ type Stats struct {
 	// left out of later GC rounds while the database is open, and reported by
 	// Verify with its file and offset.
 	GCDamagedFiles uint64
+	// Where the writes went since open, per level (L0 first): bytes of tables
+	// written into it (flushes into L0, compactions into the others; a table
+	// moved down whole is not written again) and bytes of tables that
+	// compactions into it read. With WALBytesWritten and GCBytesMoved they
+	// break down the device's writes, as RocksDB's compaction stats do.
+	LevelBytesWritten, LevelBytesRead []uint64
+	// Bytes appended to the WAL since open.
+	WALBytesWritten uint64
+	// Bytes of live values the value-log GC moved (appended again) since open.
+	GCBytesMoved uint64
 }
 
 // Stats returns the database's counts and sizes.
@@ -245,10 +255,16 @@ func (d *DB) Stats() (Stats, error) {
 		CacheDataHits:          uint64(cs.cache_data_hits),
 		CacheDataMisses:        uint64(cs.cache_data_misses),
 		GCDamagedFiles:         uint64(cs.gc_damaged_files),
+		LevelBytesWritten:      make([]uint64, n),
+		LevelBytesRead:         make([]uint64, n),
+		WALBytesWritten:        uint64(cs.wal_bytes_written),
+		GCBytesMoved:           uint64(cs.gc_bytes_moved),
 	}
 	for i := 0; i < n; i++ {
 		st.LevelTables[i] = uint64(cs.level_tables[i])
 		st.LevelBytes[i] = uint64(cs.level_bytes[i])
+		st.LevelBytesWritten[i] = uint64(cs.level_bytes_written[i])
+		st.LevelBytesRead[i] = uint64(cs.level_bytes_read[i])
 	}
 	return st, nil
 }

@@ -53,6 +53,15 @@ func TestValueLogGCGivesSpaceBack(t *testing.T) {
 	if rounds == 0 || after.VlogBytes >= before.VlogBytes {
 		t.Fatalf("GC gave nothing back: %d rounds, %d -> %d bytes", rounds, before.VlogBytes, after.VlogBytes)
 	}
+	// Where the writes went: flushes into L0, flatten's merges, the WAL, the GC's moves.
+	var compactionRead uint64
+	for _, b := range after.LevelBytesRead {
+		compactionRead += b
+	}
+	if len(after.LevelBytesWritten) != len(after.LevelBytes) || after.LevelBytesWritten[0] == 0 ||
+		compactionRead == 0 || after.WALBytesWritten == 0 || (after.GCFilesRewritten > 0) != (after.GCBytesMoved > 0) {
+		t.Fatalf("write counts: %+v", after)
+	}
 	for i := 0; i < 300; i++ {
 		got, err := db.Get([]byte(fmt.Sprintf("gc%04d", i)))
 		if err != nil || len(got) != 200 || got[0] != 'd' || got[199] != 'd' {

@@ -613,6 +613,25 @@ typedef struct sett_stats_ex_t {
    * by sett_verify() with its file and offset.
    */
   uint64_t gc_damaged_files;
+  /**
+   * Per level, L0 first: bytes of tables written into it since open, by
+   * flushes into L0 and by compactions into the others (a table moved
+   * down whole is not written again).
+   */
+  uint64_t level_bytes_written[SETT_MAX_LEVELS];
+  /**
+   * Per level: bytes of the tables that compactions into it read since
+   * open (inputs from the level above and from the level itself).
+   */
+  uint64_t level_bytes_read[SETT_MAX_LEVELS];
+  /**
+   * Bytes appended to the WAL since open.
+   */
+  uint64_t wal_bytes_written;
+  /**
+   * Bytes of live values the value-log GC moved (appended again) since open.
+   */
+  uint64_t gc_bytes_moved;
 } sett_stats_ex_t;
 
 /**

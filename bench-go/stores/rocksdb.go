@@ -455,6 +455,19 @@ func (s *rocksStore) property(name string) (uint64, bool) {
 	return uint64(v), true
 }
 
+// WriteAccount is RocksDB's compaction stats since open (the table of
+// rocksdb.cfstats-no-file-histogram: per level, Read, Write and W-Amp).
+func (s *rocksStore) WriteAccount() (string, error) {
+	cname := C.CString("rocksdb.cfstats-no-file-histogram")
+	defer C.free(unsafe.Pointer(cname))
+	v := C.rocksdb_property_value(s.db, cname)
+	if v == nil {
+		return "", fmt.Errorf("rocksdb: property rocksdb.cfstats-no-file-histogram unavailable")
+	}
+	defer C.rocksdb_free(unsafe.Pointer(v))
+	return C.GoString(v), nil
+}
+
 // Backlog reads RocksDB's own properties: pending flushes and compactions.
 func (s *rocksStore) Backlog() (bool, string, error) {
 	names := []string{"rocksdb.mem-table-flush-pending", "rocksdb.num-running-flushes",

@@ -140,4 +140,29 @@ func (s *settStore) Backlog() (bool, string, error) {
 	return idle, desc, nil
 }
 
+// WriteAccount is sett's count of what it wrote since open (Stats): the WAL,
+// the tables written into each level (flushes into L0, compactions below),
+// what those compactions read, and the values the GC moved.
+func (s *settStore) WriteAccount() (string, error) {
+	st, err := s.db.Stats()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("MiB since open: WAL %.0f; tables written per level %v; read by compactions into each level %v; "+
+		"value log %.0f live (moved by GC %.0f); bytes per level now %v",
+		mibOf(st.WALBytesWritten), mibsOf(st.LevelBytesWritten), mibsOf(st.LevelBytesRead),
+		mibOf(st.VlogBytes), mibOf(st.GCBytesMoved), mibsOf(st.LevelBytes)), nil
+}
+
+func mibOf(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// mibsOf rounds each count of bytes to whole MiB, for a log line.
+func mibsOf(bs []uint64) []uint64 {
+	out := make([]uint64, len(bs))
+	for i, b := range bs {
+		out[i] = (b + 1<<19) >> 20
+	}
+	return out
+}
+
 func (s *settStore) Close() error { return s.db.Close() }

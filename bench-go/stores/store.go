@@ -77,6 +77,14 @@ type Store interface {
 	Close() error
 }
 
+// WriteAccounter is an engine that accounts for its own writes since open:
+// per level, the bytes flushes and compactions wrote and read (RocksDB's
+// compaction stats, sett's Stats). The harness logs it at the end of
+// populate and once settled, to break the device-bytes column down.
+type WriteAccounter interface {
+	WriteAccount() (string, error)
+}
+
 // Settings describes how Open configures engine kind, for the reports.
 func Settings(kind string, o Options) string {
 	switch kind {

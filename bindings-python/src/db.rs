@@ -488,6 +488,10 @@ impl Db {
         d.set_item("cache_data_hits", s.cache_data_hits)?;
         d.set_item("cache_data_misses", s.cache_data_misses)?;
         d.set_item("gc_damaged_files", s.gc_damaged_files)?;
+        d.set_item("level_bytes_written", s.level_bytes_written)?;
+        d.set_item("level_bytes_read", s.level_bytes_read)?;
+        d.set_item("wal_bytes_written", s.wal_bytes_written)?;
+        d.set_item("gc_bytes_moved", s.gc_bytes_moved)?;
         Ok(d.into_any().unbind())
     }
 

@@ -180,6 +180,12 @@ def test_stats_count_value_log_gc(db_path):
         # Background GC is off (ratio 0): nothing is its backlog.
         assert (s["gc_pending_files"], s["gc_pending_bytes"]) == (0, 0)
         assert s["batches_written"] >= 1200 and s["compactions_running"] == 0
+        # Where the writes went: flushes into L0, flatten's merges, the WAL,
+        # and the GC's moves when it rewrote a file.
+        assert len(s["level_bytes_written"]) == len(s["levels"])
+        assert s["level_bytes_written"][0] > 0 and sum(s["level_bytes_read"]) > 0
+        assert s["wal_bytes_written"] > 1200 * 6
+        assert (s["gc_files_rewritten"] > 0) == (s["gc_bytes_moved"] > 0)
 
 
 def test_cache_size_is_the_budget_stats_report(db_path):

@@ -65,6 +65,9 @@ const DEFAULT_LEVEL_BASE_SIZE: u64 = 256 << 20;
 const DEFAULT_LEVEL_MULTIPLIER: u64 = 10;
 const DEFAULT_LEVEL_DYNAMIC: bool = false;
 const DEFAULT_NUM_LEVELS: usize = 7;
+/// The most levels `num_levels` allows: the per-level counters of `Stats`
+/// and the C ABI's `SETT_MAX_LEVELS` hold this many.
+pub(crate) const MAX_NUM_LEVELS: usize = 16;
 // 16 flushed memtables make one level_base_size of input, as RocksDB's 4 x
 // 64 MiB do; its slowdown and stop counts (docs/write-path.md).
 const DEFAULT_L0_COMPACTION_TRIGGER: usize = 16;
@@ -426,7 +429,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         kind: OptionKind::Usize,
         unit: OptionUnit::None,
         default: OptionValue::Int(DEFAULT_NUM_LEVELS as i128),
-        bounds: OptionBounds::Int { min: 2, max: Some(16) },
+        bounds: OptionBounds::Int { min: 2, max: Some(MAX_NUM_LEVELS as i128) },
         doc: "Number of levels, L0 included.",
     },
     OptionSpec {

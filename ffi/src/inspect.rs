@@ -192,6 +192,17 @@ pub struct sett_stats_ex_t {
     /// left out of later GC rounds while the database is open, and reported
     /// by sett_verify() with its file and offset.
     pub gc_damaged_files: u64,
+    /// Per level, L0 first: bytes of tables written into it since open, by
+    /// flushes into L0 and by compactions into the others (a table moved
+    /// down whole is not written again).
+    pub level_bytes_written: [u64; SETT_MAX_LEVELS],
+    /// Per level: bytes of the tables that compactions into it read since
+    /// open (inputs from the level above and from the level itself).
+    pub level_bytes_read: [u64; SETT_MAX_LEVELS],
+    /// Bytes appended to the WAL since open.
+    pub wal_bytes_written: u64,
+    /// Bytes of live values the value-log GC moved (appended again) since open.
+    pub gc_bytes_moved: u64,
 }
 
 // SAFETY: #[repr(C)], first field usize, the rest u64 and arrays of u64.
@@ -249,10 +260,25 @@ pub unsafe extern "C" fn sett_stats_ex(
             cache_data_hits: s.cache_data_hits,
             cache_data_misses: s.cache_data_misses,
             gc_damaged_files: s.gc_damaged_files,
+            level_bytes_written: [0; SETT_MAX_LEVELS],
+            level_bytes_read: [0; SETT_MAX_LEVELS],
+            wal_bytes_written: s.wal_bytes_written,
+            gc_bytes_moved: s.gc_bytes_moved,
         };
         for (i, (n, b)) in s.levels.iter().take(SETT_MAX_LEVELS).enumerate() {
             st.level_tables[i] = *n as u64;
             st.level_bytes[i] = *b;
+        }
+        for (i, b) in s
+            .level_bytes_written
+            .iter()
+            .take(SETT_MAX_LEVELS)
+            .enumerate()
+        {
+            st.level_bytes_written[i] = *b;
+        }
+        for (i, b) in s.level_bytes_read.iter().take(SETT_MAX_LEVELS).enumerate() {
+            st.level_bytes_read[i] = *b;
         }
         // SAFETY: out is valid for `size` bytes (checked and required by sett.h).
         unsafe { fill_sized(out, st, size) };

@@ -123,6 +123,13 @@ func main() {
 		fail(err)
 	default:
 	}
+	// The engine's own account of its writes, where it keeps one: what the
+	// device-bytes column breaks down into.
+	if wa, ok := st.(stores.WriteAccounter); ok {
+		if desc, err := wa.WriteAccount(); err == nil {
+			fmt.Printf("WRITES at the end of the writes, before close: %s\n", desc)
+		}
+	}
 	if err := st.Close(); err != nil {
 		fail(err)
 	}

@@ -341,6 +341,19 @@ pub struct Stats {
     /// Live range tombstones ([`Db::delete_range`]): in memtables, or in the
     /// manifest until compaction has dropped every version they hide.
     pub range_tombstones: usize,
+    /// Per level, L0 first: bytes of tables written into it since open, by
+    /// flushes into L0 and by compactions (of every kind) into the others. A
+    /// table moved down whole is not written again. With
+    /// `level_bytes_read` and `wal_bytes_written` it tells where the device's
+    /// writes go (RocksDB's compaction stats, Write per level).
+    pub level_bytes_written: Vec<u64>,
+    /// Per level: bytes of the tables that compactions into that level read
+    /// since open (inputs from the level above and from the level itself).
+    pub level_bytes_read: Vec<u64>,
+    /// Bytes appended to the WAL since open.
+    pub wal_bytes_written: u64,
+    /// Bytes of live values the value-log GC moved (appended again) since open.
+    pub gc_bytes_moved: u64,
 }
 
 #[derive(Default)]
@@ -360,10 +373,35 @@ pub(crate) struct Counters {
     /// the GC reads them without taking the lock a busy writer holds.
     pub(crate) vlog_head_len: AtomicU64,
     pub(crate) vlog_head_id: AtomicU64,
+    /// `Stats::level_bytes_written` and `level_bytes_read`, per level (at
+    /// most `MAX_NUM_LEVELS`, the bound of `num_levels`).
+    pub(crate) level_written: [AtomicU64; crate::options::MAX_NUM_LEVELS],
+    pub(crate) level_read: [AtomicU64; crate::options::MAX_NUM_LEVELS],
+    /// `Stats::wal_bytes_written`.
+    pub(crate) wal_bytes: AtomicU64,
     /// The last multi-get waited on the device (`DbInner::get_many_storage`):
     /// the next starts by asking for its reads instead of finding out with
     /// a read that waits.
     pub(crate) multi_get_on_device: AtomicBool,
+}
+
+impl Counters {
+    /// Adds `bytes` to `level`'s entry of `per_level` (`level_written` or
+    /// `level_read`).
+    pub(crate) fn add_to_level(per_level: &[AtomicU64], level: usize, bytes: u64) {
+        if let Some(c) = per_level.get(level) {
+            c.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// The first `levels` entries of `per_level`.
+    fn per_level(per_level: &[AtomicU64], levels: usize) -> Vec<u64> {
+        per_level
+            .iter()
+            .take(levels)
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect()
+    }
 }
 
 /// A value with what was stored beside it.
@@ -1212,6 +1250,7 @@ impl DbInner {
             .as_ref()
             .map(|m| m.state().discard.iter().map(|(&id, &b)| (id, b)).collect())
             .unwrap_or_default();
+        let levels = st.version.levels.len();
         Stats {
             levels: st
                 .version
@@ -1260,6 +1299,10 @@ impl DbInner {
             gc_pending_bytes,
             gc_damaged_files: self.gc_damaged_files(),
             range_tombstones: st.range_dels.iter().count(),
+            level_bytes_written: Counters::per_level(&self.counters.level_written, levels),
+            level_bytes_read: Counters::per_level(&self.counters.level_read, levels),
+            wal_bytes_written: self.counters.wal_bytes.load(Ordering::Relaxed),
+            gc_bytes_moved: self.counters.gc_moved_bytes.load(Ordering::Relaxed),
         }
     }
 

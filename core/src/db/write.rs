@@ -450,6 +450,9 @@ impl DbInner {
                 log.vlog.sync()?;
             }
             log.wal.append(framed)?;
+            self.counters
+                .wal_bytes
+                .fetch_add(framed.len() as u64, Ordering::Relaxed);
             if sync {
                 log.wal.sync()?;
                 self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);

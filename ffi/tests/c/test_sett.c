@@ -1024,6 +1024,11 @@ static void test_stats_ex_reports_gc_and_checks_its_size(void) {
     CHECK(st.gc_files_rewritten + st.gc_files_deleted >= (uint64_t)(calls - 1));
     CHECK(st.gc_bytes_reclaimed > 0);
     CHECK(st.last_seq >= 1200 && st.level_tables[6] > 0);
+    /* Where the writes went: flushes into L0, flatten's merges below, the WAL. */
+    uint64_t compaction_read = 0;
+    for (int l = 0; l < SETT_MAX_LEVELS; l++) compaction_read += st.level_bytes_read[l];
+    CHECK(st.level_bytes_written[0] > 0 && compaction_read > 0 && st.wal_bytes_written > 1200 * 6);
+    CHECK((st.gc_files_rewritten == 0) == (st.gc_bytes_moved == 0));
     /* The flattened tables' indexes and filters are pinned in the budget. */
     CHECK(st.cache_pinned_bytes > 0 && st.cache_usage <= st.cache_capacity);
     sett_stats_t old;

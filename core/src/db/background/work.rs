@@ -105,6 +105,7 @@ impl DbInner {
                         level: 0,
                         table: TableRecord::built(id, &meta),
                     });
+                    Counters::add_to_level(&self.counters.level_written, 0, t.size());
                     added.push((0, t));
                 }
             }
@@ -229,6 +230,10 @@ impl DbInner {
         });
         drop(m);
         if !trivial {
+            let read = c.all_tables().map(|t| t.size()).sum();
+            let written = added.iter().map(|(_, t)| t.size()).sum();
+            Counters::add_to_level(&self.counters.level_read, out, read);
+            Counters::add_to_level(&self.counters.level_written, out, written);
             for t in c.all_tables() {
                 t.mark_obsolete(&self.opts.fs);
             }
@@ -526,6 +531,32 @@ mod tests {
         };
         assert!(s.levels[0].0 < 2, "{s:?}");
         assert_eq!(s.table_entries, 3);
+    }
+
+    #[test]
+    fn stats_count_the_bytes_flushes_write_into_l0_and_compactions_into_each_level() {
+        let (_dir, db) = held_back_l0(3);
+        let s = db.stats();
+        let l0 = s.levels[0].1;
+        assert!(l0 > 0);
+        assert_eq!(s.level_bytes_written[0], l0, "{s:?}");
+        assert!(s.level_bytes_written[1..].iter().all(|&b| b == 0), "{s:?}");
+        assert!(s.level_bytes_read.iter().all(|&b| b == 0), "{s:?}");
+        assert!(s.wal_bytes_written >= 3 * 100, "{s:?}");
+        assert_eq!(s.level_bytes_written.len(), s.levels.len());
+
+        // L0 merges into one L1 table (read: L0's bytes); flatten then moves
+        // it down to the last level whole, which writes nothing.
+        db.inner.bg.hold_compactions(false);
+        db.flatten().unwrap();
+        let s = db.stats();
+        let last = s.levels.len() - 1;
+        assert_eq!(s.level_bytes_read[1], l0, "{s:?}");
+        assert_eq!(s.level_bytes_written[1], s.levels[last].1, "{s:?}");
+        assert!(
+            s.level_bytes_written[2..].iter().all(|&b| b == 0),
+            "a table moved down whole is not counted as written: {s:?}"
+        );
     }
 
     #[test]

@@ -73,15 +73,15 @@ type Options struct {
 	LevelDynamic bool
 	// MaxLevels: number of levels, L0 included (default 7).
 	MaxLevels int
-	// NumLevelZeroTables: L0 tables that start a compaction (default 16).
+	// NumLevelZeroTables: L0 tables that start a compaction (default 32).
 	NumLevelZeroTables int
 	// NumLevelZeroTablesSlowdown: L0 tables at which writes slow down
-	// (default 20; Badger has no such setting).
+	// (default 48; Badger has no such setting).
 	NumLevelZeroTablesSlowdown int
 	// NumLevelZeroTablesStall: L0 tables at which writes stop until a
-	// compaction makes room (default 36).
+	// compaction makes room (default 64).
 	NumLevelZeroTablesStall int
-	// NumCompactors: background compaction threads (default 2).
+	// NumCompactors: background compaction threads (default 1).
 	NumCompactors int
 	// ValueLogFileSize: bytes of a value-log file before a new one starts
 	// (default 1 GiB).

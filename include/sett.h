@@ -1629,22 +1629,22 @@ int sett_options_set_level_multiplier(struct sett_options_t *opts, uint64_t valu
 int sett_options_set_num_levels(struct sett_options_t *opts, size_t value);
 
 /**
- * L0 tables that start a compaction (default 16). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * L0 tables that start a compaction (default 32). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_l0_compaction_trigger(struct sett_options_t *opts, size_t value);
 
 /**
- * L0 tables at which writes slow down (default 20). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * L0 tables at which writes slow down (default 48). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_l0_slowdown_trigger(struct sett_options_t *opts, size_t value);
 
 /**
- * L0 tables at which writes stop (default 36). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * L0 tables at which writes stop (default 64). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_l0_stop_trigger(struct sett_options_t *opts, size_t value);
 
 /**
- * Background compaction threads (default 2). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * Background compaction threads (default 1). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_compaction_threads(struct sett_options_t *opts, size_t value);
 

@@ -3,6 +3,7 @@ package stores
 import (
 	"errors"
 	"fmt"
+	"runtime"
 
 	sett "github.com/sett-db/sett-go"
 )
@@ -30,9 +31,11 @@ func settSettings(o Options) string {
 	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; cache_size = the memory budget (table indexes and bloom filters, 10 bits/key, "+
 		"pinned while they fit in half of it, and data blocks, read into it by positional reads as RocksDB's); values are read from the "+
 		"value log by positional reads (no read-ahead), scans of it through mappings with explicit read-ahead; 4 KiB blocks; %s; "+
-		"16 MiB memtables, L0 compactions at 16 tables, writes slowed at 20 and stopped at 36 (defaults); background value-log GC at its defaults (files with half their bytes garbage, "+
+		"16 MiB memtables, L0 compactions at 32 tables, writes slowed at 48 and stopped at 64 (defaults); %d compaction thread(s), "+
+		"what RocksDB's IncreaseParallelism(cores) gives its compactions (its flushes get a quarter of the jobs, sett's flush has a thread of its own); background value-log GC at its defaults (files with half their bytes garbage, "+
 		"up to 64 MiB/s, or 4x the append rate while writes run), "+
-		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), threshold, codecSetting(o))
+		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), threshold, codecSetting(o),
+		compactionThreads())
 }
 
 // codecSetting says how table blocks are compressed, for the reports.
@@ -44,6 +47,16 @@ func codecSetting(o Options) string {
 		return "zstd compression (level 3) of table data blocks on every level"
 	}
 	return o.Compression + " compression of table data blocks on every level"
+}
+
+// compactionThreads is what RocksDB's IncreaseParallelism(cores) leaves its
+// compactions: max_background_jobs = cores, of which a quarter (at least one)
+// flush. sett's flush has a thread of its own, so both engines may run as many
+// compactions at once on any machine (one on two cores, sett's default;
+// RocksDB runs more than one only while it falls behind).
+func compactionThreads() int {
+	cores := runtime.NumCPU()
+	return max(1, cores-max(1, cores/4))
 }
 
 func settLibVersion() string {
@@ -62,7 +75,8 @@ func openSett(dir string, o Options, encrypted bool) (Store, error) {
 		threshold = o.ValueThreshold
 	}
 	codec := map[string]sett.Compression{"lz4": sett.CompressionLZ4, "zstd": sett.CompressionZSTD}[o.Compression]
-	so := &sett.Options{ValueThreshold: threshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly, Compression: codec, CacheSize: o.CacheBytes}
+	so := &sett.Options{ValueThreshold: threshold, SyncWrites: o.Sync, ReadOnly: o.ReadOnly, Compression: codec, CacheSize: o.CacheBytes,
+		NumCompactors: compactionThreads()}
 	name := "sett"
 	if encrypted {
 		so.EncryptionKey, name = BenchEncryptionKey, "sett-enc"

@@ -68,12 +68,16 @@ const DEFAULT_NUM_LEVELS: usize = 7;
 /// The most levels `num_levels` allows: the per-level counters of `Stats`
 /// and the C ABI's `SETT_MAX_LEVELS` hold this many.
 pub(crate) const MAX_NUM_LEVELS: usize = 16;
-// 16 flushed memtables make one level_base_size of input, as RocksDB's 4 x
-// 64 MiB do; its slowdown and stop counts (docs/write-path.md).
-const DEFAULT_L0_COMPACTION_TRIGGER: usize = 16;
-const DEFAULT_L0_SLOWDOWN_TRIGGER: usize = 20;
-const DEFAULT_L0_STOP_TRIGGER: usize = 36;
-const DEFAULT_COMPACTION_THREADS: usize = 2;
+// 32 flushed memtables make two level_base_sizes of input; with one
+// compaction thread, L0 takes priority and the base level grows between its
+// own compactions, so each byte is rewritten fewer times on its way down
+// (docs/write-path.md has the measurements).
+const DEFAULT_L0_COMPACTION_TRIGGER: usize = 32;
+const DEFAULT_L0_SLOWDOWN_TRIGGER: usize = 48;
+const DEFAULT_L0_STOP_TRIGGER: usize = 64;
+// RocksDB's default max_background_jobs of 2 gives one flush and one
+// compaction; sett's flush thread is separate.
+const DEFAULT_COMPACTION_THREADS: usize = 1;
 const DEFAULT_SYNC_WRITES: bool = false;
 const DEFAULT_VLOG_FILE_SIZE: u64 = 1 << 30;
 const DEFAULT_VLOG_GC_RATIO: f64 = 0.5;
@@ -621,17 +625,24 @@ pub struct Options {
     pub level_dynamic: bool,
     /// Number of levels, L0 included. Default 7.
     pub num_levels: usize,
-    /// L0 table count that starts a compaction of L0 into the base level. Default 16:
-    /// 16 flushes of the default memtable are one `level_base_size` of input, so
-    /// an L0 compaction rewrites about one byte of the base level per new byte
-    /// (with 4, about five; docs/write-path.md).
+    /// L0 table count that starts a compaction of L0 into the base level. Default 32:
+    /// 32 flushes of the default memtable are two `level_base_size`s of input, so
+    /// an L0 compaction rewrites less than one byte of the base level per new
+    /// byte (with 4, about five; docs/write-path.md).
     pub l0_compaction_trigger: usize,
-    /// L0 table count at which writes are slowed down. Default 20, as RocksDB's.
+    /// L0 table count at which writes are slowed down. Default 48 (768 MiB of
+    /// default memtables; RocksDB's 20 x 64 MiB are 1.25 GiB).
     pub l0_slowdown_trigger: usize,
-    /// L0 table count at which writes stop until compaction catches up. Default 36,
-    /// as RocksDB's.
+    /// L0 table count at which writes stop until compaction catches up. Default 64
+    /// (1 GiB of default memtables; RocksDB's 36 x 64 MiB are 2.25 GiB).
     pub l0_stop_trigger: usize,
-    /// Background compaction threads. Default 2.
+    /// Background compaction threads. Default 1, RocksDB's default (its
+    /// max_background_jobs of 2 is one flush and one compaction; sett's flush
+    /// has a thread of its own). One thread runs one compaction at a time, the
+    /// most urgent first, so a level grows while L0's compactions into it run
+    /// and each byte it later moves down meets fewer bytes below. A second
+    /// thread compacts a level down while it is still small, where each byte
+    /// meets up to `level_multiplier` bytes below (docs/write-path.md).
     pub compaction_threads: usize,
     /// fsync the WAL (and value log) once per write group before acknowledging. Default false.
     pub sync_writes: bool,
@@ -1062,17 +1073,19 @@ mod tests {
     const NOT_IN_TABLE: [&str; 5] = ["dir", "clock", "fs", "encryption", "merge_operator"];
 
     #[test]
-    fn an_l0_compaction_by_default_takes_one_base_level_of_flushed_memtables() {
-        // Chosen by the large 128 B run (docs/write-path.md): with 4 tables an
-        // L0 compaction rewrote about five bytes of L1 per new byte.
+    fn an_l0_compaction_by_default_takes_two_base_levels_of_flushed_memtables_on_one_thread() {
+        // Chosen by the large 128 B runs (docs/write-path.md): 16 tables and two
+        // threads wrote 41.5 GiB of compactions during the populate, 32
+        // tables and one thread 23.6 GiB.
         let o = Options::new("/tmp/x");
         assert_eq!(o.memtable_size, 16 << 20);
-        assert_eq!(o.l0_compaction_trigger, 16);
+        assert_eq!(o.l0_compaction_trigger, 32);
         assert_eq!(
             (o.l0_compaction_trigger * o.memtable_size) as u64,
-            o.level_base_size
+            2 * o.level_base_size
         );
-        assert_eq!((o.l0_slowdown_trigger, o.l0_stop_trigger), (20, 36));
+        assert_eq!((o.l0_slowdown_trigger, o.l0_stop_trigger), (48, 64));
+        assert_eq!(o.compaction_threads, 1);
     }
 
     #[test]

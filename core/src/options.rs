@@ -69,9 +69,8 @@ const DEFAULT_NUM_LEVELS: usize = 7;
 /// and the C ABI's `SETT_MAX_LEVELS` hold this many.
 pub(crate) const MAX_NUM_LEVELS: usize = 16;
 // 32 flushed memtables make two level_base_sizes of input; with one
-// compaction thread, L0 takes priority and the base level grows between its
-// own compactions, so each byte is rewritten fewer times on its way down
-// (docs/write-path.md has the measurements).
+// compaction thread a level grows while L0's compactions into it run, so
+// each byte is rewritten fewer times on its way down (docs/write-path.md).
 const DEFAULT_L0_COMPACTION_TRIGGER: usize = 32;
 const DEFAULT_L0_SLOWDOWN_TRIGGER: usize = 48;
 const DEFAULT_L0_STOP_TRIGGER: usize = 64;
@@ -1074,9 +1073,8 @@ mod tests {
 
     #[test]
     fn an_l0_compaction_by_default_takes_two_base_levels_of_flushed_memtables_on_one_thread() {
-        // Chosen by the large 128 B runs (docs/write-path.md): 16 tables and two
-        // threads wrote 41.5 GiB of compactions during the populate, 32
-        // tables and one thread 23.6 GiB.
+        // Chosen by the large 128 B populates in the message of the commit
+        // that set them (cba0a26; docs/write-path.md).
         let o = Options::new("/tmp/x");
         assert_eq!(o.memtable_size, 16 << 20);
         assert_eq!(o.l0_compaction_trigger, 32);

@@ -85,6 +85,30 @@ fn empty_key_is_refused() {
 }
 
 #[test]
+fn rocksdb_l0_counts_below_the_default_trigger_are_refused_by_name_and_the_data_stays() {
+    // RocksDB's slowdown and stop counts (20, 36) set without the trigger sit
+    // below sett's default trigger of 32 tables.
+    let dir = tempfile::tempdir().unwrap();
+    drop(db_with_data(dir.path()));
+    let mut o = Options::new(dir.path());
+    o.l0_slowdown_trigger = 20;
+    o.l0_stop_trigger = 36;
+    match Db::open(o) {
+        Err(
+            e @ Error::InvalidOption {
+                name: "l0_slowdown_trigger",
+                ..
+            },
+        ) => assert!(
+            e.to_string().contains("below l0_compaction_trigger (32)"),
+            "{e}"
+        ),
+        other => panic!("expected an invalid option, got {:?}", other.err()),
+    }
+    assert_data_intact(&Db::open(tiny_options(dir.path())).unwrap());
+}
+
+#[test]
 fn bad_option_is_reported_by_name_at_open() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = Options::new(dir.path());

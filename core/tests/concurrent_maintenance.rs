@@ -700,11 +700,16 @@ fn backup_to_file(db: &Db, sim: &SimFs, dir: &Path) -> Result<(), String> {
     sim.sync(&w.file, &path).map_err(|e| e.to_string())
 }
 
-/// Value-log files GC deleted or rewrote (in this test binary).
-static GC_COLLECTED: AtomicU64 = AtomicU64::new(0);
-
-/// Runs the operation; an error is what a cut leaves it with.
-fn run_maintenance(op: Maintenance, db: &Db, sim: &SimFs, backup_dir: &Path) -> Result<(), String> {
+/// Runs the operation; an error is what a cut leaves it with. `collected`
+/// counts the GC rounds that deleted or rewrote a value-log file (one counter
+/// per run: the tests of this binary run at the same time).
+fn run_maintenance(
+    op: Maintenance,
+    db: &Db,
+    sim: &SimFs,
+    backup_dir: &Path,
+    collected: &AtomicU64,
+) -> Result<(), String> {
     match op {
         Maintenance::Gc => {
             for _ in 0..4 {
@@ -713,7 +718,7 @@ fn run_maintenance(op: Maintenance, db: &Db, sim: &SimFs, backup_dir: &Path) -> 
                 {
                     break;
                 }
-                GC_COLLECTED.fetch_add(1, SeqCst);
+                collected.fetch_add(1, SeqCst);
             }
             Ok(())
         }
@@ -841,7 +846,7 @@ fn cut_run(
     }
 
     let bulk = bulk_entries(200);
-    GC_COLLECTED.store(0, SeqCst);
+    let gc_collected = AtomicU64::new(0);
     let start_ops = sim.ops();
     if let Some(n) = nth {
         sim.fail(None, n, Fault::PowerCut);
@@ -921,7 +926,7 @@ fn cut_run(
                 std::thread::yield_now();
             }
             drop_started.store(op == Maintenance::DropPrefix, SeqCst);
-            let r = run_maintenance(op, &db, &sim, &backup_dir);
+            let r = run_maintenance(op, &db, &sim, &backup_dir, &gc_collected);
             drop_done.store(op == Maintenance::DropPrefix && r.is_ok(), SeqCst);
             r
         };
@@ -934,7 +939,7 @@ fn cut_run(
     });
     if nth.is_none() {
         assert!(res.is_ok(), "{what}: the run without a cut failed: {res:?}");
-        stats.gc_did_something = GC_COLLECTED.load(SeqCst) > 0;
+        stats.gc_did_something = gc_collected.load(SeqCst) > 0;
     }
     stats.op_failed = res.is_err();
     let backup_done = op == Maintenance::Backup && res.is_ok();

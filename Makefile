@@ -460,7 +460,8 @@ miri: deps
 	@echo "miri: no undefined behaviour in $(MIRI_TESTS)"
 
 # The power-loss test must fail on a build whose fsyncs (or directory fsyncs) do
-# nothing: proof that it would catch a missing one. A build error is not a pass.
+# nothing, or whose recovery ignores the WAL link: proof that it would catch a
+# missing one. A build error is not a pass.
 mutation-check: deps
 	@for f in unsafe-skip-fsync unsafe-skip-dir-sync; do \
 		if $(CARGO) test -q -p sett --features $$f --test power_loss > target/mutation-$$f.log 2>&1; then \
@@ -472,6 +473,13 @@ mutation-check: deps
 			{ echo "mutation check: the mapped-WAL power-loss test passed on a build with $$f: it cannot see that loss on Linux's default write path"; exit 1; }; \
 		echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"; \
 	done
+	@f=unsafe-skip-wal-link; \
+	if POWER_LOSS_SCALE=6 $(CARGO) test -q --release -p sett --features $$f --test power_loss -- without_sync_writes out_of_order > target/mutation-$$f.log 2>&1; then \
+		echo "mutation check: tests/power_loss.rs passed on a build with $$f: it cannot see a WAL replayed past a cut in the one before"; exit 1; \
+	fi; \
+	grep -q "the model after write" target/mutation-$$f.log || \
+		{ echo "mutation check: the $$f build failed for another reason:"; tail -30 target/mutation-$$f.log; exit 1; }; \
+	echo "mutation check: with $$f the power-loss test fails, as it must ($$(grep -c panicked target/mutation-$$f.log) failing tests)"
 
 test: fmt-check lint doc-check header-check msrv unit miri server-test mutation-check ctest install-check gotest standing-check pytest wheel-check smoke bindings-smoke
 	@mkdir -p target/tmp/skipped; skipped=$$(ls target/tmp/skipped | tr '\n' ' '); \

@@ -75,6 +75,12 @@ pub(crate) fn u32_at(buf: &[u8], pos: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.try_into().ok()?))
 }
 
+/// Reads a little-endian u64 at `pos`, `None` if out of range.
+pub(crate) fn u64_at(buf: &[u8], pos: usize) -> Option<u64> {
+    let b = buf.get(pos..pos.checked_add(8)?)?;
+    Some(u64::from_le_bytes(b.try_into().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,9 +18,48 @@ use std::path::{Path, PathBuf};
 pub(crate) const WAL_MAGIC: &[u8; 8] = b"SETTWAL\0";
 /// Version 2 adds the synced offset to each record (FORMAT.md); version 3
 /// allows zeros after the last record (space allocated ahead for appends
-/// through a mapping: they end the log, they are no torn tail). Versions 1 and
-/// 2 are still read.
-pub(crate) const WAL_VERSION: u32 = 3;
+/// through a mapping: they end the log, they are no torn tail); version 4
+/// starts with a link record naming the previous WAL and its length (a WAL is
+/// no longer synced when the next one starts). Versions 1 to 3 are still read.
+pub(crate) const WAL_VERSION: u32 = 4;
+/// Bytes of a version-4 link record's payload: synced offset, previous WAL id,
+/// previous WAL length (u64 LE each).
+pub(crate) const LINK_LEN: usize = 24;
+
+/// The link that starts a version-4 WAL: the WAL written before it (`prev`:
+/// its id, 0 for none, and its length when this one started). Recovery
+/// compares the length with what survived of that WAL, which a power cut may
+/// have cut anywhere, since nothing syncs a WAL at the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub prev_id: u64,
+    pub prev_len: u64,
+}
+
+impl Link {
+    /// The framed record. Its synced offset is the header's length: the link
+    /// is written before the file's first sync, which makes it durable.
+    pub(crate) fn framed(&self) -> Vec<u8> {
+        let mut payload = Vec::with_capacity(LINK_LEN);
+        payload.extend_from_slice(&(HEADER_LEN as u64).to_le_bytes());
+        payload.extend_from_slice(&self.prev_id.to_le_bytes());
+        payload.extend_from_slice(&self.prev_len.to_le_bytes());
+        let mut out = Vec::with_capacity(RECORD_HEADER_LEN + LINK_LEN);
+        frame(&mut out, &payload);
+        out
+    }
+
+    /// Reads a link record's payload.
+    pub(crate) fn decode(payload: &[u8]) -> Option<Link> {
+        if payload.len() != LINK_LEN {
+            return None;
+        }
+        Some(Link {
+            prev_id: crate::coding::u64_at(payload, 8)?,
+            prev_len: crate::coding::u64_at(payload, 16)?,
+        })
+    }
+}
 /// Bytes of the file header: magic (8) | format version (u32 LE) | crc32 of both (u32 LE).
 pub(crate) const HEADER_LEN: usize = 16;
 /// Bytes of a record header.
@@ -195,7 +234,10 @@ pub(crate) fn read_file(fs: &Fs, path: &Path, magic: &[u8; 8], version: u32) -> 
     Ok(data)
 }
 
-/// An append-only log file (WAL or manifest).
+/// An append-only log file (WAL or manifest). Nothing asks the kernel to
+/// write a WAL out ahead of a sync (RocksDB's `wal_bytes_per_sync` is 0 too):
+/// a WAL whose memtable is flushed is deleted, most often before the kernel
+/// wrote its pages, which then never reach the device.
 pub(crate) struct LogWriter {
     fs: Fs,
     file: File,
@@ -205,14 +247,7 @@ pub(crate) struct LogWriter {
     synced: u64,
     /// Appends through a shared mapping of the file (see `create_mapped`).
     mapped: Option<Mapped>,
-    /// Where the next `fs::start_writeback` starts.
-    writeback_from: u64,
 }
-
-/// Every this many bytes appended, the kernel is asked to start writing the
-/// log out: the sync at a memtable switch, which every writer waits for,
-/// then waits for the last few MiB only, not a whole memtable's WAL.
-const WRITEBACK_STEP: u64 = 4 << 20;
 
 /// Appends smaller than this are copied into the mapping; larger ones are
 /// written by `pwrite` (one call for many pages beats a fault per page).
@@ -303,18 +338,19 @@ impl Mapped {
 }
 
 impl LogWriter {
-    /// [`LogWriter::create`], then, if the file system allows it, maps the
-    /// first `reserve` bytes of the file for appends (format 3 WALs; see
-    /// `Mapped`). Appends past them, or when the mapping cannot be made, are
-    /// written as usual.
+    /// [`LogWriter::create_with`], then, if the file system allows it, maps
+    /// the first `reserve` bytes of the file for appends (WALs of format 3 and
+    /// later; see `Mapped`). Appends past them, or when the mapping cannot be
+    /// made, are written as usual.
     pub(crate) fn create_mapped(
         fs: &Fs,
         path: &Path,
         magic: &[u8; 8],
         version: u32,
+        first: &[u8],
         reserve: usize,
     ) -> Result<LogWriter> {
-        let mut w = LogWriter::create(fs, path, magic, version)?;
+        let mut w = LogWriter::create_with(fs, path, magic, version, first)?;
         if fs.maps_appends() && reserve > 0 {
             // A file system that cannot map (or a failed mapping) writes by calls.
             w.mapped = Mapped::new(path, w.len, reserve).ok();
@@ -324,19 +360,33 @@ impl LogWriter {
 
     /// Creates `path` with a header and syncs it.
     pub(crate) fn create(fs: &Fs, path: &Path, magic: &[u8; 8], version: u32) -> Result<LogWriter> {
+        LogWriter::create_with(fs, path, magic, version, &[])
+    }
+
+    /// Creates `path` with a header followed by `first` (framed records, may
+    /// be empty), and syncs both.
+    pub(crate) fn create_with(
+        fs: &Fs,
+        path: &Path,
+        magic: &[u8; 8],
+        version: u32,
+        first: &[u8],
+    ) -> Result<LogWriter> {
         let ctx = || format!("creating {}", path.display());
         let mut file = fs.create_new(path).map_err(|e| Error::io(ctx(), e))?;
-        fs.append(&mut file, path, &file_header(magic, version))
+        let mut start = file_header(magic, version).to_vec();
+        start.extend_from_slice(first);
+        fs.append(&mut file, path, &start)
             .and_then(|_| fs.sync(&file, path))
             .map_err(|e| Error::io(ctx(), e))?;
+        let len = start.len() as u64;
         Ok(LogWriter {
             fs: fs.clone(),
             file,
             path: path.to_path_buf(),
-            len: HEADER_LEN as u64,
-            synced: HEADER_LEN as u64,
+            len,
+            synced: len,
             mapped: None,
-            writeback_from: HEADER_LEN as u64,
         })
     }
 
@@ -349,10 +399,6 @@ impl LogWriter {
             })
             .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))?;
         self.len += framed.len() as u64;
-        if self.len - self.writeback_from >= WRITEBACK_STEP {
-            crate::fs::start_writeback(&self.file, self.writeback_from, self.len);
-            self.writeback_from = self.len;
-        }
         Ok(())
     }
 

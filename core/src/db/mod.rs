@@ -263,6 +263,9 @@ pub(crate) struct LogState {
     /// The WAL bytes of the group being written: one buffer kept from group
     /// to group instead of an allocation per group.
     pub(crate) framed: Vec<u8>,
+    /// Ids of the WALs closed by a memtable switch and not synced since,
+    /// oldest first: the next sync syncs them before the current WAL.
+    pub(crate) unsynced_wals: Vec<u64>,
 }
 
 /// Counts and sizes of what the Db holds.

@@ -213,23 +213,17 @@ pub(super) fn open(mut opts: Options) -> Result<Arc<DbInner>> {
         Some(chunk_pool.clone()),
     ));
     let known_seq = last_seq;
-    let mut replayed = Vec::new();
     let mut replayed_seqs = (u64::MAX, 0);
-    for &id in &wal_ids {
-        replayed.push(id);
-        let complete = replay_wal(
-            &opts.fs,
-            &filename::wal(&dir, id),
-            &mem,
-            &vlogs,
-            &mut last_seq,
-            &mut replayed_seqs,
-        )?;
-        if !complete {
-            // Everything after a cut is dropped too: what survives is a prefix.
-            break;
-        }
-    }
+    let replayed = replay_wals(
+        &opts.fs,
+        &dir,
+        &wal_ids,
+        mstate.log_number,
+        &mem,
+        &vlogs,
+        &mut last_seq,
+        &mut replayed_seqs,
+    )?;
     check_orphan_tables(&opts.fs, &dir, &files, &mstate, known_seq, replayed_seqs)?;
 
     let max_file_id = files
@@ -284,10 +278,12 @@ pub(super) fn open(mut opts: Options) -> Result<Arc<DbInner>> {
 
 /// Tables on disk that the manifest does not list are normally leftovers of a
 /// flush or compaction cut by a crash, and recovery deletes them: their writes
-/// are also in a WAL still on disk (a flush's) or in live tables (a
-/// compaction's). A table holding writes newer than anything the manifest
-/// records that no replayed WAL holds either means the manifest lost committed
-/// records (a truncated MANIFEST): that is corruption, and nothing is deleted.
+/// are also in a WAL still on disk (a flush's: the table's id is the one after
+/// its WAL's, or, for recovery's own flush, the replayed WALs hold its
+/// versions) or in live tables (a compaction's). A table holding writes newer
+/// than anything the manifest records, whose WAL is gone and whose versions
+/// no replayed WAL holds, means the manifest lost committed records (a
+/// truncated MANIFEST): that is corruption, and nothing is deleted.
 fn check_orphan_tables(
     fs: &crate::fs::Fs,
     dir: &Path,
@@ -313,7 +309,12 @@ fn check_orphan_tables(
         };
         let newest = t.max_seq();
         let in_wal = replay_min <= newest && newest <= replay_max;
-        if newest > known_seq && !in_wal {
+        // A flush's table takes the id after its WAL's, and the WAL is
+        // deleted only after the manifest records the table.
+        let wal_kept = id
+            .checked_sub(1)
+            .is_some_and(|wal| wal >= mstate.log_number && files.contains(&FileKind::Wal(wal)));
+        if newest > known_seq && !in_wal && !wal_kept {
             return Err(Error::corruption(
                 dir.join(filename::MANIFEST),
                 0,
@@ -328,23 +329,81 @@ fn check_orphan_tables(
     Ok(())
 }
 
-/// Replays one WAL into `mem`. Returns false if the log was cut short (a torn
-/// tail, or a batch pointing at value-log bytes that did not survive).
-/// `seqs` widens to the (lowest, highest) version replayed.
-fn replay_wal(
+/// Replays the WALs `ids` (ascending, none below `log_number`) into `mem` up
+/// to the first cut: what survives is a prefix of the writes. Returns the
+/// WALs replayed, the cut one included. `seqs` widens to the (lowest,
+/// highest) version replayed.
+#[allow(clippy::too_many_arguments)]
+fn replay_wals(
     fs: &crate::fs::Fs,
-    path: &Path,
+    dir: &Path,
+    ids: &[u64],
+    log_number: u64,
     mem: &Memtable,
     vlogs: &VlogSet,
     last_seq: &mut u64,
     seqs: &mut (u64, u64),
-) -> Result<bool> {
+) -> Result<Vec<u64>> {
+    let mut replayed = Vec::new();
+    let mut prev = None;
+    for &id in ids {
+        let chain = WalChain { prev, log_number };
+        let path = filename::wal(dir, id);
+        match replay_wal(fs, &path, chain, mem, vlogs, last_seq, seqs)? {
+            Replay::Whole(len) => {
+                replayed.push(id);
+                prev = Some((id, len));
+            }
+            Replay::Cut => {
+                replayed.push(id);
+                break;
+            }
+            Replay::AfterCut => break,
+        }
+    }
+    Ok(replayed)
+}
+
+/// Where a WAL stands in the chain of WALs being replayed.
+#[derive(Debug, Clone, Copy)]
+struct WalChain {
+    /// The WAL replayed whole just before: its id and its length as read.
+    prev: Option<(u64, u64)>,
+    /// The manifest's log number: older WALs are flushed.
+    log_number: u64,
+}
+
+/// What replaying one WAL found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replay {
+    /// Replayed to its end; its valid length.
+    Whole(u64),
+    /// Cut short (a torn tail, or a batch pointing at value-log bytes that did
+    /// not survive): replayed up to the cut.
+    Cut,
+    /// Not replayed: its link says the WAL before it was longer than what
+    /// survived of it, so its records are past a cut.
+    AfterCut,
+}
+
+/// Replays one WAL into `mem`. `seqs` widens to the (lowest, highest)
+/// version replayed.
+#[allow(clippy::too_many_arguments)]
+fn replay_wal(
+    fs: &crate::fs::Fs,
+    path: &Path,
+    chain: WalChain,
+    mem: &Memtable,
+    vlogs: &VlogSet,
+    last_seq: &mut u64,
+    seqs: &mut (u64, u64),
+) -> Result<Replay> {
     let data = crate::crypt::read_whole(fs, path)?;
     if data.len() < wal::HEADER_LEN {
-        return Ok(false); // torn while being created: holds nothing acknowledged
+        return Ok(Replay::Cut); // torn while being created: holds nothing acknowledged
     }
     let version = match wal::header_version(path, &data, WAL_MAGIC)? {
-        v @ (1..=3) => v,
+        v @ (1..=WAL_VERSION) => v,
         found => {
             return Err(Error::UnsupportedVersion {
                 file: path.to_path_buf(),
@@ -355,7 +414,40 @@ fn replay_wal(
     };
     let scan = wal::scan_synced(path, &data, |p| batch::split_wal_payload(version, p).0)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    for (offset, range) in scan.records {
+    let mut records = scan.records.as_slice();
+    if version >= 4 {
+        // The link, synced with the header when the file was made; without
+        // it the file was torn while being created and holds nothing.
+        let Some(((offset, range), rest)) = records.split_first() else {
+            return Ok(Replay::Cut);
+        };
+        let link = wal::Link::decode(&data[range.clone()])
+            .ok_or_else(|| Error::corruption(path, *offset, "bad WAL link record"))?;
+        records = rest;
+        if link.prev_id != 0 && link.prev_id >= chain.log_number {
+            match chain.prev {
+                Some((id, len)) if id == link.prev_id => {
+                    // The feature is a mutation check (Cargo.toml): never for use.
+                    let checked = !cfg!(feature = "unsafe-skip-wal-link");
+                    if checked && len < link.prev_len {
+                        return Ok(Replay::AfterCut);
+                    }
+                }
+                _ => {
+                    return Err(Error::corruption(
+                        path,
+                        *offset,
+                        format!(
+                            "the WAL follows {}, which is not on disk, and the MANIFEST \
+                             does not record it flushed",
+                            FileKind::Wal(link.prev_id).name()
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+    for (offset, range) in records.iter().cloned() {
         let (_, payload) = batch::split_wal_payload(version, &data[range]);
         let rec = batch::decode_record(payload)
             .ok_or_else(|| Error::corruption(path, offset, "undecodable batch record"))?;
@@ -369,7 +461,7 @@ fn replay_wal(
             if let Stored::Pointer(p) = decoded.stored {
                 if vlogs.read(p, dir).is_err() {
                     // The WAL survived but the value it points to did not.
-                    return Ok(false);
+                    return Ok(Replay::Cut);
                 }
             }
         }
@@ -387,9 +479,15 @@ fn replay_wal(
         *seqs = (seqs.0.min(rec.seq), seqs.1.max(rec.seq));
     }
     let valid = usize::try_from(scan.valid_len).unwrap_or(data.len());
-    // Format 3: zeros after the last record are allocated space, not a cut.
+    // Format 3 and later: zeros after the last record are allocated space,
+    // not a cut (in format 4 the next WAL's link tells a cut there).
     let rest = data.get(valid..).unwrap_or(&[]);
-    Ok(rest.is_empty() || (version >= 3 && rest.iter().all(|&b| b == 0)))
+    Ok(
+        match rest.is_empty() || (version >= 3 && rest.iter().all(|&b| b == 0)) {
+            true => Replay::Whole(scan.valid_len),
+            false => Replay::Cut,
+        },
+    )
 }
 
 impl DbInner {
@@ -425,21 +523,33 @@ impl DbInner {
             remove(&self.opts.fs, &path)?;
         }
         if !mem.is_empty() {
-            self.flush_memtable(&mem)?;
+            // Durable before the table exists, so that a crash in the flush
+            // replays the same versions again (the orphan check counts on
+            // it): after a killed process they may still be unsynced.
+            for &id in replayed {
+                super::write::sync_wal_file(&self.opts.fs, &self.dir, id)?;
+            }
+            self.flush_memtable(&mem, true)?;
         }
         let (wal_id, vlog_id) = {
             let mut m = lock(&self.manifest);
             let m = m.as_mut().ok_or(Error::Closed)?;
-            (m.next_file_id(), m.next_file_id())
+            (super::write::new_wal_id(m), m.next_file_id())
         };
         let vlog_id = u32::try_from(vlog_id).map_err(|_| {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
+        // Every WAL before this one is flushed: no link to check.
+        let link = wal::Link {
+            prev_id: 0,
+            prev_len: 0,
+        };
         let wal = LogWriter::create_mapped(
             &self.opts.fs,
             &filename::wal(&self.dir, wal_id),
             WAL_MAGIC,
             WAL_VERSION,
+            &link.framed(),
             super::write::wal_reserve(&self.opts),
         )?;
         let vlog = VlogWriter::create(&self.opts.fs, &self.dir, vlog_id)?;
@@ -497,6 +607,7 @@ impl DbInner {
             wal,
             vlog,
             framed: Vec::new(),
+            unsynced_wals: Vec::new(),
         });
         Ok(())
     }
@@ -548,14 +659,35 @@ mod tests {
     /// A WAL at `path` of `version` holding one batch (seq 7: "k" → "v"),
     /// appended through the mapping when the file system allows it.
     fn wal_with_one_batch(path: &Path, version: u32) -> LogWriter {
+        let link = wal::Link {
+            prev_id: 0,
+            prev_len: 0,
+        };
+        wal_with(path, version, link, 7, b"k")
+    }
+
+    /// A WAL at `path` of `version` (starting with `link` from version 4 on)
+    /// holding one batch: `key` → "v" at `seq`.
+    fn wal_with(path: &Path, version: u32, link: wal::Link, seq: u64, key: &[u8]) -> LogWriter {
         let mut rec = Vec::new();
         value::encode(&mut rec, &Stored::Inline(b"v"), 0, 0);
         let mut framed = Vec::new();
+        let synced = if version >= 4 {
+            (wal::HEADER_LEN + wal::RECORD_HEADER_LEN + wal::LINK_LEN) as u64
+        } else {
+            wal::HEADER_LEN as u64
+        };
         wal::frame_with(&mut framed, |buf| {
-            batch::encode_wal_record_to(buf, 0, 7, [(&b"k"[..], &rec[..])].into_iter());
+            batch::encode_wal_record_to(buf, synced, seq, [(key, &rec[..])].into_iter());
         });
+        let first = if version >= 4 {
+            link.framed()
+        } else {
+            Vec::new()
+        };
         let mut w =
-            LogWriter::create_mapped(&Fs::real(), path, WAL_MAGIC, version, 8 << 20).unwrap();
+            LogWriter::create_mapped(&Fs::real(), path, WAL_MAGIC, version, &first, 8 << 20)
+                .unwrap();
         w.append(&framed).unwrap();
         w
     }
@@ -563,23 +695,95 @@ mod tests {
     fn replay(path: &Path) -> (bool, Memtable) {
         let mem = Memtable::new(1);
         let (mut last, mut seqs) = (0, (u64::MAX, 0));
-        let complete = replay_wal(
+        let chain = WalChain {
+            prev: None,
+            log_number: 0,
+        };
+        let replay = replay_wal(
             &crate::fs::Fs::real(),
             path,
+            chain,
             &mem,
             &VlogSet::default(),
             &mut last,
             &mut seqs,
         )
         .unwrap();
-        (complete, mem)
+        (matches!(replay, Replay::Whole(_)), mem)
+    }
+
+    /// Replays the WALs `ids` of `dir` as an open does.
+    fn replay_chain(dir: &Path, ids: &[u64], log_number: u64) -> Result<(Vec<u64>, Memtable)> {
+        let mem = Memtable::new(1);
+        let (mut last, mut seqs) = (0, (u64::MAX, 0));
+        let fs = Fs::real();
+        let vlogs = VlogSet::default();
+        replay_wals(
+            &fs, dir, ids, log_number, &mem, &vlogs, &mut last, &mut seqs,
+        )
+        .map(|replayed| (replayed, mem))
+    }
+
+    #[test]
+    fn a_wal_after_one_that_a_power_cut_left_short_is_not_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = wal::Link {
+            prev_id: 0,
+            prev_len: 0,
+        };
+        let first = wal_with(&filename::wal(dir.path(), 3), 4, none, 7, b"a");
+        let link = wal::Link {
+            prev_id: 3,
+            prev_len: first.len(),
+        };
+        let second = wal_with(&filename::wal(dir.path(), 5), 4, link, 8, b"b");
+        drop((first, second));
+        let (replayed, mem) = replay_chain(dir.path(), &[3, 5], 3).unwrap();
+        assert_eq!(replayed, vec![3, 5]);
+        assert!(mem.get(b"a", 100).is_some() && mem.get(b"b", 100).is_some());
+
+        // The first WAL was never synced, and the cut lost its batch: the
+        // page came back as the zeros allocated ahead, which end a log
+        // cleanly. Only the link tells that the second WAL's batch comes
+        // after a write that is gone.
+        let path = filename::wal(dir.path(), 3);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let batch_at = wal::HEADER_LEN + wal::RECORD_HEADER_LEN + wal::LINK_LEN;
+        bytes[batch_at..].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let (replayed, mem) = replay_chain(dir.path(), &[3, 5], 3).unwrap();
+        assert_eq!(replayed, vec![3]);
+        assert!(mem.get(b"a", 100).is_none());
+        assert!(
+            mem.get(b"b", 100).is_none(),
+            "a write after a lost one was replayed"
+        );
+
+        // Once the manifest records the first WAL flushed, the second
+        // replays whole.
+        let (replayed, mem) = replay_chain(dir.path(), &[5], 4).unwrap();
+        assert_eq!(replayed, vec![5]);
+        assert!(mem.get(b"b", 100).is_some());
+    }
+
+    #[test]
+    fn a_wal_whose_unflushed_predecessor_is_missing_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = wal::Link {
+            prev_id: 3,
+            prev_len: 100,
+        };
+        drop(wal_with(&filename::wal(dir.path(), 5), 4, link, 8, b"b"));
+        let err = replay_chain(dir.path(), &[5], 3).map(|_| ()).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        assert!(err.to_string().contains("000003.wal"), "{err}");
     }
 
     #[test]
     fn a_format_3_wal_ends_cleanly_at_its_zero_tail_and_a_format_2_one_is_cut_there() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.wal");
-        let w = wal_with_one_batch(&path, WAL_VERSION);
+        let w = wal_with_one_batch(&path, 3);
         // Read while the writer still holds its mapping, as after a kill.
         let data = std::fs::read(&path).unwrap();
         assert!(
@@ -606,7 +810,7 @@ mod tests {
 
         // A record torn in the allocated space is still a cut in format 3.
         let mut torn = data;
-        let end = wal_with_one_batch(&dir.path().join("000003.wal"), WAL_VERSION).len() as usize;
+        let end = wal_with_one_batch(&dir.path().join("000003.wal"), 3).len() as usize;
         torn[end..end + 6].copy_from_slice(&[1, 2, 3, 4, 9, 0]);
         let path3 = dir.path().join("000004.wal");
         std::fs::write(&path3, &torn).unwrap();

@@ -19,7 +19,7 @@ use crate::range_del::RangeTombstone;
 use crate::value::ValuePointer;
 use crate::vlog::VlogFile;
 use crate::wal;
-use crate::wal::{WAL_MAGIC, WAL_VERSION};
+use crate::wal::{Link, WAL_MAGIC, WAL_VERSION};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -454,6 +454,7 @@ impl DbInner {
                 .wal_bytes
                 .fetch_add(framed.len() as u64, Ordering::Relaxed);
             if sync {
+                self.sync_closed_wals(log)?;
                 log.wal.sync()?;
                 self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
             }
@@ -589,8 +590,22 @@ impl DbInner {
         let log = guard.as_mut().ok_or(Error::Closed)?;
         log.vlog
             .sync()
+            .and_then(|_| self.sync_closed_wals(log))
             .and_then(|_| log.wal.sync())
             .inspect_err(|e| self.poison_with(e))
+    }
+
+    /// Syncs the WALs closed since the last sync, oldest first, through
+    /// handles of their own (their writers are gone). Every sync of the
+    /// current WAL comes after it: a synced write is durable only with every
+    /// write before it. A WAL flushed and deleted meanwhile needs nothing.
+    /// Requires: the log lock (`log`).
+    fn sync_closed_wals(&self, log: &mut LogState) -> Result<()> {
+        for &id in &log.unsynced_wals {
+            sync_wal_file(&self.opts.fs, &self.dir, id)?;
+        }
+        log.unsynced_wals.clear();
+        Ok(())
     }
 
     /// The id of the value-log file being appended to.
@@ -693,28 +708,26 @@ impl DbInner {
     }
 
     /// Turns the active memtable immutable and starts a new one with a new WAL.
+    /// Nothing is synced: the outgoing WAL waits for the next sync (a synced
+    /// write, `sync`, GC, close), or is deleted unsynced once its memtable is
+    /// flushed, most often before the kernel wrote it. The new WAL's link
+    /// record names the outgoing one and its length, so that recovery stops
+    /// before the new WAL when a power cut left the old one short.
+    /// Requires: the log lock (`log`).
     pub(crate) fn switch_memtable(&self, log: &mut LogState) -> Result<()> {
-        // The outgoing WAL, and the value log its records point into, are
-        // synced before a new WAL starts. Recovery replays WALs in order and
-        // stops at the first record that did not survive, so an unsynced tail
-        // left in an older WAL would hide synced, acknowledged writes in the
-        // newer one after a power cut; and value-log GC's moves (written
-        // unsynced, synced by GC in the WAL current when it finishes) would be
-        // lost while the file they came from is deleted.
-        log.vlog
-            .sync()
-            .and_then(|_| log.wal.sync())
-            .inspect_err(|e| self.poison_with(e))?;
-        let id = lock(&self.manifest)
-            .as_mut()
-            .ok_or(Error::Closed)?
-            .next_file_id();
+        let link = Link {
+            prev_id: self.read_state().mem.wal_id(),
+            prev_len: log.wal.len(),
+        };
+        let id = new_wal_id(lock(&self.manifest).as_mut().ok_or(Error::Closed)?);
         let fs = &self.opts.fs;
         let path = filename::wal(&self.dir, id);
         let reserve = wal_reserve(&self.opts);
-        let wal = LogWriter::create_mapped(fs, &path, WAL_MAGIC, WAL_VERSION, reserve)
-            .and_then(|w| sync_dir(fs, &self.dir).map(|_| w))
-            .inspect_err(|e| self.poison_with(e))?;
+        let wal =
+            LogWriter::create_mapped(fs, &path, WAL_MAGIC, WAL_VERSION, &link.framed(), reserve)
+                .and_then(|w| sync_dir(fs, &self.dir).map(|_| w))
+                .inspect_err(|e| self.poison_with(e))?;
+        log.unsynced_wals.push(link.prev_id);
         log.wal = wal;
         self.update_state(|st| {
             let mut imm = Vec::with_capacity(st.imm.len() + 1);
@@ -795,7 +808,12 @@ impl DbInner {
         if !self.bg.shutdown_and_join() && result.is_ok() {
             result = Err(Error::Poisoned("a background thread panicked".into()));
         }
-        if let Err(e) = log.vlog.sync().and_then(|_| log.wal.sync()) {
+        let synced = log
+            .vlog
+            .sync()
+            .and_then(|_| self.sync_closed_wals(&mut log))
+            .and_then(|_| log.wal.sync());
+        if let Err(e) = synced {
             if result.is_ok() {
                 result = Err(e);
             }
@@ -827,6 +845,34 @@ impl CommitEnv for DbInner {
 /// Reads at this sequence see every applied write.
 fn key_max() -> u64 {
     crate::key::MAX_SEQ
+}
+
+/// Takes the id of a new WAL and the one after it, which only the flush of
+/// that WAL's memtable uses, for its table: a table on disk that the manifest
+/// does not list then names the WAL it came from (recovery's orphan check).
+/// Requires: the manifest lock (`m`).
+pub(crate) fn new_wal_id(m: &mut crate::manifest::Manifest) -> u64 {
+    let id = m.next_file_id();
+    m.next_file_id();
+    id
+}
+
+/// The id of the table that the flush of WAL `wal_id`'s memtable writes.
+pub(crate) fn flushed_table_id(wal_id: u64) -> u64 {
+    wal_id + 1
+}
+
+/// fsyncs WAL `id` through a handle of its own; a WAL already deleted (its
+/// memtable flushed) needs nothing.
+pub(crate) fn sync_wal_file(fs: &crate::fs::Fs, dir: &Path, id: u64) -> Result<()> {
+    let path = filename::wal(dir, id);
+    match std::fs::File::open(&path) {
+        Ok(f) => fs
+            .sync(&f, &path)
+            .map_err(|e| Error::io(format!("syncing {}", path.display()), e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("opening {}", path.display()), e)),
+    }
 }
 
 /// Bytes of a new WAL mapped for appends (past them, appends are written by

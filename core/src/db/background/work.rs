@@ -17,34 +17,30 @@ impl DbInner {
         super::flush_loop(&*self);
     }
 
-    /// Writes `mem` to an L0 table, records it, and drops its WAL.
-    pub(crate) fn flush_memtable(&self, mem: &Arc<Memtable>) -> Result<()> {
+    /// Writes `mem` to an L0 table, records it, and drops its WAL. The table
+    /// takes the id reserved with the WAL (`write::flushed_table_id`), or a
+    /// new one when `fresh_id` (recovery's memtable, replayed from WALs an
+    /// older build may have written).
+    pub(crate) fn flush_memtable(&self, mem: &Arc<Memtable>, fresh_id: bool) -> Result<()> {
         // Values the table will point to must be durable before the WAL goes.
+        // The WAL itself is not synced: after a crash between the table's
+        // write and its manifest record, recovery tells the leftover table
+        // from a manifest that lost records by its id (the WAL it came from
+        // is still on disk; recovery::check_orphan_tables).
         for f in self.read_state().vlogs.all() {
             f.sync(&self.opts.fs)?;
-        }
-        // So must the WAL itself, before the table exists: after a crash between
-        // the table's write and its manifest record, recovery tells such a
-        // leftover from a manifest that lost records by finding the table's
-        // versions in a surviving WAL (recovery::check_orphan_tables).
-        let wal_path = filename::wal(&self.dir, mem.wal_id());
-        match std::fs::File::open(&wal_path) {
-            Ok(f) => self
-                .opts
-                .fs
-                .sync(&f, &wal_path)
-                .map_err(|e| Error::io(format!("syncing {}", wal_path.display()), e))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("opening {}", wal_path.display()), e)),
         }
         let mut edits = Vec::new();
         let mut added = Vec::new();
         let mut discard: std::collections::HashMap<u32, u64> = Default::default();
         if !mem.has_no_entries() {
-            let id = lock(&self.manifest)
-                .as_mut()
-                .ok_or(Error::Closed)?
-                .next_file_id();
+            let id = match fresh_id {
+                true => lock(&self.manifest)
+                    .as_mut()
+                    .ok_or(Error::Closed)?
+                    .next_file_id(),
+                false => super::super::write::flushed_table_id(mem.wal_id()),
+            };
             let path = filename::table(&self.dir, id);
             let mut b = TableBuilder::create(
                 &self.opts.fs,
@@ -456,7 +452,7 @@ impl BackgroundEnv for DbInner {
     }
 
     fn flush(&self, mem: &Arc<Memtable>) -> Result<()> {
-        self.flush_memtable(mem)
+        self.flush_memtable(mem, false)
     }
 
     fn batches(&self) -> u64 {

@@ -127,8 +127,8 @@ pub(crate) trait GcEnv {
 
     /// Makes durable what deleting collected files relies on: the moves,
     /// and the versions that made the files' other entries garbage. Those
-    /// are in the head value-log file and the current memtable's WAL (a
-    /// memtable switch and a rotation sync the WAL and file they end).
+    /// are in the head value-log file (a rotation syncs the file it ends)
+    /// and the live WALs, which no memtable switch syncs.
     /// Synced through handles of its own, not under the log lock: writers
     /// go on meanwhile. (Every write group puts its bytes in the files
     /// before its entries are visible, so what the GC saw is in them.)
@@ -253,16 +253,9 @@ impl GcEnv for DbInner {
         if let Some(head) = st.vlogs.get(GcEnv::head_vlog(self)) {
             head.sync(&self.opts.fs)?;
         }
-        let path = filename::wal(&self.dir, st.mem.wal_id());
-        match std::fs::File::open(&path) {
-            Ok(f) => self
-                .opts
-                .fs
-                .sync(&f, &path)
-                .map_err(|e| Error::io(format!("syncing {}", path.display()), e))?,
-            // Flushed meanwhile: its versions are in a table.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("opening {}", path.display()), e)),
+        // Every live WAL, oldest first: a memtable switch syncs none.
+        for m in st.imm.iter().rev().chain(std::iter::once(&st.mem)) {
+            super::super::write::sync_wal_file(&self.opts.fs, &self.dir, m.wal_id())?;
         }
         Ok(())
     }

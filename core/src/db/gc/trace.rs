@@ -32,7 +32,7 @@ pub(crate) enum Phase {
     Pick,
     /// Taking the log lock for the memtable switch of the GC's flush.
     FlushLock,
-    /// The memtable switch itself (WAL and head synced, new WAL).
+    /// The memtable switch itself (a new WAL; nothing synced).
     FlushSwitch,
     /// Waiting for the flush thread to write the memtables out.
     FlushWait,

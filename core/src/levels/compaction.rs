@@ -434,7 +434,7 @@ pub(crate) fn run(
             if !drop && seq <= smallest_snapshot && rec.stored.is_merge() {
                 // Every reader sees this operand and what is under it alike:
                 // the run folds (see `fold_run`), and older versions are shadowed.
-                let (run, end) = collect_run(&mut merge, dir, range_dels, smallest_snapshot)?;
+                let (run, end) = collect_run(&mut merge, dir, range_dels, range_seq)?;
                 let fold = Fold {
                     operator: opts.merge_operator.as_deref(),
                     bottom: c.bottom,
@@ -498,14 +498,14 @@ type Entry = (Vec<u8>, Vec<u8>);
 
 /// The merge's current entry (a merge operand at or below the oldest
 /// snapshot) and the versions of its key under it, newest first, down to
-/// the first that is not an operand or that a range tombstone every reader
-/// sees hides (included): the run `Fold::run` folds. Leaves the merge past
-/// them.
+/// the first that is not an operand or that a durable range tombstone (at
+/// or below `range_seq`) hides (included): the run `Fold::run` folds.
+/// Leaves the merge past them.
 fn collect_run(
     merge: &mut MergeIter,
     dir: &Path,
     range_dels: &RangeDels,
-    smallest_snapshot: u64,
+    range_seq: u64,
 ) -> Result<(Vec<Entry>, RunEnd)> {
     let first = (merge.key().to_vec(), merge.value().to_vec());
     let uk_len = key::user_key(&first.0).len();
@@ -516,7 +516,10 @@ fn collect_run(
         if uk != &run[0].0[..uk_len] {
             break;
         }
-        let end = if range_dels.hides(uk, seq, smallest_snapshot) {
+        // Only a durable tombstone (at or below `range_seq`) may end the run
+        // as Hidden: folding onto nothing drops the base, and a tombstone
+        // still in a memtable may be lost to a power cut.
+        let end = if range_dels.hides(uk, seq, range_seq) {
             Some(RunEnd::Hidden)
         } else if !value::is_merge(merge.value()) {
             Some(RunEnd::Base)
@@ -1033,6 +1036,59 @@ mod tests {
             }
         }
         all
+    }
+
+    #[test]
+    fn a_tombstone_not_yet_durable_does_not_fold_operands_onto_nothing() {
+        // k079@1 = "k079:105" (the base), k079@18 += "k079:" (an operand),
+        // and [k071, k089) at 28 still in a memtable: range_seq 27 < 28 <=
+        // snapshot 29. The power cut may lose the tombstone: the base must
+        // stay folded under the operand, not be dropped.
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.merge_operator = Some(Arc::new(crate::merge::Append));
+        let t = versions(
+            dir.path(),
+            1,
+            &[
+                (b"k079", 18, rec(Stored::Merge(b"k079:"), 0)),
+                (b"k079", 1, rec(Stored::Inline(b"k079:105"), 0)),
+            ],
+        );
+        let dels = RangeDels::new([crate::range_del::RangeTombstone {
+            start: b"k071".to_vec(),
+            end: b"k089".to_vec(),
+            seq: 28,
+        }]);
+        let c = Compaction {
+            level: 1,
+            inputs: vec![t],
+            next: Vec::new(),
+            out_level: 2,
+            bottom: true,
+            drop_prefix: None,
+        };
+        let at = At {
+            smallest_snapshot: 29,
+            range_seq: 27,
+            now: 1,
+            range_dels: &dels,
+        };
+        let out = run(&c, &opts, dir.path(), at, &Default::default(), || 11).unwrap();
+        let (id, _) = &out.tables[0];
+        let t = Arc::new(
+            Table::open(
+                &crate::fs::Fs::real(),
+                &filename::table(dir.path(), *id),
+                *id,
+                &crate::table::test_cache(),
+            )
+            .unwrap(),
+        );
+        let mut it = TableIter::streaming(t);
+        it.rewind().unwrap();
+        let r = value::decode(it.value()).unwrap();
+        assert_eq!(r.stored, Stored::Inline(b"k079:105k079:"));
     }
 
     #[test]

@@ -146,6 +146,18 @@ fn record_at(data: &[u8], pos: usize) -> Option<std::ops::Range<usize>> {
     (h.finalize() == crc).then_some(start..start + len)
 }
 
+/// Whether a log file's bytes after its header hold nothing but, at most,
+/// a link record: the bytes of a WAL whose creation a crash cut short.
+pub(crate) fn holds_no_record_past_link(data: &[u8]) -> bool {
+    if data.len() > HEADER_LEN + RECORD_HEADER_LEN + LINK_LEN {
+        return false;
+    }
+    match record_at(data, HEADER_LEN) {
+        Some(r) => Link::decode(&data[r]).is_some(),
+        None => true,
+    }
+}
+
 /// What a scan of a log file found.
 #[derive(Debug)]
 pub(crate) struct Scan {

@@ -347,7 +347,11 @@ fn replay_wals(
     let mut replayed = Vec::new();
     let mut prev = None;
     for &id in ids {
-        let chain = WalChain { prev, log_number };
+        let chain = WalChain {
+            prev,
+            log_number,
+            newest: ids.last() == Some(&id),
+        };
         let path = filename::wal(dir, id);
         match replay_wal(fs, &path, chain, mem, vlogs, last_seq, seqs)? {
             Replay::Whole(len) => {
@@ -371,6 +375,8 @@ struct WalChain {
     prev: Option<(u64, u64)>,
     /// The manifest's log number: older WALs are flushed.
     log_number: u64,
+    /// This is the newest WAL on disk.
+    newest: bool,
 }
 
 /// What replaying one WAL found.
@@ -402,7 +408,17 @@ fn replay_wal(
     if data.len() < wal::HEADER_LEN {
         return Ok(Replay::Cut); // torn while being created: holds nothing acknowledged
     }
-    let version = match wal::header_version(path, &data, WAL_MAGIC)? {
+    let version = match wal::header_version(path, &data, WAL_MAGIC) {
+        // The newest WAL's header and link are written and synced before
+        // anything else goes in it, but another thread's directory sync may
+        // make its name durable first: a crash then leaves a file no longer
+        // than those bytes, torn. It holds nothing acknowledged.
+        Err(e) if e.is_corruption() && chain.newest && wal::holds_no_record_past_link(&data) => {
+            return Ok(Replay::Cut)
+        }
+        other => other?,
+    };
+    let version = match version {
         v @ (1..=WAL_VERSION) => v,
         found => {
             return Err(Error::UnsupportedVersion {
@@ -698,6 +714,7 @@ mod tests {
         let chain = WalChain {
             prev: None,
             log_number: 0,
+            newest: true,
         };
         let replay = replay_wal(
             &crate::fs::Fs::real(),
@@ -764,6 +781,45 @@ mod tests {
         let (replayed, mem) = replay_chain(dir.path(), &[5], 4).unwrap();
         assert_eq!(replayed, vec![5]);
         assert!(mem.get(b"b", 100).is_some());
+    }
+
+    #[test]
+    fn a_newest_wal_torn_while_being_created_holds_nothing_and_an_older_one_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = wal::Link {
+            prev_id: 0,
+            prev_len: 0,
+        };
+        let first = wal_with(&filename::wal(dir.path(), 3), 4, none, 7, b"a");
+        let link = wal::Link {
+            prev_id: 3,
+            prev_len: first.len(),
+        };
+        drop(first);
+        // WAL 5 as a crash in its creation leaves it: header and link, the
+        // header's first sector zeroed.
+        let mut torn = wal::file_header(WAL_MAGIC, WAL_VERSION).to_vec();
+        torn.extend_from_slice(&link.framed());
+        torn[..8].fill(0);
+        std::fs::write(filename::wal(dir.path(), 5), &torn).unwrap();
+        let (replayed, mem) = replay_chain(dir.path(), &[3, 5], 3).unwrap();
+        assert_eq!(replayed, vec![3, 5]);
+        assert!(mem.get(b"a", 100).is_some());
+        // The same damage in a WAL that a newer one follows: corruption.
+        drop(wal_with(&filename::wal(dir.path(), 7), 4, none, 9, b"c"));
+        let err = replay_chain(dir.path(), &[3, 5, 7], 3)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        // And in a newest WAL holding a record past its link: corruption.
+        let mut rotted = std::fs::read(filename::wal(dir.path(), 7)).unwrap();
+        rotted[..8].fill(0);
+        std::fs::write(filename::wal(dir.path(), 7), &rotted).unwrap();
+        std::fs::remove_file(filename::wal(dir.path(), 5)).unwrap();
+        let err = replay_chain(dir.path(), &[3, 7], 3)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(err.is_corruption(), "{err}");
     }
 
     #[test]

@@ -51,6 +51,7 @@ var (
 	flagDigest      = flag.String("digest", "", "TestDigest: 'full' (keys and values) or 'keys'")
 	flagMGetKeys    = flag.Int("mget_keys", 32, "keys per MultiGet batch")
 	flagMGetSeconds = flag.Float64("mget_seconds", 0, "run MultiGet for this long (with -benchtime 1x) instead of b.N batch pairs")
+	flagSettOptions = flag.String("sett_options", "", "sett and sett-enc only: a JSON object of sett.Options fields laid over the suite's settings (as populate's)")
 )
 
 var (
@@ -88,7 +89,7 @@ func store(tb testing.TB, kind string) stores.Store {
 		sampler = rss.Start(100 * time.Millisecond)
 	}
 	opened := time.Now()
-	s, err := stores.Open(kind, path, stores.Options{CacheBytes: *flagCacheMiB << 20})
+	s, err := stores.Open(kind, path, stores.Options{CacheBytes: *flagCacheMiB << 20, SettOptions: *flagSettOptions})
 	if err != nil {
 		tb.Fatalf("opening %s: %v", kind, err)
 	}

@@ -1,9 +1,11 @@
 package stores
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 
 	sett "github.com/sett-db/sett-go"
 )
@@ -34,8 +36,16 @@ func settSettings(o Options) string {
 		"16 MiB memtables, L0 compactions at 32 tables, writes slowed at 48 and stopped at 64 (defaults); %d compaction thread(s), "+
 		"what RocksDB's IncreaseParallelism(cores) gives its compactions (its flushes get a quarter of the jobs, sett's flush has a thread of its own); background value-log GC at its defaults (files with half their bytes garbage, "+
 		"up to 64 MiB/s, or 4x the append rate while writes run), "+
-		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs", settLibVersion(), threshold, codecSetting(o),
-		compactionThreads())
+		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs%s", settLibVersion(), threshold, codecSetting(o),
+		compactionThreads(), overlaySetting(o))
+}
+
+// overlaySetting names the options a run laid over these (Options.SettOptions).
+func overlaySetting(o Options) string {
+	if o.SettOptions == "" {
+		return ""
+	}
+	return "; then these sett.Options fields, overriding what this line says: " + o.SettOptions
 }
 
 // codecSetting says how table blocks are compressed, for the reports.
@@ -80,6 +90,9 @@ func openSett(dir string, o Options, encrypted bool) (Store, error) {
 	name := "sett"
 	if encrypted {
 		so.EncryptionKey, name = BenchEncryptionKey, "sett-enc"
+	}
+	if err := overlaySettOptions(so, o.SettOptions); err != nil {
+		return nil, err
 	}
 	db, err := sett.Open(dir, so)
 	if err != nil {
@@ -180,3 +193,21 @@ func mibsOf(bs []uint64) []uint64 {
 }
 
 func (s *settStore) Close() error { return s.db.Close() }
+
+// overlaySettOptions sets the fields that js (Options.SettOptions) names on
+// so. A name sett.Options does not have, or a value of the wrong type, is an
+// error: a screen that silently ran the defaults would mislead.
+func overlaySettOptions(so *sett.Options, js string) error {
+	if js == "" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(so); err != nil {
+		return fmt.Errorf("sett options %s: %w", js, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("sett options %s: more than one JSON object", js)
+	}
+	return nil
+}

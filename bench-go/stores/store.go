@@ -36,6 +36,10 @@ type Options struct {
 	// ValueThreshold overrides ValueThreshold for sett (0: ValueThreshold),
 	// so that values a codec should see stay in its tables.
 	ValueThreshold int
+	// SettOptions is a JSON object of sett.Options fields by their Go names,
+	// laid over the suite's settings for sett and sett-enc ("": none), so
+	// that an option screen is a flag, not a rebuild. Other engines ignore it.
+	SettOptions string
 }
 
 // CheckCompression refuses a codec name the stores do not know.

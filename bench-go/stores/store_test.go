@@ -243,3 +243,39 @@ func TestCompressionShrinksCompressibleValuesAndReadsThemBack(t *testing.T) {
 		}
 	}
 }
+
+// SettOptions reaches sett.Open: a MaxValueSize laid over the suite's
+// settings refuses a value the defaults take, and a field sett.Options does
+// not have, or a value of the wrong type, fails the open by name.
+func TestSettOptionsAreLaidOverTheSuitesSettings(t *testing.T) {
+	v := make([]byte, 300)
+	for _, tc := range []struct {
+		overlay  string
+		refused  bool
+		openFail string
+	}{
+		{overlay: "", refused: false},
+		{overlay: `{"MaxValueSize": 200}`, refused: true},
+		{overlay: `{"NoSuchOption": 1}`, openFail: "NoSuchOption"},
+		{overlay: `{"MaxValueSize": "big"}`, openFail: "MaxValueSize"},
+	} {
+		s, err := Open("sett", t.TempDir(), Options{CacheBytes: 8 << 20, SettOptions: tc.overlay})
+		if tc.openFail != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.openFail) {
+				t.Fatalf("overlay %s: open error %v, want one naming %s", tc.overlay, err, tc.openFail)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("overlay %q: %v", tc.overlay, err)
+		}
+		err = s.WriteBatch([][]byte{[]byte("k")}, [][]byte{v})
+		if (err != nil) != tc.refused {
+			t.Fatalf("overlay %q: writing 300 bytes gave %v, refused want %v", tc.overlay, err, tc.refused)
+		}
+		if !strings.Contains(Settings("sett", Options{SettOptions: tc.overlay}), tc.overlay) {
+			t.Fatalf("overlay %q: the settings line does not name it", tc.overlay)
+		}
+		_ = s.Close()
+	}
+}

@@ -54,6 +54,7 @@ func main() {
 	cacheMiB := flag.Int64("cache_mib", stores.DefaultCacheBytes>>20, "memory budget for the engine's own caches, MiB")
 	threshold := flag.Int("sett_value_threshold", 0, "sett only: values of at least this many bytes go to its value log (0: the suite's, stores.ValueThreshold)")
 	compression := flag.String("compression", "none", "codec of table data blocks for sett and RocksDB on every level: none, lz4 or zstd (Badger ignores it; the suite's values are random, so this measures what a codec costs on data it cannot shrink)")
+	settOptions := flag.String("sett_options", "", "sett and sett-enc only: a JSON object of sett.Options fields (Go names) laid over the suite's settings, e.g. '{\"NumLevelZeroTables\":48}'")
 	flag.Parse()
 	if err := stores.CheckCompression(*compression); err != nil {
 		fail(err)
@@ -83,7 +84,7 @@ func main() {
 	}
 	sampler := rss.Start(100 * time.Millisecond)
 
-	st, err := stores.Open(*kv, path, stores.Options{Sync: *syncW, CacheBytes: *cacheMiB << 20, Compression: *compression, ValueThreshold: *threshold})
+	st, err := stores.Open(*kv, path, stores.Options{Sync: *syncW, CacheBytes: *cacheMiB << 20, Compression: *compression, ValueThreshold: *threshold, SettOptions: *settOptions})
 	if err != nil {
 		fail(err)
 	}

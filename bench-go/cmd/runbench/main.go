@@ -59,6 +59,7 @@ type config struct {
 	batch16k                   int
 	compression                string
 	settThreshold              int
+	settOptions                string
 }
 
 // Default key counts (millions) per value size in the in-memory regime: each
@@ -86,6 +87,7 @@ func main() {
 	flag.Float64Var(&c.mgetSeconds, "mget-seconds", 20, "--large: seconds of the MultiGet phase per engine")
 	flag.BoolVar(&c.sync, "sync", false, "durable writes, for every engine")
 	flag.IntVar(&c.settThreshold, "sett-value-threshold", 0, "sett's value threshold in bytes (0: the suite's, the same as Badger's and BlobDB's); values below it stay in sett's tables")
+	flag.StringVar(&c.settOptions, "sett-options", "", "sett and sett-enc: a JSON object of sett.Options fields (Go names) laid over the suite's settings, for option screens; the report's settings line names them")
 	flag.StringVar(&c.compression, "compression", "none", "codec of table data blocks for sett and RocksDB: none, lz4 or zstd (values stay random: what a codec costs on data it cannot shrink; bench-go/cmd/compressbench compares them on compressible data)")
 	flag.Int64Var(&c.cacheMiB, "cache-mib", stores.DefaultCacheBytes>>20, "memory budget for each engine's own caches, MiB")
 	flag.StringVar(&c.digest, "digest", "", "cross-engine data check: full (every key and value), keys, or none (default full; with --large keys)")

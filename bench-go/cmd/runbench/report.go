@@ -238,7 +238,7 @@ func report(r *runner) string {
 		if e == "rocksdb-blob" && !c.blob {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s: %s.\n", e, stores.Settings(e, stores.Options{CacheBytes: c.cacheMiB << 20, Compression: c.compression, ValueThreshold: c.settThreshold}))
+		fmt.Fprintf(&b, "- %s: %s.\n", e, stores.Settings(e, stores.Options{CacheBytes: c.cacheMiB << 20, Compression: c.compression, ValueThreshold: c.settThreshold, SettOptions: c.settOptions}))
 	}
 	var versions []string
 	for _, e := range c.engines {

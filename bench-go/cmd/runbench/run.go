@@ -211,6 +211,9 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	if c.settThreshold > 0 && (engine == "sett" || engine == "sett-enc") {
 		args = append(args, "--sett_value_threshold", strconv.Itoa(c.settThreshold))
 	}
+	if c.settOptions != "" && (engine == "sett" || engine == "sett-enc") {
+		args = append(args, "--sett_options", c.settOptions)
+	}
 	out, ph, err := r.phase(cl, "populate", c.populate, args)
 	cl.PopWritten = ph.dev.WriteBytes()
 	if ph.killed != "" {
@@ -239,6 +242,9 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 
 	common := []string{"--keys_mil", fmt.Sprint(mil), "--valsz", strconv.Itoa(valsz), "--dir", c.base,
 		"--cache_mib", fmt.Sprint(c.cacheMiB), "--readers", strconv.Itoa(c.readersOrDefault())}
+	if c.settOptions != "" && (engine == "sett" || engine == "sett-enc") {
+		common = append(common, "--sett_options", c.settOptions)
+	}
 	name := benchName[engine]
 	readBudget := []string{"-test.benchtime", fmt.Sprintf("%dx", c.reads)}
 	if c.large {

@@ -37,6 +37,13 @@ pub(crate) struct Link {
 }
 
 impl Link {
+    /// The link of a WAL with no predecessor to check: every WAL before it
+    /// is flushed (a new Db, or the first WAL after recovery).
+    pub(crate) const NONE: Link = Link {
+        prev_id: 0,
+        prev_len: 0,
+    };
+
     /// The framed record. Its synced offset is the header's length: the link
     /// is written before the file's first sync, which makes it durable.
     pub(crate) fn framed(&self) -> Vec<u8> {

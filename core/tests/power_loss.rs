@@ -524,8 +524,8 @@ fn first_difference(got: &Model, want: &Model) -> String {
                 return format!(
                     "key {:?} holds {:?}, expected {:?}",
                     String::from_utf8_lossy(k),
-                    String::from_utf8_lossy(&g[..g.len().min(24)]),
-                    String::from_utf8_lossy(&v[..v.len().min(24)])
+                    String::from_utf8_lossy(&g[..g.len().min(80)]),
+                    String::from_utf8_lossy(&v[..v.len().min(80)])
                 )
             }
             _ => {}

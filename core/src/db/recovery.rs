@@ -556,10 +556,7 @@ impl DbInner {
             Error::InvalidArgument("file ids exhausted the value-log id space".into())
         })?;
         // Every WAL before this one is flushed: no link to check.
-        let link = wal::Link {
-            prev_id: 0,
-            prev_len: 0,
-        };
+        let link = wal::Link::NONE;
         let wal = LogWriter::create_mapped(
             &self.opts.fs,
             &filename::wal(&self.dir, wal_id),
@@ -675,11 +672,7 @@ mod tests {
     /// A WAL at `path` of `version` holding one batch (seq 7: "k" → "v"),
     /// appended through the mapping when the file system allows it.
     fn wal_with_one_batch(path: &Path, version: u32) -> LogWriter {
-        let link = wal::Link {
-            prev_id: 0,
-            prev_len: 0,
-        };
-        wal_with(path, version, link, 7, b"k")
+        wal_with(path, version, wal::Link::NONE, 7, b"k")
     }
 
     /// A WAL at `path` of `version` (starting with `link` from version 4 on)
@@ -744,11 +737,7 @@ mod tests {
     #[test]
     fn a_wal_after_one_that_a_power_cut_left_short_is_not_replayed() {
         let dir = tempfile::tempdir().unwrap();
-        let none = wal::Link {
-            prev_id: 0,
-            prev_len: 0,
-        };
-        let first = wal_with(&filename::wal(dir.path(), 3), 4, none, 7, b"a");
+        let first = wal_with(&filename::wal(dir.path(), 3), 4, wal::Link::NONE, 7, b"a");
         let link = wal::Link {
             prev_id: 3,
             prev_len: first.len(),
@@ -786,11 +775,7 @@ mod tests {
     #[test]
     fn a_newest_wal_torn_while_being_created_holds_nothing_and_an_older_one_is_corruption() {
         let dir = tempfile::tempdir().unwrap();
-        let none = wal::Link {
-            prev_id: 0,
-            prev_len: 0,
-        };
-        let first = wal_with(&filename::wal(dir.path(), 3), 4, none, 7, b"a");
+        let first = wal_with(&filename::wal(dir.path(), 3), 4, wal::Link::NONE, 7, b"a");
         let link = wal::Link {
             prev_id: 3,
             prev_len: first.len(),
@@ -806,7 +791,13 @@ mod tests {
         assert_eq!(replayed, vec![3, 5]);
         assert!(mem.get(b"a", 100).is_some());
         // The same damage in a WAL that a newer one follows: corruption.
-        drop(wal_with(&filename::wal(dir.path(), 7), 4, none, 9, b"c"));
+        drop(wal_with(
+            &filename::wal(dir.path(), 7),
+            4,
+            wal::Link::NONE,
+            9,
+            b"c",
+        ));
         let err = replay_chain(dir.path(), &[3, 5, 7], 3)
             .map(|_| ())
             .unwrap_err();

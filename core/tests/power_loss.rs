@@ -521,12 +521,22 @@ fn first_difference(got: &Model, want: &Model) -> String {
         match got.get(k) {
             None => return format!("key {:?} missing", String::from_utf8_lossy(k)),
             Some(g) if g != v => {
+                // Merges append: the head and the tail of each tell which
+                // operands are there.
+                let show = |b: &[u8]| match b.len() {
+                    0..=80 => format!("{:?}", String::from_utf8_lossy(b)),
+                    n => format!(
+                        "{:?}..{:?} ({n} bytes)",
+                        String::from_utf8_lossy(&b[..40]),
+                        String::from_utf8_lossy(&b[n - 40..])
+                    ),
+                };
                 return format!(
-                    "key {:?} holds {:?}, expected {:?}",
+                    "key {:?} holds {}, expected {}",
                     String::from_utf8_lossy(k),
-                    String::from_utf8_lossy(&g[..g.len().min(80)]),
-                    String::from_utf8_lossy(&v[..v.len().min(80)])
-                )
+                    show(g),
+                    show(v)
+                );
             }
             _ => {}
         }

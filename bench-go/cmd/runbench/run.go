@@ -208,10 +208,11 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 	if c.compression != "none" {
 		args = append(args, "--compression", c.compression)
 	}
-	if c.settThreshold > 0 && (engine == "sett" || engine == "sett-enc") {
+	isSett := engine == "sett" || engine == "sett-enc"
+	if c.settThreshold > 0 && isSett {
 		args = append(args, "--sett_value_threshold", strconv.Itoa(c.settThreshold))
 	}
-	if c.settOptions != "" && (engine == "sett" || engine == "sett-enc") {
+	if c.settOptions != "" && isSett {
 		args = append(args, "--sett_options", c.settOptions)
 	}
 	out, ph, err := r.phase(cl, "populate", c.populate, args)
@@ -242,7 +243,7 @@ func (r *runner) runCell(engine string, valsz, run int) (*cell, error) {
 
 	common := []string{"--keys_mil", fmt.Sprint(mil), "--valsz", strconv.Itoa(valsz), "--dir", c.base,
 		"--cache_mib", fmt.Sprint(c.cacheMiB), "--readers", strconv.Itoa(c.readersOrDefault())}
-	if c.settOptions != "" && (engine == "sett" || engine == "sett-enc") {
+	if c.settOptions != "" && isSett {
 		common = append(common, "--sett_options", c.settOptions)
 	}
 	name := benchName[engine]

@@ -393,16 +393,9 @@ pub(crate) fn encode_record(seq: u64, entries: &[(&[u8], &[u8])]) -> Vec<u8> {
     buf
 }
 
-/// Encodes a WAL (version 2) payload: `synced u64 |` then the batch record,
-/// where `synced` is the WAL offset made durable before this record was written.
-pub(crate) fn encode_wal_record(synced: u64, seq: u64, entries: &[(&[u8], &[u8])]) -> Vec<u8> {
-    let size: usize = entries.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
-    let mut buf = Vec::with_capacity(20 + size);
-    encode_wal_record_to(&mut buf, synced, seq, entries.iter().copied());
-    buf
-}
-
-/// [`encode_wal_record`], appended to `buf`.
+/// Encodes a WAL (version 2 and later) payload, appended to `buf`: `synced
+/// u64 |` then the batch record, where `synced` is the WAL offset made
+/// durable before this record was written.
 pub(crate) fn encode_wal_record_to<'a>(
     buf: &mut Vec<u8>,
     synced: u64,
@@ -411,6 +404,35 @@ pub(crate) fn encode_wal_record_to<'a>(
 ) {
     buf.extend_from_slice(&synced.to_le_bytes());
     encode_body(buf, seq, entries);
+}
+
+/// The sequence field of a WAL (version 5) payload whose entries carry
+/// versions of their own: no batch commits at version 0.
+pub(crate) const OWN_VERSIONS: u64 = 0;
+
+/// Encodes a WAL (version 5) payload whose entries carry their own versions,
+/// appended to `buf`: `synced u64 | 0 u64 | count u32 | count × (version u64 |
+/// varint klen | key | varint vlen | value record)`. One record is replayed
+/// whole or not at all, whatever versions it holds.
+pub(crate) fn encode_versioned_wal_record_to<'a>(
+    buf: &mut Vec<u8>,
+    synced: u64,
+    entries: impl Iterator<Item = (u64, &'a [u8], &'a [u8])>,
+) {
+    buf.extend_from_slice(&synced.to_le_bytes());
+    buf.extend_from_slice(&OWN_VERSIONS.to_le_bytes());
+    let at = buf.len();
+    buf.extend_from_slice(&[0; 4]);
+    let mut n = 0u32;
+    for (version, k, v) in entries {
+        buf.extend_from_slice(&version.to_le_bytes());
+        put_varint(buf, k.len() as u64);
+        buf.extend_from_slice(k);
+        put_varint(buf, v.len() as u64);
+        buf.extend_from_slice(v);
+        n += 1;
+    }
+    buf[at..at + 4].copy_from_slice(&n.to_le_bytes());
 }
 
 fn encode_body<'a>(
@@ -445,23 +467,30 @@ pub(crate) fn split_wal_payload(version: u32, payload: &[u8]) -> (Option<u64>, &
     }
 }
 
-/// A decoded batch record: its sequence and (key, value record) pairs.
+/// A decoded WAL record: (version, key, value record) per entry. A batch's
+/// entries share its sequence; a versioned record's carry their own.
 pub(crate) struct DecodedRecord<'a> {
-    pub seq: u64,
-    pub entries: Vec<(&'a [u8], &'a [u8])>,
+    /// The batch's sequence; `None` for a versioned record.
+    pub seq: Option<u64>,
+    pub entries: Vec<(u64, &'a [u8], &'a [u8])>,
 }
 
-/// Decodes a batch record; `None` if it is malformed.
-pub(crate) fn decode_record(payload: &[u8]) -> Option<DecodedRecord<'_>> {
+/// Decodes a batch record; with `versioned` (WAL version 5 and later), a
+/// record whose sequence is [`OWN_VERSIONS`] holds entries with versions of
+/// their own. `None` if it is malformed.
+pub(crate) fn decode_record(payload: &[u8], versioned: bool) -> Option<DecodedRecord<'_>> {
     let mut r = Reader::new(payload);
     let seq = r.u64()?;
+    let own = versioned && seq == OWN_VERSIONS;
     let count = r.u32()? as usize;
     let mut entries = Vec::with_capacity(count.min(payload.len()));
     for _ in 0..count {
+        let version = if own { r.u64()? } else { seq };
         let k = r.len_prefixed()?;
         let v = r.len_prefixed()?;
-        entries.push((k, v));
+        entries.push((version, k, v));
     }
+    let seq = (!own).then_some(seq);
     (r.remaining() == 0).then_some(DecodedRecord { seq, entries })
 }
 
@@ -473,20 +502,37 @@ mod tests {
     fn record_round_trips() {
         let e: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"bb", b""), (b"", b"xyz")];
         let buf = encode_record(77, &e);
-        let d = decode_record(&buf).unwrap();
-        assert_eq!(d.seq, 77);
-        assert_eq!(d.entries, e);
+        for versioned in [false, true] {
+            let d = decode_record(&buf, versioned).unwrap();
+            assert_eq!(d.seq, Some(77));
+            let want: Vec<_> = e.iter().map(|&(k, v)| (77, k, v)).collect();
+            assert_eq!(d.entries, want);
+        }
+    }
+
+    #[test]
+    fn a_versioned_record_round_trips_only_where_the_wal_version_allows_it() {
+        let e: Vec<(u64, &[u8], &[u8])> = vec![(9, b"k", b"2"), (4, b"k", b"1"), (7, b"j", b"")];
+        let mut buf = Vec::new();
+        encode_versioned_wal_record_to(&mut buf, 16, e.iter().copied());
+        let (synced, payload) = split_wal_payload(5, &buf);
+        assert_eq!(synced, Some(16));
+        let d = decode_record(payload, true).unwrap();
+        assert_eq!((d.seq, d.entries), (None, e));
+        for cut in 0..payload.len() {
+            assert!(decode_record(&payload[..cut], true).is_none());
+        }
     }
 
     #[test]
     fn truncated_or_padded_record_is_rejected() {
         let buf = encode_record(1, &[(b"key", b"value")]);
         for cut in 0..buf.len() {
-            assert!(decode_record(&buf[..cut]).is_none());
+            assert!(decode_record(&buf[..cut], true).is_none());
         }
         let mut long = buf.clone();
         long.push(0);
-        assert!(decode_record(&long).is_none());
+        assert!(decode_record(&long, true).is_none());
     }
 
     #[test]

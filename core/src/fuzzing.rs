@@ -28,7 +28,7 @@ pub fn fuzz_decode(kind: FuzzTarget, data: &[u8]) {
             let _ = crate::wal::scan(std::path::Path::new("fuzz"), &framed);
         }
         FuzzTarget::Batch => {
-            let _ = crate::batch::decode_record(data);
+            let _ = crate::batch::decode_record(data, true);
         }
         FuzzTarget::Value => {
             let _ = crate::value::decode(data);

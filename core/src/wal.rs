@@ -20,8 +20,10 @@ pub(crate) const WAL_MAGIC: &[u8; 8] = b"SETTWAL\0";
 /// allows zeros after the last record (space allocated ahead for appends
 /// through a mapping: they end the log, they are no torn tail); version 4
 /// starts with a link record naming the previous WAL and its length (a WAL is
-/// no longer synced when the next one starts). Versions 1 to 3 are still read.
-pub(crate) const WAL_VERSION: u32 = 4;
+/// no longer synced when the next one starts); version 5 adds records whose
+/// entries carry their own versions (`batch::OWN_VERSIONS`: a value-log GC's
+/// moves). Versions 1 to 4 are still read.
+pub(crate) const WAL_VERSION: u32 = 5;
 /// Bytes of a version-4 link record's payload: synced offset, previous WAL id,
 /// previous WAL length (u64 LE each).
 pub(crate) const LINK_LEN: usize = 24;

@@ -5,7 +5,8 @@
 //! `wal1` was written by commit 1d2478b (WAL format 1, before the synced offset
 //! of format 2), `wal2` by commit 85cb064 (WAL format 2, before format 3's
 //! zero-filled tail), `wal3` by commit 6dea361 (WAL format 3, before format
-//! 4's link to the previous WAL). Both hold the same content: tables on several levels, a
+//! 4's link to the previous WAL), `wal4` by commit ff28033 (WAL format 4,
+//! before format 5's records with versions per entry). All hold the same content: tables on several levels, a
 //! value log with separated values, overwritten and deleted keys, expired TTLs,
 //! and a last part left only in its WAL (the process did not close the Db). To write a fixture with the build at
 //! hand: `SETT_WRITE_FIXTURE=/path cargo test -p sett --test format_compat --
@@ -158,6 +159,11 @@ fn a_database_written_with_wal_format_2_opens_with_its_data() {
 #[test]
 fn a_database_written_with_wal_format_3_opens_with_its_data() {
     check_fixture("wal3");
+}
+
+#[test]
+fn a_database_written_with_wal_format_4_opens_with_its_data() {
+    check_fixture("wal4");
 }
 
 #[test]

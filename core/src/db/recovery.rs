@@ -465,9 +465,9 @@ fn replay_wal(
     }
     for (offset, range) in records.iter().cloned() {
         let (_, payload) = batch::split_wal_payload(version, &data[range]);
-        let rec = batch::decode_record(payload)
+        let rec = batch::decode_record(payload, version >= 5)
             .ok_or_else(|| Error::corruption(path, offset, "undecodable batch record"))?;
-        for (_, v) in &rec.entries {
+        for (_, _, v) in &rec.entries {
             if value::decode_range_delete(v).is_some() {
                 continue;
             }
@@ -481,18 +481,23 @@ fn replay_wal(
                 }
             }
         }
-        for (k, v) in &rec.entries {
+        for &(seq, k, v) in &rec.entries {
             match value::decode_range_delete(v) {
                 Some(end) => mem.add_range_del(RangeTombstone {
                     start: k.to_vec(),
                     end: end.to_vec(),
-                    seq: rec.seq,
+                    seq,
                 }),
-                None => mem.insert(k, rec.seq, v),
+                None => mem.insert(k, seq, v),
             }
         }
-        *last_seq = (*last_seq).max(rec.seq);
-        *seqs = (seqs.0.min(rec.seq), seqs.1.max(rec.seq));
+        // A batch's sequence counts even when it holds nothing; a versioned
+        // record's versions are its entries'.
+        let versions = rec.seq.into_iter().chain(rec.entries.iter().map(|e| e.0));
+        for seq in versions {
+            *last_seq = (*last_seq).max(seq);
+            *seqs = (seqs.0.min(seq), seqs.1.max(seq));
+        }
     }
     let valid = usize::try_from(scan.valid_len).unwrap_or(data.len());
     // Format 3 and later: zeros after the last record are allocated space,

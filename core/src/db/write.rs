@@ -496,7 +496,6 @@ impl DbInner {
             .map(|t| t.max_seq())
             .max()
             .unwrap_or(0);
-        let mut framed = Vec::new();
         let mut applied = Vec::new();
         let mut moved_bytes = 0u64;
         for m in moves {
@@ -537,21 +536,24 @@ impl DbInner {
                 if held {
                     continue;
                 }
-                wal::frame(
-                    &mut framed,
-                    &batch::encode_wal_record(log.wal.synced(), version, &[(&m.key, &rec)]),
-                );
                 applied.push((m.key.clone(), version, rec));
             }
             let p = log.vlog.append(&m.key, &m.value);
             moved_bytes += u64::from(p.len);
             let mut rec = Vec::new();
             value::encode(&mut rec, &Stored::Pointer(p), m.user_meta, m.expires_at);
-            wal::frame(
-                &mut framed,
-                &batch::encode_wal_record(log.wal.synced(), m.version, &[(&m.key, &rec)]),
-            );
             applied.push((m.key, m.version, rec));
+        }
+        // One record, replayed whole or not at all: a power cut that kept an
+        // operand's copy without the older ones beside it would let the copy
+        // shadow an operand that a compaction folded meanwhile at its version.
+        let mut framed = Vec::new();
+        if !applied.is_empty() {
+            let synced = log.wal.synced();
+            let entries = applied.iter().map(|(k, v, r)| (*v, &k[..], &r[..]));
+            wal::frame_with(&mut framed, |buf| {
+                batch::encode_versioned_wal_record_to(buf, synced, entries)
+            });
         }
         self.append_logs(log, &framed, false)?;
         self.counters
@@ -936,6 +938,137 @@ pub(crate) fn room(opts: &Options, p: &Pressure) -> Room {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::gc::GcEnv;
+    use crate::filename::FileKind;
+
+    /// Copies every file of `from` into a new directory (the state a power
+    /// cut would leave if the kernel had written back every page).
+    fn copy_dir(from: &Path) -> tempfile::TempDir {
+        let to = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), to.path().join(e.file_name())).unwrap();
+            }
+        }
+        to
+    }
+
+    /// A value-log move of a base under two merge operands copies both
+    /// into the WAL, unsynced. A compaction then folds the operands in the
+    /// tables into one at the newer operand's version. A power cut that
+    /// keeps only part of the move's WAL bytes must not leave the newer
+    /// copy without the older one: reads take the copy at that version
+    /// over the folded operand, and the older operand would be gone.
+    #[test]
+    fn a_power_cut_inside_a_gc_move_under_operands_folded_meanwhile_loses_no_operand() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.merge_operator = Some(Arc::new(crate::merge::Append));
+        opts.value_threshold = 64;
+        opts.vlog_file_size = 1 << 20;
+        opts.vlog_gc_ratio = 0.0;
+        opts.vlog_gc_idle_ratio = 0.0;
+        opts.l0_compaction_trigger = 2;
+        let db = Db::open(opts.clone()).unwrap();
+        let base = vec![b'B'; 1000];
+        db.put(b"k", &base).unwrap();
+        db.flatten().unwrap();
+        // Each operand in an L0 table of its own, not folded yet.
+        db.inner.bg.hold_compactions(true);
+        db.merge(b"k", b"op1").unwrap();
+        db.flush().unwrap();
+        db.merge(b"k", b"op2").unwrap();
+        db.flush().unwrap();
+
+        let st = db.inner.read_state();
+        let found = st.lookup_base(b"k", key_max()).unwrap().unwrap();
+        assert_eq!(found.above.len(), 2, "both operands are apart");
+        let op2_version = found.above[0].0;
+        let rec = value::decode(&found.raw).unwrap();
+        let Stored::Pointer(old) = rec.stored else {
+            panic!("the base is not in the value log");
+        };
+        drop(st);
+        db.inner
+            .write_moves(vec![Move {
+                key: b"k".to_vec(),
+                value: base.clone(),
+                version: found.version,
+                user_meta: rec.user_meta,
+                expires_at: rec.expires_at,
+                old,
+                walked_at: None,
+            }])
+            .unwrap();
+
+        // The tables fold the two operands into one at op2's version.
+        db.inner.bg.hold_compactions(false);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = db.stats();
+            if s.levels[0].0 == 0 && s.compactions_pending == 0 && s.compactions_running == 0 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{s:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let st = db.inner.read_state();
+        let (v, raw) = st.version.get(b"k", key_max()).unwrap().unwrap();
+        assert!(
+            v == op2_version && value::is_merge(&raw),
+            "the tables' newest version of k is one operand at op2's version"
+        );
+        drop(st);
+        let mut want = base.clone();
+        want.extend_from_slice(b"op1op2");
+        assert_eq!(db.get(b"k").unwrap(), Some(want.clone()));
+
+        // The move's records are the only ones after the link of the newest WAL.
+        let snapshot = copy_dir(dir.path());
+        let wal_id = std::fs::read_dir(snapshot.path())
+            .unwrap()
+            .filter_map(|e| filename::parse(e.unwrap().file_name().to_str()?))
+            .filter_map(|f| match f {
+                FileKind::Wal(id) => Some(id),
+                _ => None,
+            })
+            .max()
+            .unwrap();
+        let wal_path = filename::wal(snapshot.path(), wal_id);
+        let data = std::fs::read(&wal_path).unwrap();
+        let scan = wal::scan(&wal_path, &data).unwrap();
+        let ends: Vec<u64> = scan.records.iter().map(|(_, r)| r.end as u64).collect();
+        assert!(ends.len() >= 2, "a link and the move: {ends:?}");
+        let mut cuts = Vec::new();
+        for pair in ends.windows(2) {
+            cuts.push((pair[0] + pair[1]) / 2);
+            cuts.push(pair[1]);
+        }
+        let mut lost = Vec::new();
+        for cut in cuts {
+            let copy = copy_dir(snapshot.path());
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(filename::wal(copy.path(), wal_id))
+                .unwrap();
+            f.set_len(cut).unwrap();
+            drop(f);
+            let mut o = opts.clone();
+            o.dir = copy.path().to_path_buf();
+            let reopened = Db::open(o).unwrap();
+            let got = reopened.get(b"k").unwrap();
+            if got.as_ref() != Some(&want) {
+                let tail = got
+                    .map(|g| String::from_utf8_lossy(&g[base.len().min(g.len())..]).into_owned());
+                lost.push((cut, tail));
+            }
+        }
+        assert!(
+            lost.is_empty(),
+            "WAL cut at (offset, operands read): {lost:?}"
+        );
+    }
 
     fn calm() -> Pressure {
         Pressure {

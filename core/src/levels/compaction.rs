@@ -204,7 +204,14 @@ pub(crate) fn due(v: &Version, opts: &Options, idle: bool) -> Vec<usize> {
 }
 
 /// Picks the most urgent compaction whose tables are all free, if any is due.
-/// `cursors[level]` remembers where the last compaction of each level ended.
+///
+/// L0 goes whole. A deeper level gives the free table whose overlap one level
+/// down is smallest for its own size (RocksDB's `kMinOverlappingRatio`,
+/// Pebble's file picking): it rewrites the fewest bytes below per byte it
+/// moves. A table with no overlap ends the search (a move without a
+/// rewrite). Ties go to the first in round-robin order from
+/// `cursors[level]`, where the last compaction of the level ended, so that
+/// equal tables take turns through the key space.
 pub(crate) fn pick(
     v: &Version,
     opts: &Options,
@@ -213,36 +220,43 @@ pub(crate) fn pick(
     idle: bool,
 ) -> Option<Compaction> {
     for level in due(v, opts, idle) {
-        let candidates: Vec<Vec<Arc<Table>>> = if level == 0 {
-            vec![v.levels[0].clone()]
-        } else {
-            // Round robin: tables after the cursor first, then from the start.
-            let tables = &v.levels[level];
-            let start = tables
-                .partition_point(|t| key::user_key(t.smallest()) <= cursors[level].as_slice());
-            tables[start..]
-                .iter()
-                .chain(tables[..start].iter())
-                .map(|t| vec![t.clone()])
-                .collect()
-        };
-        for inputs in candidates {
+        if level == 0 {
+            let inputs = v.levels[0].clone();
             if inputs.iter().any(|t| busy.contains(&t.id())) {
                 continue;
             }
-            let hi = range_of(&inputs).1;
-            let c = if level == 0 {
-                Compaction::into_level(v, 0, Shape::of(v, opts).base, inputs, None)
-            } else {
-                Compaction::down(v, level, inputs, None)
-            };
+            let c = Compaction::into_level(v, 0, Shape::of(v, opts).base, inputs, None);
             if c.next.iter().any(|t| busy.contains(&t.id())) {
                 continue;
             }
-            if level > 0 {
-                cursors[level] = hi;
-            }
             return Some(c);
+        }
+        let tables = &v.levels[level];
+        let start =
+            tables.partition_point(|t| key::user_key(t.smallest()) <= cursors[level].as_slice());
+        let mut best: Option<(u128, u128, &Arc<Table>)> = None;
+        for t in tables[start..].iter().chain(tables[..start].iter()) {
+            if busy.contains(&t.id()) {
+                continue;
+            }
+            let (lo, hi) = (key::user_key(t.smallest()), key::user_key(t.largest()));
+            let Some(below) = v.overlap_bytes(level + 1, lo, hi, busy) else {
+                continue;
+            };
+            // below / size < best_below / best_size, without division.
+            let size = u128::from(t.size().max(1));
+            let better =
+                best.is_none_or(|(b_below, b_size, _)| u128::from(below) * b_size < b_below * size);
+            if better {
+                best = Some((u128::from(below), size, t));
+            }
+            if below == 0 {
+                break;
+            }
+        }
+        if let Some((_, _, t)) = best {
+            cursors[level] = key::user_key(t.largest()).to_vec();
+            return Some(Compaction::down(v, level, vec![t.clone()], None));
         }
     }
     None
@@ -914,7 +928,7 @@ mod tests {
     }
 
     #[test]
-    fn a_level_is_compacted_round_robin_through_its_key_space() {
+    fn tables_without_overlap_below_go_first_in_turns_through_the_key_space() {
         let dir = tempfile::tempdir().unwrap();
         let (v, opts) = crowded_l1(dir.path());
         let mut cursors = vec![Vec::new(); 4];
@@ -922,7 +936,35 @@ mod tests {
         let order: Vec<u64> = (0..4)
             .map(|_| pick(&v, &opts, &none, &mut cursors, false).unwrap().inputs[0].id())
             .collect();
-        assert_eq!(order, vec![1, 2, 3, 1]);
+        // Table 2 overlaps table 4 in L2; 1 and 3 move down without a rewrite.
+        assert_eq!(order, vec![1, 3, 1, 3]);
+    }
+
+    #[test]
+    fn a_level_gives_the_table_with_the_least_overlap_below_per_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.level_base_size = 1;
+        let none = HashSet::new();
+        // L1: a, b, c of equal size; below them 100, 40 and 5 keys.
+        let v = Version::new(4).apply(
+            &none,
+            &[
+                (1, table(dir.path(), 1, "a", 10)),
+                (1, table(dir.path(), 2, "b", 10)),
+                (1, table(dir.path(), 3, "c", 10)),
+                (2, table(dir.path(), 4, "a", 100)),
+                (2, table(dir.path(), 5, "b", 40)),
+                (2, table(dir.path(), 6, "c", 5)),
+            ],
+        );
+        let mut cursors = vec![Vec::new(); 4];
+        let c = pick(&v, &opts, &none, &mut cursors, false).unwrap();
+        assert_eq!((ids(&c.inputs), ids(&c.next)), (vec![3], vec![6]));
+        // With c's overlap busy, b (the next smallest) goes, not a.
+        let busy: HashSet<u64> = [6].into();
+        let c = pick(&v, &opts, &busy, &mut cursors, false).unwrap();
+        assert_eq!((ids(&c.inputs), ids(&c.next)), (vec![2], vec![5]));
     }
 
     #[test]

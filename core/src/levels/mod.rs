@@ -140,6 +140,25 @@ impl Version {
             .collect()
     }
 
+    /// Bytes of the tables of `level` (sorted, not L0) whose user-key range
+    /// meets [lo, hi]; `None` if one of them is in `busy`.
+    pub(crate) fn overlap_bytes(
+        &self,
+        level: usize,
+        lo: &[u8],
+        hi: &[u8],
+        busy: &HashSet<u64>,
+    ) -> Option<u64> {
+        let tables = &self.levels[level];
+        let from = tables.partition_point(|t| key::user_key(t.largest()) < lo);
+        let to = tables.partition_point(|t| key::user_key(t.smallest()) <= hi);
+        let run = tables.get(from..to.max(from)).unwrap_or(&[]);
+        if run.iter().any(|t| busy.contains(&t.id())) {
+            return None;
+        }
+        Some(run.iter().map(|t| t.size()).sum())
+    }
+
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
         self.levels[level].iter().map(|t| t.size()).sum()
     }

@@ -2,8 +2,8 @@
 //!
 //! L0 is compacted (all of it, with the overlapping tables of the base level)
 //! once it holds `l0_compaction_trigger` tables. A deeper level is compacted
-//! one table at a time, round robin through its key space, when it exceeds
-//! its target size. The base level is L1 with static sizing; with
+//! one table at a time when it exceeds its target size: the table with the
+//! least overlap below per byte of its own (see [`pick`]). The base level is L1 with static sizing; with
 //! `level_dynamic` the targets are set from the last level up and the base
 //! level is the highest one whose target reaches about `level_base_size`
 //! (see [`Shape`]).

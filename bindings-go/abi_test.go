@@ -55,13 +55,18 @@ func headerFunctions(t *testing.T) []string {
 	return fns
 }
 
-// packageCalls are the C functions called from the package's non-test files.
+// packageCalls are the C functions called from the package's non-test files:
+// from Go (C.sett_x(...)), or from C helpers in a file's cgo preamble, which
+// make several calls in one crossing (those helpers, sett_go_*, are not
+// sett.h's).
 func packageCalls(t *testing.T) map[string]bool {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	call := regexp.MustCompile(`\bC\.(sett_[a-z0-9_]+)\(`)
+	preamble := regexp.MustCompile(`(?s)/\*(.*?)\*/\s*import "C"`)
+	cCall := regexp.MustCompile(`[^a-z0-9_](sett_[a-z0-9_]+)\(`)
 	calls := map[string]bool{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -72,7 +77,17 @@ func packageCalls(t *testing.T) map[string]bool {
 			t.Fatal(err)
 		}
 		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
-			calls[m[1]] = true
+			if !strings.HasPrefix(m[1], "sett_go_") {
+				calls[m[1]] = true
+			}
+		}
+		if m := preamble.FindSubmatch(src); m != nil {
+			for _, c := range cCall.FindAllSubmatch(m[1], -1) {
+				// sett_go_*: the package's own helpers, not sett.h's.
+				if name := string(c[1]); !strings.HasPrefix(name, "sett_go_") {
+					calls[name] = true
+				}
+			}
 		}
 	}
 	return calls

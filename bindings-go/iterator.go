@@ -2,6 +2,53 @@ package sett
 
 /*
 #include <sett.h>
+
+// What sett_go_iter_open opens an iterator on.
+enum {
+	SETT_GO_ITER_DB = 0,
+	SETT_GO_ITER_KEYSPACE = 1,
+	SETT_GO_ITER_TXN = 2,
+	SETT_GO_ITER_TXN_IN = 3,
+};
+
+// Builds the options, opens the iterator and frees the options in one cgo
+// call: made one C call each, a short prefix scan crossed into C eight times
+// before its first batch. `handle` is a sett_db_t, sett_keyspace_t or
+// sett_txn_t by `target`; `ks` is the keyspace of SETT_GO_ITER_TXN_IN.
+static int sett_go_iter_open(int target, void *handle, sett_keyspace_t *ks,
+		const uint8_t *prefix, size_t prefix_len,
+		const uint8_t *start, size_t start_len, const uint8_t *end, size_t end_len,
+		uint32_t reverse, uint32_t keys_only, uint32_t prefetch,
+		sett_iter_t **it, sett_error_t **err) {
+	sett_iter_options_t *o = sett_iter_options_new();
+	int rc = sett_iter_options_set_prefix(o, prefix, prefix_len);
+	if (rc == SETT_OK)
+		rc = sett_iter_options_set_bounds(o, start, start_len, end, end_len);
+	if (rc == SETT_OK)
+		rc = sett_iter_options_set_reverse(o, reverse);
+	if (rc == SETT_OK)
+		rc = sett_iter_options_set_keys_only(o, keys_only);
+	if (rc == SETT_OK && prefetch > 0)
+		rc = sett_iter_options_set_prefetch(o, prefetch);
+	if (rc == SETT_OK) {
+		switch (target) {
+		case SETT_GO_ITER_DB:
+			rc = sett_iter_new((sett_db_t *)handle, o, it, err);
+			break;
+		case SETT_GO_ITER_KEYSPACE:
+			rc = sett_keyspace_iter_new((sett_keyspace_t *)handle, o, it, err);
+			break;
+		case SETT_GO_ITER_TXN:
+			rc = sett_txn_iter_new((sett_txn_t *)handle, o, it, err);
+			break;
+		default:
+			rc = sett_txn_iter_new_in((sett_txn_t *)handle, ks, o, it, err);
+			break;
+		}
+	}
+	sett_iter_options_free(o);
+	return rc;
+}
 */
 import "C"
 
@@ -9,6 +56,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync"
+	"unsafe"
 )
 
 // IteratorOptions says what an iterator walks. The zero value walks every key
@@ -87,27 +135,54 @@ const (
 	iterDefaultPrefetch = 256
 )
 
-func newIterOptions(o IteratorOptions) (*C.sett_iter_options_t, error) {
+// The kinds of iterTarget, for the files whose preamble does not declare them.
+const (
+	iterOnDB       = C.SETT_GO_ITER_DB
+	iterOnKeyspace = C.SETT_GO_ITER_KEYSPACE
+	iterOnTxnIn    = C.SETT_GO_ITER_TXN_IN
+)
+
+// iterTarget is what openIterator opens an iterator on: a handle of the
+// kind sett_go_iter_open's `target` names.
+type iterTarget struct {
+	kind   C.int
+	handle unsafe.Pointer
+	ks     *C.sett_keyspace_t
+}
+
+// openIterator makes an iterator on what target returns, called between lock
+// and unlock, in one cgo call (sett_go_iter_open).
+func openIterator(o IteratorOptions, lock func() error, unlock func(), target func() iterTarget) (*Iterator, error) {
 	if o.PrefetchSize < 0 {
 		return nil, argError(C.SETT_INVALID_ARGUMENT, "negative PrefetchSize %d", o.PrefetchSize)
 	}
 	if o.Limit < 0 {
 		return nil, argError(C.SETT_INVALID_ARGUMENT, "negative Limit %d", o.Limit)
 	}
-	co := C.sett_iter_options_new()
-	C.sett_iter_options_set_prefix(co, ptr(o.Prefix), C.size_t(len(o.Prefix)))
-	C.sett_iter_options_set_bounds(co, ptr(o.Start), C.size_t(len(o.Start)), ptr(o.End), C.size_t(len(o.End)))
-	C.sett_iter_options_set_reverse(co, cbool(o.Reverse))
-	C.sett_iter_options_set_keys_only(co, cbool(o.KeysOnly))
+	prefetch := 0
 	if o.PrefetchSize > 0 {
-		C.sett_iter_options_set_prefetch(co, C.uint32_t(min(o.PrefetchSize, 1<<31)))
+		prefetch = min(o.PrefetchSize, 1<<31)
 	} else if o.Limit > 0 && o.Limit < iterDefaultPrefetch {
-		C.sett_iter_options_set_prefetch(co, C.uint32_t(o.Limit))
+		prefetch = o.Limit
 	}
+	if err := lock(); err != nil {
+		return nil, err
+	}
+	t := target()
+	var it *C.sett_iter_t
+	var cerr *C.sett_error_t
+	rc := C.sett_go_iter_open(t.kind, t.handle, t.ks,
+		ptr(o.Prefix), C.size_t(len(o.Prefix)),
+		ptr(o.Start), C.size_t(len(o.Start)), ptr(o.End), C.size_t(len(o.End)),
+		cbool(o.Reverse), cbool(o.KeysOnly), C.uint32_t(prefetch), &it, &cerr)
+	unlock()
 	runtime.KeepAlive(o.Prefix)
 	runtime.KeepAlive(o.Start)
 	runtime.KeepAlive(o.End)
-	return co, nil
+	if err := status(rc, cerr); err != nil {
+		return nil, err
+	}
+	return newIterator(it, o.Limit), nil
 }
 
 // NewIterator starts an iterator over a snapshot of the database taken now,
@@ -122,8 +197,8 @@ func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
 	if t.t == nil {
 		return nil, ErrClosed
 	}
-	return openIterator(o, func() error { return nil }, func() {}, func(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
-		return C.sett_txn_iter_new(t.t, co, it, cerr)
+	return openIterator(o, func() error { return nil }, func() {}, func() iterTarget {
+		return iterTarget{kind: C.SETT_GO_ITER_TXN, handle: unsafe.Pointer(t.t)}
 	})
 }
 

@@ -342,8 +342,8 @@ func (t *Txn) NewIteratorIn(ks *Keyspace, o IteratorOptions) (*Iterator, error) 
 	if t.t == nil {
 		return nil, ErrClosed
 	}
-	return openIterator(o, ks.rlock, ks.runlock, func(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
-		return C.sett_txn_iter_new_in(t.t, ks.ks, co, it, cerr)
+	return openIterator(o, ks.rlock, ks.runlock, func() iterTarget {
+		return iterTarget{kind: iterOnTxnIn, handle: unsafe.Pointer(t.t), ks: ks.ks}
 	})
 }
 

@@ -30,7 +30,8 @@ type store interface {
 	cMultiGetInto(keys **C.uint8_t, lens *C.size_t, n C.size_t, dst *C.uint8_t, capacity C.size_t, vlens *C.size_t, st *C.int, needed *C.size_t, cerr **C.sett_error_t) C.int
 	cMerge(key, operand []byte, cerr **C.sett_error_t) C.int
 	cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int
-	cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int
+	// iterTarget names the handle for openIterator.
+	iterTarget() iterTarget
 	cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int
 }
 
@@ -108,12 +109,12 @@ func (k *Keyspace) cDeleteRange(start, end []byte, cerr **C.sett_error_t) C.int 
 	return C.sett_keyspace_delete_range(k.ks, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), cerr)
 }
 
-func (d *DB) cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
-	return C.sett_iter_new(d.db, co, it, cerr)
+func (d *DB) iterTarget() iterTarget {
+	return iterTarget{kind: iterOnDB, handle: unsafe.Pointer(d.db)}
 }
 
-func (k *Keyspace) cIterNew(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int {
-	return C.sett_keyspace_iter_new(k.ks, co, it, cerr)
+func (k *Keyspace) iterTarget() iterTarget {
+	return iterTarget{kind: iterOnKeyspace, handle: unsafe.Pointer(k.ks)}
 }
 
 func (d *DB) cSubscribe(list *C.sett_bytes_t, n C.size_t, from C.uint64_t, hasFrom C.uint32_t, sub **C.sett_subscription_t, cerr **C.sett_error_t) C.int {
@@ -210,30 +211,7 @@ func storeDeleteRange(s store, start, end []byte) error {
 }
 
 func storeNewIterator(s store, o IteratorOptions) (*Iterator, error) {
-	return openIterator(o, s.rlock, s.runlock, s.cIterNew)
-}
-
-// openIterator builds the C options of o and makes an iterator through call
-// (sett_iter_new and its kin) between lock and unlock.
-func openIterator(o IteratorOptions, lock func() error, unlock func(),
-	call func(co *C.sett_iter_options_t, it **C.sett_iter_t, cerr **C.sett_error_t) C.int,
-) (*Iterator, error) {
-	co, err := newIterOptions(o)
-	if err != nil {
-		return nil, err
-	}
-	defer C.sett_iter_options_free(co)
-	if err := lock(); err != nil {
-		return nil, err
-	}
-	var it *C.sett_iter_t
-	var cerr *C.sett_error_t
-	rc := call(co, &it, &cerr)
-	unlock()
-	if err := status(rc, cerr); err != nil {
-		return nil, err
-	}
-	return newIterator(it, o.Limit), nil
+	return openIterator(o, s.rlock, s.runlock, s.iterTarget)
 }
 
 func storeSubscribe(s store, ctx context.Context, cb func([]Change) error, from uint64, prefixes [][]byte) error {

@@ -73,13 +73,13 @@ type Options struct {
 	LevelDynamic bool
 	// MaxLevels: number of levels, L0 included (default 7).
 	MaxLevels int
-	// NumLevelZeroTables: L0 tables that start a compaction (default 32).
+	// NumLevelZeroTables: L0 tables that start a compaction (default 64).
 	NumLevelZeroTables int
 	// NumLevelZeroTablesSlowdown: L0 tables at which writes slow down
-	// (default 48; Badger has no such setting).
+	// (default 96; Badger has no such setting).
 	NumLevelZeroTablesSlowdown int
 	// NumLevelZeroTablesStall: L0 tables at which writes stop until a
-	// compaction makes room (default 64).
+	// compaction makes room (default 128).
 	NumLevelZeroTablesStall int
 	// NumCompactors: background compaction threads (default 1).
 	NumCompactors int

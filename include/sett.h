@@ -1629,17 +1629,17 @@ int sett_options_set_level_multiplier(struct sett_options_t *opts, uint64_t valu
 int sett_options_set_num_levels(struct sett_options_t *opts, size_t value);
 
 /**
- * L0 tables that start a compaction (default 32). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * L0 tables that start a compaction (default 64). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_l0_compaction_trigger(struct sett_options_t *opts, size_t value);
 
 /**
- * L0 tables at which writes slow down (default 48). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * L0 tables at which writes slow down (default 96). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_l0_slowdown_trigger(struct sett_options_t *opts, size_t value);
 
 /**
- * L0 tables at which writes stop (default 64). Returns SETT_INVALID_ARGUMENT for NULL opts.
+ * L0 tables at which writes stop (default 128). Returns SETT_INVALID_ARGUMENT for NULL opts.
  */
 int sett_options_set_l0_stop_trigger(struct sett_options_t *opts, size_t value);
 

@@ -33,7 +33,7 @@ func settSettings(o Options) string {
 	return fmt.Sprintf("sett %s through its C ABI: value threshold %d B; cache_size = the memory budget (table indexes and bloom filters, 10 bits/key, "+
 		"pinned while they fit in half of it, and data blocks, read into it by positional reads as RocksDB's); values are read from the "+
 		"value log by positional reads (no read-ahead), scans of it through mappings with explicit read-ahead; 4 KiB blocks; %s; "+
-		"16 MiB memtables, L0 compactions at 32 tables, writes slowed at 48 and stopped at 64 (defaults); %d compaction thread(s), "+
+		"16 MiB memtables, L0 compactions at 64 tables, writes slowed at 96 and stopped at 128 (defaults); %d compaction thread(s), "+
 		"what RocksDB's IncreaseParallelism(cores) gives its compactions (its flushes get a quarter of the jobs, sett's flush has a thread of its own); background value-log GC at its defaults (files with half their bytes garbage, "+
 		"up to 64 MiB/s, or 4x the append rate while writes run), "+
 		"whose backlog a read phase waits for as it waits for compactions; close flushes the memtables and syncs%s", settLibVersion(), threshold, codecSetting(o),

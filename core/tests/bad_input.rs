@@ -87,7 +87,7 @@ fn empty_key_is_refused() {
 #[test]
 fn rocksdb_l0_counts_below_the_default_trigger_are_refused_by_name_and_the_data_stays() {
     // RocksDB's slowdown and stop counts (20, 36) set without the trigger sit
-    // below sett's default trigger of 32 tables.
+    // below sett's default trigger of 64 tables.
     let dir = tempfile::tempdir().unwrap();
     drop(db_with_data(dir.path()));
     let mut o = Options::new(dir.path());
@@ -100,7 +100,7 @@ fn rocksdb_l0_counts_below_the_default_trigger_are_refused_by_name_and_the_data_
                 ..
             },
         ) => assert!(
-            e.to_string().contains("below l0_compaction_trigger (32)"),
+            e.to_string().contains("below l0_compaction_trigger (64)"),
             "{e}"
         ),
         other => panic!("expected an invalid option, got {:?}", other.err()),

@@ -274,7 +274,7 @@ pub unsafe extern "C" fn sett_options_set_num_levels(
     })
 }
 
-/// L0 tables that start a compaction (default 32). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// L0 tables that start a compaction (default 64). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_l0_compaction_trigger(
     opts: *mut sett_options_t,
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn sett_options_set_l0_compaction_trigger(
     })
 }
 
-/// L0 tables at which writes slow down (default 48). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// L0 tables at which writes slow down (default 96). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_l0_slowdown_trigger(
     opts: *mut sett_options_t,
@@ -298,7 +298,7 @@ pub unsafe extern "C" fn sett_options_set_l0_slowdown_trigger(
     })
 }
 
-/// L0 tables at which writes stop (default 64). Returns SETT_INVALID_ARGUMENT for NULL opts.
+/// L0 tables at which writes stop (default 128). Returns SETT_INVALID_ARGUMENT for NULL opts.
 #[no_mangle]
 pub unsafe extern "C" fn sett_options_set_l0_stop_trigger(
     opts: *mut sett_options_t,

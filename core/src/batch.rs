@@ -420,19 +420,7 @@ pub(crate) fn encode_versioned_wal_record_to<'a>(
     entries: impl Iterator<Item = (u64, &'a [u8], &'a [u8])>,
 ) {
     buf.extend_from_slice(&synced.to_le_bytes());
-    buf.extend_from_slice(&OWN_VERSIONS.to_le_bytes());
-    let at = buf.len();
-    buf.extend_from_slice(&[0; 4]);
-    let mut n = 0u32;
-    for (version, k, v) in entries {
-        buf.extend_from_slice(&version.to_le_bytes());
-        put_varint(buf, k.len() as u64);
-        buf.extend_from_slice(k);
-        put_varint(buf, v.len() as u64);
-        buf.extend_from_slice(v);
-        n += 1;
-    }
-    buf[at..at + 4].copy_from_slice(&n.to_le_bytes());
+    encode_entries(buf, OWN_VERSIONS, entries.map(|(v, k, r)| (Some(v), k, r)));
 }
 
 fn encode_body<'a>(
@@ -440,12 +428,25 @@ fn encode_body<'a>(
     seq: u64,
     entries: impl Iterator<Item = (&'a [u8], &'a [u8])>,
 ) {
+    encode_entries(buf, seq, entries.map(|(k, v)| (None, k, v)));
+}
+
+/// `seq u64 | count u32 | count × ([version u64 |] varint klen | key | varint
+/// vlen | value record)`, the version written where an entry has one.
+fn encode_entries<'a>(
+    buf: &mut Vec<u8>,
+    seq: u64,
+    entries: impl Iterator<Item = (Option<u64>, &'a [u8], &'a [u8])>,
+) {
     buf.extend_from_slice(&seq.to_le_bytes());
     // The count is written once the entries are: the iterator need not know it.
     let at = buf.len();
     buf.extend_from_slice(&[0; 4]);
     let mut n = 0u32;
-    for (k, v) in entries {
+    for (version, k, v) in entries {
+        if let Some(version) = version {
+            buf.extend_from_slice(&version.to_le_bytes());
+        }
         put_varint(buf, k.len() as u64);
         buf.extend_from_slice(k);
         put_varint(buf, v.len() as u64);

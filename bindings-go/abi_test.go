@@ -13,11 +13,13 @@ import (
 // notCalled lists the functions of sett.h this package does not call, each
 // with the reason. Every other function must be called from the package.
 var notCalled = map[string]string{
-	"sett_iter_valid": "Iterator walks with sett_iter_next_batch (many entries per cgo call); " +
+	"sett_iter_valid": "Iterator walks with sett_iter_next_view (many entries per cgo call); " +
 		"the one-entry-per-call stepping functions would cost a crossing per item",
-	"sett_iter_key":   "as sett_iter_valid: keys come from sett_iter_next_batch",
-	"sett_iter_value": "as sett_iter_valid: values come from sett_iter_next_batch",
-	"sett_iter_next":  "as sett_iter_valid: Next moves within a batch, sett_iter_next_batch moves the C iterator",
+	"sett_iter_key":   "as sett_iter_valid: keys come from sett_iter_next_view",
+	"sett_iter_value": "as sett_iter_valid: values come from sett_iter_next_view",
+	"sett_iter_next":  "as sett_iter_valid: Next moves within a batch, sett_iter_next_view moves the C iterator",
+	"sett_iter_next_batch": "Iterator lends entries with sett_iter_next_view, which hands out the C iterator's " +
+		"buffers instead of copying each key and value into a Go buffer",
 	"sett_error_code": "the status returned by every call is the code; status() reads only the message from sett_error_t",
 	"sett_stats":      "Stats calls sett_stats_ex, whose extensible struct has every field of sett_stats_t and the GC counts",
 	"sett_multi_get": "MultiGet calls sett_multi_get_into: the values in one Go buffer, not a C allocation " +

@@ -53,7 +53,6 @@ static int sett_go_iter_open(int target, void *handle, sett_keyspace_t *ks,
 import "C"
 
 import (
-	"encoding/binary"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -82,58 +81,54 @@ type IteratorOptions struct {
 }
 
 // Iterator walks a snapshot taken when it was made, fetching many entries per
-// cgo call (sett_iter_next_batch). Key and Value point into the iterator's
-// buffer and are valid until the next call that moves or closes it (copy them
-// to keep them): a closed iterator's first buffer goes to the next iterator.
-// One goroutine at a time; Close it.
+// cgo call (sett_iter_next_view). Key and Value point into the C iterator's
+// own buffers, without a copy, and are valid until the next call that moves
+// or closes the iterator (copy them to keep them): after Close they point to
+// freed memory. One goroutine at a time; Close it.
 //
 //	for ; it.Valid(); it.Next() { use(it.Key(), it.Value()) }
 //	if err := it.Err(); err != nil { ... }
 type Iterator struct {
 	it      *C.sett_iter_t
-	buf     []byte
+	views   []C.sett_entry_view_t
 	entries [][2][]byte
 	pos     int
 	done    bool
 	err     error
 	// limit is IteratorOptions.Limit (0: none); left counts down from it.
 	limit, left int
-	// grow: the last batch filled more than half of buf, so the next fetch
-	// goes to a buffer twice as large. It is made at that fetch, not at once,
-	// and not before the third: a short scan that ends with its first batch
-	// (and the fetch that finds its end) allocates no second buffer.
-	grow    bool
-	batches int
-	// first is the buffer pair taken from iterBufPool, returned at Close.
-	first *iterBufs
+	// bufs is the pair taken from iterBufPool, returned at Close.
+	bufs *iterBufs
 }
 
-// iterBufs is an iterator's first batch buffer and entry slice. A short scan
-// (KVBench's 10-key Prefix) made and cleared a 4 KiB buffer per iterator,
-// which the Go collector then had to reclaim: closed iterators hand theirs
-// to the next one instead.
+// iterBufs is an iterator's view array and entry slice. A short scan
+// (KVBench's 10-key Prefix) would otherwise make and drop them per iterator,
+// for the Go collector to reclaim: closed iterators hand theirs to the next
+// one instead.
 type iterBufs struct {
-	buf     []byte
+	views   []C.sett_entry_view_t
 	entries [][2][]byte
 }
 
 var iterBufPool = sync.Pool{New: func() any {
 	return &iterBufs{
-		buf:     make([]byte, iterFirstBytes),
-		entries: make([][2][]byte, 0, iterFirstEntries),
+		views:   make([]C.sett_entry_view_t, iterFirstViews),
+		entries: make([][2][]byte, 0, iterFirstViews),
 	}
 }}
 
-// Iterators start with a small batch buffer (a prefix scan of ten keys should
-// not allocate 256 KiB) and double it while batches come back full.
+// Iterators start with room for a short scan's entries and move to the
+// largest view array after their first full batch.
 const (
-	iterFirstBytes = 4 << 10
-	iterMaxBytes   = 256 << 10
-	// iterFirstEntries: room for a short scan's entries in one allocation.
-	iterFirstEntries = 16
+	iterFirstViews = 16
+	iterMaxViews   = 256
 	// iterDefaultPrefetch is sett's default PrefetchSize.
 	iterDefaultPrefetch = 256
 )
+
+// iterFirstBytes is what an iterator takes from iterBufPool: its first
+// view array and entry slice.
+var iterFirstBytes = iterFirstViews * int(unsafe.Sizeof(C.sett_entry_view_t{})+unsafe.Sizeof([2][]byte{}))
 
 // The kinds of iterTarget, for the files whose preamble does not declare them.
 const (
@@ -203,73 +198,64 @@ func (t *Txn) NewIterator(o IteratorOptions) (*Iterator, error) {
 }
 
 func newIterator(it *C.sett_iter_t, limit int) *Iterator {
-	first := iterBufPool.Get().(*iterBufs)
+	bufs := iterBufPool.Get().(*iterBufs)
 	i := &Iterator{
 		it:      it,
-		buf:     first.buf,
-		entries: first.entries[:0],
+		views:   bufs.views,
+		entries: bufs.entries[:0],
 		limit:   limit,
 		left:    limit,
-		first:   first,
+		bufs:    bufs,
 	}
 	i.fill()
 	return i
 }
 
-// fill fetches the next batch of entries into buf.
+// fill fetches the next entries: views of the C iterator's buffers, valid
+// until the next fill.
 func (i *Iterator) fill() {
 	i.entries = i.entries[:0]
 	i.pos = 0
 	if i.it == nil || i.done {
 		return
 	}
-	if i.grow && i.batches >= 2 {
-		// The last batch's entries are dropped above: its buffer can go.
-		i.buf = make([]byte, min(len(i.buf)*2, iterMaxBytes))
-		i.grow = false
+	want := len(i.views)
+	if i.limit > 0 {
+		// The limit reached ends the walk without another call.
+		want = min(want, i.left)
 	}
-	i.batches++
-	for {
-		var count, used C.size_t
-		var cerr *C.sett_error_t
-		rc := C.sett_iter_next_batch(i.it, ptr(i.buf), C.size_t(len(i.buf)), &count, &used, &cerr)
-		runtime.KeepAlive(i.buf)
-		if rc == C.SETT_BUFFER_TOO_SMALL {
-			C.sett_error_free(cerr)
-			i.buf = make([]byte, int(used)*2)
-			continue
-		}
-		if err := status(rc, cerr); err != nil {
-			i.err = err
-			i.done = true
-			return
-		}
-		if count == 0 {
-			i.done = true
-			return
-		}
-		buf := i.buf
-		i.grow = int(used)*2 > len(i.buf) && len(i.buf) < iterMaxBytes
-		at := 0
-		for n := 0; n < int(count); n++ {
-			kl := int(binary.LittleEndian.Uint32(buf[at:]))
-			vl := int(binary.LittleEndian.Uint32(buf[at+4:]))
-			k := buf[at+8 : at+8+kl : at+8+kl]
-			v := buf[at+8+kl : at+8+kl+vl : at+8+kl+vl]
-			i.entries = append(i.entries, [2][]byte{k, v})
-			at += 8 + kl + vl
-		}
-		if i.limit > 0 {
-			// Entries past the limit are dropped, and the limit reached
-			// ends the walk without another call.
-			if len(i.entries) >= i.left {
-				i.entries = i.entries[:i.left]
-				i.done = true
-			}
-			i.left -= len(i.entries)
-		}
+	var count C.size_t
+	var cerr *C.sett_error_t
+	rc := C.sett_iter_next_view(i.it, &i.views[0], C.size_t(want), &count, &cerr)
+	if err := status(rc, cerr); err != nil {
+		i.err = err
+		i.done = true
 		return
 	}
+	if count == 0 {
+		i.done = true
+		return
+	}
+	for _, v := range i.views[:count] {
+		i.entries = append(i.entries, [2][]byte{lent(v.key, v.key_len), lent(v.value, v.value_len)})
+	}
+	if i.limit > 0 {
+		i.left -= int(count)
+		i.done = i.left == 0
+	}
+	if int(count) == len(i.views) && len(i.views) < iterMaxViews && !i.done {
+		// A long walk: the next calls lend as many as sett reads ahead.
+		i.views = make([]C.sett_entry_view_t, iterMaxViews)
+	}
+}
+
+// lent is the n bytes at p, in C memory, as a slice (empty when n is 0:
+// then p is NULL).
+func lent(p *C.uint8_t, n C.size_t) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
 }
 
 // Valid reports whether the iterator is on an entry.
@@ -343,9 +329,9 @@ func (i *Iterator) Close() {
 		i.it = nil
 	}
 	i.entries = nil
-	i.buf = nil
-	if i.first != nil {
-		iterBufPool.Put(i.first)
-		i.first = nil
+	i.views = nil
+	if i.bufs != nil {
+		iterBufPool.Put(i.bufs)
+		i.bufs = nil
 	}
 }

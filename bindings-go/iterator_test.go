@@ -78,11 +78,10 @@ func TestIteratorIsASnapshot(t *testing.T) {
 	}
 }
 
-func TestIteratorWithValuesLargerThanItsBuffer(t *testing.T) {
+func TestIteratorLendsInlineAndSeparatedValuesOfAnySizeIntact(t *testing.T) {
 	db := openTemp(t)
-	// Values bigger than the first batch buffer (4 KiB) and than the largest
-	// (256 KiB): the iterator must grow its buffer and keep earlier entries
-	// intact.
+	// Values inline and in the value log, up to 300 KiB, lent from the C
+	// iterator's buffers (sett_iter_next_view) in one batch.
 	sizes := []int{10, 5000, 300 << 10, 20, 70 << 10}
 	for i, n := range sizes {
 		if err := db.Set([]byte(fmt.Sprintf("k%d", i)), bytes.Repeat([]byte{byte('a' + i)}, n)); err != nil {
@@ -233,7 +232,7 @@ func BenchmarkIteratorFullScan(b *testing.B) {
 
 // A short prefix scan takes its batch buffer from the iterator closed before
 // it: KVBench's 10-key Prefix made and cleared a 4 KiB buffer per call.
-func TestShortPrefixScansReuseTheBatchBufferOfClosedIterators(t *testing.T) {
+func TestShortPrefixScansReuseTheViewsAndEntriesOfClosedIterators(t *testing.T) {
 	db := openTemp(t)
 	val := bytes.Repeat([]byte{7}, 256)
 	for i := 0; i < 100; i++ {
@@ -270,9 +269,11 @@ func TestShortPrefixScansReuseTheBatchBufferOfClosedIterators(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	perScan := (after.TotalAlloc - before.TotalAlloc) / scans
-	// A collection in the loop may empty the pool once: 4 KiB over 200 scans.
-	if perScan >= iterFirstBytes/2 {
-		t.Fatalf("%d bytes allocated per 10-key scan: the %d-byte batch buffer is made anew", perScan, iterFirstBytes)
+	// A collection in the loop may empty the pool once, and the race
+	// detector's pool drops a quarter of what is put back: without the pool
+	// a scan allocates the whole first view array and entry slice, and more.
+	if perScan >= uint64(iterFirstBytes) {
+		t.Fatalf("%d bytes allocated per 10-key scan: the %d bytes of views and entries are made anew", perScan, iterFirstBytes)
 	}
 	t.Logf("%d bytes allocated per 10-key scan", perScan)
 }

@@ -635,6 +635,17 @@ typedef struct sett_stats_ex_t {
 } sett_stats_ex_t;
 
 /**
+ * One entry lent by `sett_iter_next_view`: its key and value where the
+ * iterator holds them. An empty key or value is NULL with length 0.
+ */
+typedef struct sett_entry_view_t {
+  const uint8_t *key;
+  size_t key_len;
+  const uint8_t *value;
+  size_t value_len;
+} sett_entry_view_t;
+
+/**
  * Receives the next `len` bytes of a backup (`data` is valid only during the
  * call; `len` is never 0). Return 0 once all `len` bytes are taken; any other
  * value stops the backup, which then fails with SETT_IO naming that value.
@@ -1239,6 +1250,22 @@ int sett_iter_next_batch(struct sett_iter_t *iter,
                          size_t *count,
                          size_t *used,
                          struct sett_error_t **err);
+
+/**
+ * Lends up to `cap` entries, starting at the current one, into `views`
+ * without copying them, and moves past them: one call for many items, as
+ * sett_iter_next_batch, without its copy. *count receives the number of
+ * entries; at the end of the iteration: SETT_OK with *count 0. The bytes the
+ * views point to stay valid until the next call that moves the iterator
+ * (sett_iter_next, sett_iter_next_batch, sett_iter_next_view,
+ * sett_iter_seek, sett_iter_rewind) or frees it. An error met after the
+ * first entry is returned by the next call: no entry is lost.
+ */
+int sett_iter_next_view(struct sett_iter_t *iter,
+                        struct sett_entry_view_t *views,
+                        size_t cap,
+                        size_t *count,
+                        struct sett_error_t **err);
 
 /**
  * Frees an iterator. Accepts NULL.

@@ -154,6 +154,7 @@ C_TO_PYTHON: Dict[str, str] = {
     "sett_iter_valid": "Iter.__next__",  # StopIteration at the end
     "sett_iter_next": "Iter.__next__",
     "sett_iter_next_batch": "Iter.__next__",  # the iterator reads in chunks
+    "sett_iter_next_view": "Iter.__next__",  # chunks lent without a copy
     "sett_iter_key": "Iter.__next__",
     "sett_iter_value": "Iter.__next__",
     "sett_iter_seek": "Iter.seek",

@@ -338,6 +338,69 @@ pub unsafe extern "C" fn sett_iter_next_batch(
     })
 }
 
+/// One entry lent by `sett_iter_next_view`: its key and value where the
+/// iterator holds them. An empty key or value is NULL with length 0.
+#[repr(C)]
+pub struct sett_entry_view_t {
+    pub key: *const u8,
+    pub key_len: usize,
+    pub value: *const u8,
+    pub value_len: usize,
+}
+
+/// `bytes` as a pointer for C: NULL when empty (a Rust empty slice points
+/// nowhere in particular).
+fn view_ptr(bytes: &[u8]) -> *const u8 {
+    if bytes.is_empty() {
+        std::ptr::null()
+    } else {
+        bytes.as_ptr()
+    }
+}
+
+/// Lends up to `cap` entries, starting at the current one, into `views`
+/// without copying them, and moves past them: one call for many items, as
+/// sett_iter_next_batch, without its copy. *count receives the number of
+/// entries; at the end of the iteration: SETT_OK with *count 0. The bytes the
+/// views point to stay valid until the next call that moves the iterator
+/// (sett_iter_next, sett_iter_next_batch, sett_iter_next_view,
+/// sett_iter_seek, sett_iter_rewind) or frees it. An error met after the
+/// first entry is returned by the next call: no entry is lost.
+#[no_mangle]
+pub unsafe extern "C" fn sett_iter_next_view(
+    iter: *mut sett_iter_t,
+    views: *mut sett_entry_view_t,
+    cap: usize,
+    count: *mut usize,
+    err: *mut *mut sett_error_t,
+) -> c_int {
+    guard(err, || {
+        // SAFETY: `iter` is NULL (refused) or a live handle of this library, as sett.h requires of the caller.
+        let i = unsafe { live_mut(iter) }?;
+        // SAFETY: `count` is NULL (refused) or writable for one value, as sett.h requires.
+        unsafe { write_out(count, 0, "count") }?;
+        if views.is_null() || cap == 0 {
+            return Err(FfiError::invalid("views is NULL or cap is 0"));
+        }
+        let mut n = 0usize;
+        i.it.lend(cap, |k, v| {
+            let view = sett_entry_view_t {
+                key: view_ptr(k),
+                key_len: k.len(),
+                value: view_ptr(v),
+                value_len: v.len(),
+            };
+            // SAFETY: `views` is valid for `cap` entries (sett.h) and `lend`
+            // hands out at most `cap`, so `n < cap` here.
+            unsafe { views.add(n).write(view) };
+            n += 1;
+        })?;
+        // SAFETY: `count` was checked writable above.
+        unsafe { count.write(n) };
+        Ok(SETT_OK)
+    })
+}
+
 /// Frees an iterator. Accepts NULL.
 #[no_mangle]
 pub unsafe extern "C" fn sett_iter_free(iter: *mut sett_iter_t) {

@@ -125,6 +125,13 @@ pub struct DbIterator {
     items: Vec<Item>,
     /// The current item in `items`.
     pos: usize,
+    /// Inside `lend`: a chunk's buffers go to `lent` when the next chunk is read.
+    lending: bool,
+    /// The (`bytes`, `values`) of chunks whose entries the last `lend` handed
+    /// out, kept in place until the iterator next lends.
+    lent: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Buffers lent before, for the next chunks to reuse.
+    spare: Vec<(Vec<u8>, Vec<u8>)>,
     /// The merge has nothing more within bounds.
     done: bool,
     /// An error met while reading ahead, returned after the buffered items.
@@ -180,6 +187,9 @@ impl DbIterator {
             values: Vec::new(),
             items: Vec::with_capacity(16),
             pos: 0,
+            lending: false,
+            lent: Vec::new(),
+            spare: Vec::new(),
             done: false,
             err: None,
             vlog_ahead: ScanAhead::default(),
@@ -259,6 +269,34 @@ impl DbIterator {
             Some(Val::Read(start, end)) => &self.values[*start..*end],
             Some(Val::Pointer(_)) | None => &[],
         }
+    }
+
+    /// Hands up to `max` entries, from the current one on, to `f` as (key,
+    /// value) and moves past them; returns how many (0 at the end). The bytes
+    /// `f` gets stay in place until the iterator lends again, is dropped, or
+    /// moves otherwise (`advance`, `seek`, `rewind`): the buffers of each
+    /// chunk read during the call are kept aside instead of reused, so that
+    /// a binding can pass the entries on without copying them
+    /// (`sett_iter_next_view`). An error met after the first entry is
+    /// returned by the next call, so that no entry handed out is lost.
+    pub fn lend(&mut self, max: usize, mut f: impl FnMut(&[u8], &[u8])) -> Result<usize> {
+        // What the previous call lent is given back.
+        self.spare.append(&mut self.lent);
+        if !self.valid() {
+            return self.err.take().map_or(Ok(0), Err);
+        }
+        self.lending = true;
+        let mut n = 0;
+        while n < max && self.valid() {
+            f(self.key(), self.value());
+            n += 1;
+            if let Err(e) = self.advance() {
+                self.err = Some(e);
+                break;
+            }
+        }
+        self.lending = false;
+        Ok(n)
     }
 
     /// Moves to the next entry.
@@ -480,6 +518,13 @@ impl DbIterator {
             return Err(Error::Closed);
         }
         self.items.clear();
+        if self.lending {
+            // The entries lent from this chunk keep pointing into its buffers.
+            let (bytes, values) = self.spare.pop().unwrap_or_default();
+            let bytes = std::mem::replace(&mut self.bytes, bytes);
+            let values = std::mem::replace(&mut self.values, values);
+            self.lent.push((bytes, values));
+        }
         self.bytes.clear();
         self.pos = 0;
         let filled = self.fill_chunk();
@@ -543,5 +588,67 @@ impl Iterator for DbIterator {
             self.pos += 1;
         }
         Some(Ok(item))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Db, IterOptions, Options};
+
+    /// Values above the threshold (64 B) for every third key, below it otherwise.
+    fn value(i: usize) -> Vec<u8> {
+        format!("{i:05}")
+            .repeat(if i.is_multiple_of(3) { 30 } else { 2 })
+            .into_bytes()
+    }
+
+    #[test]
+    fn entries_lent_by_one_call_stay_in_place_across_the_chunks_it_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::new(dir.path());
+        opts.value_threshold = 64;
+        let db = Db::open(opts).unwrap();
+        for i in 0..1000 {
+            db.put(format!("k{i:05}").as_bytes(), &value(i)).unwrap();
+            if i == 500 {
+                db.flush().unwrap();
+            }
+        }
+        let opts = IterOptions {
+            prefetch: 16,
+            ..IterOptions::default()
+        };
+        let mut it = db.iter(opts).unwrap();
+        let (mut seen, mut calls) = (0, 0);
+        loop {
+            let mut lent = Vec::new();
+            // 100 a call: each crosses several chunks (1, 4, then 16 items).
+            let n = it
+                .lend(100, |k, v| {
+                    lent.push((k.as_ptr(), k.len(), v.as_ptr(), v.len()))
+                })
+                .unwrap();
+            if n == 0 {
+                break;
+            }
+            assert_eq!(n, lent.len());
+            for (j, &(kp, kl, vp, vl)) in lent.iter().enumerate() {
+                // SAFETY: `lend` keeps what it handed out in place until the
+                // iterator lends again or moves; it has done neither.
+                let (k, v) = unsafe {
+                    (
+                        std::slice::from_raw_parts(kp, kl),
+                        std::slice::from_raw_parts(vp, vl),
+                    )
+                };
+                let i = seen + j;
+                assert_eq!(k, format!("k{i:05}").as_bytes(), "key of entry {i}");
+                assert_eq!(v, value(i).as_slice(), "value of entry {i}");
+            }
+            seen += n;
+            calls += 1;
+        }
+        assert_eq!((seen, calls), (1000, 10));
+        assert_eq!(it.lend(100, |_, _| ()).unwrap(), 0);
     }
 }

@@ -384,6 +384,32 @@ static void test_iterators(sett_db_t *db) {
     CHECK(total == 300 && calls < 20);
     free(buf);
     CHECK_RC(sett_iter_next_batch(it, NULL, 10, &count, &used, NULL), SETT_INVALID_ARGUMENT);
+
+    /* Views: entries lent without a copy, each call's still in place after
+     * it returns (7 a call crosses the iterator's chunks of 1, 4, 16... items). */
+    CHECK_RC(sett_iter_rewind(it, NULL), SETT_OK);
+    sett_entry_view_t views[7];
+    total = 0;
+    calls = 0;
+    for (;;) {
+        CHECK_RC(sett_iter_next_view(it, views, 7, &count, NULL), SETT_OK);
+        if (count == 0) break;
+        CHECK(count <= 7);
+        calls++;
+        for (size_t i = 0; i < count; i++) {
+            snprintf(k, sizeof k, "it/%04d", total);
+            CHECK(views[i].key_len == 7 && memcmp(views[i].key, k, 7) == 0);
+            CHECK(views[i].value_len > 6 && memcmp(views[i].value, "value-", 6) == 0);
+            total++;
+        }
+    }
+    CHECK(total == 300 && calls == 300 / 7 + 1);
+    CHECK_RC(sett_iter_next_view(it, views, 7, &count, NULL), SETT_OK);
+    CHECK(count == 0);
+    CHECK_RC(sett_iter_next_view(it, NULL, 7, &count, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_next_view(it, views, 0, &count, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_next_view(it, views, 7, NULL, NULL), SETT_INVALID_ARGUMENT);
+    CHECK_RC(sett_iter_next_view(NULL, views, 7, &count, NULL), SETT_INVALID_ARGUMENT);
     sett_iter_free(it);
 
     /* Reverse, bounds, keys only. */
@@ -402,6 +428,11 @@ static void test_iterators(sett_db_t *db) {
         CHECK_RC(sett_iter_next(it, NULL), SETT_OK);
     }
     CHECK(n == 10);
+    /* A keys-only view's value is NULL with length 0. */
+    CHECK_RC(sett_iter_rewind(it, NULL), SETT_OK);
+    CHECK_RC(sett_iter_next_view(it, views, 7, &count, NULL), SETT_OK);
+    CHECK(count == 7 && views[0].key_len == 7 && memcmp(views[0].key, "it/0019", 7) == 0);
+    CHECK(views[0].value == NULL && views[0].value_len == 0);
     sett_iter_free(it);
     sett_iter_options_free(o);
     sett_iter_options_free(NULL);

@@ -272,7 +272,8 @@ impl DbIterator {
     }
 
     /// Hands up to `max` entries, from the current one on, to `f` as (key,
-    /// value) and moves past them; returns how many (0 at the end). The bytes
+    /// value) and moves past them; returns how many (0 at the end, or when
+    /// `max` is 0). The bytes
     /// `f` gets stay in place until the iterator lends again, is dropped, or
     /// moves otherwise (`advance`, `seek`, `rewind`): the buffers of each
     /// chunk read during the call are kept aside instead of reused, so that
@@ -650,5 +651,36 @@ mod tests {
         }
         assert_eq!((seen, calls), (1000, 10));
         assert_eq!(it.lend(100, |_, _| ()).unwrap(), 0);
+    }
+
+    #[test]
+    fn an_error_met_while_lending_comes_back_on_the_next_call_after_the_entries_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Options::new(dir.path())).unwrap();
+        for i in 0..100 {
+            db.put(format!("k{i:05}").as_bytes(), &value(i)).unwrap();
+        }
+        let opts = IterOptions {
+            prefetch: 16,
+            ..IterOptions::default()
+        };
+        let mut it = db.iter(opts).unwrap();
+        // The first chunk holds one entry; lending it reads the next one.
+        let mut keys = Vec::new();
+        assert_eq!(it.lend(1, |k, _| keys.push(k.to_vec())).unwrap(), 1);
+        db.close().unwrap();
+        // The four buffered entries are lent; reading the chunk after them
+        // fails, and that error waits for the next call.
+        let n = it.lend(100, |k, _| keys.push(k.to_vec())).unwrap();
+        assert_eq!(n, 4);
+        let want: Vec<Vec<u8>> = (0..5).map(|i| format!("k{i:05}").into_bytes()).collect();
+        assert_eq!(keys, want);
+        assert!(matches!(it.lend(100, |_, _| ()), Err(crate::Error::Closed)));
+        // The store itself is untouched: reopened, every entry reads back.
+        let db = Db::open(Options::new(dir.path())).unwrap();
+        for i in 0..100 {
+            let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(value(i).as_slice()), "entry {i}");
+        }
     }
 }

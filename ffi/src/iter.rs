@@ -183,17 +183,7 @@ pub unsafe extern "C" fn sett_iter_key(
         let i = unsafe { live(iter) }?;
         let k = i.it.key();
         // SAFETY: `key` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe {
-            write_out(
-                key,
-                if k.is_empty() {
-                    std::ptr::null()
-                } else {
-                    k.as_ptr()
-                },
-                "key",
-            )
-        }?;
+        unsafe { write_out(key, view_ptr(k), "key") }?;
         // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(len, k.len(), "len") }?;
         Ok(SETT_OK)
@@ -212,17 +202,7 @@ pub unsafe extern "C" fn sett_iter_value(
         let i = unsafe { live(iter) }?;
         let v = i.it.value();
         // SAFETY: `value` is NULL (refused) or writable for one value, as sett.h requires.
-        unsafe {
-            write_out(
-                value,
-                if v.is_empty() {
-                    std::ptr::null()
-                } else {
-                    v.as_ptr()
-                },
-                "value",
-            )
-        }?;
+        unsafe { write_out(value, view_ptr(v), "value") }?;
         // SAFETY: `len` is NULL (refused) or writable for one value, as sett.h requires.
         unsafe { write_out(len, v.len(), "len") }?;
         Ok(SETT_OK)

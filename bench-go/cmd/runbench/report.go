@@ -9,55 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"settbench/internal/spread"
 	"settbench/stores"
 )
 
 func numCPU() int { return runtime.NumCPU() }
-
-// spread is the median and range of one metric over the runs of a cell.
-type spread struct {
-	med, lo, hi float64
-	n           int
-	want        int // the runs of the cell: n is smaller where a run has no figure
-}
-
-// spreadOf leaves out zeros (a phase that did not run has none) and keeps how
-// many runs there were, so that a median over fewer runs says so.
-func spreadOf(vals []float64) spread {
-	var v []float64
-	for _, x := range vals {
-		if x > 0 {
-			v = append(v, x)
-		}
-	}
-	if len(v) == 0 {
-		return spread{want: len(vals)}
-	}
-	sort.Float64s(v)
-	med := v[len(v)/2]
-	if len(v)%2 == 0 {
-		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return spread{med: med, lo: v[0], hi: v[len(v)-1], n: len(v), want: len(vals)}
-}
-
-func (s spread) String() string {
-	return s.format(func(x float64) string { return fmt.Sprintf("%.0f", x) })
-}
-
-func (s spread) format(f func(float64) string) string {
-	if s.n == 0 {
-		return "—"
-	}
-	short := ""
-	if s.n < s.want {
-		short = fmt.Sprintf(" (%d of %d runs)", s.n, s.want)
-	}
-	if s.n == 1 || s.lo == s.hi {
-		return f(s.med) + short
-	}
-	return fmt.Sprintf("%s [%s–%s]%s", f(s.med), f(s.lo), f(s.hi), short)
-}
 
 // metric is one column of the report.
 type metric struct {
@@ -141,45 +97,6 @@ func safeDiv(a, b float64) float64 {
 		return 0
 	}
 	return a / b
-}
-
-// verdict compares sett's spread with another engine's: ahead or behind only
-// where the ranges do not overlap; a single run needs a 25% margin.
-func verdict(s, o spread, lowerBetter bool) string {
-	if s.n == 0 || o.n == 0 {
-		return "—"
-	}
-	better := func(a, b float64) bool { // a strictly better than b
-		if lowerBetter {
-			return a < b
-		}
-		return a > b
-	}
-	if s.n < 2 || o.n < 2 {
-		r := s.med / o.med
-		if !lowerBetter {
-			r = o.med / s.med
-		}
-		switch {
-		case r <= 1/1.25:
-			return "ahead"
-		case r >= 1.25:
-			return "behind"
-		}
-		return "tie"
-	}
-	sWorst, oBest := s.hi, o.lo
-	sBest, oWorst := s.lo, o.hi
-	if !lowerBetter {
-		sWorst, oBest, sBest, oWorst = s.lo, o.hi, s.hi, o.lo
-	}
-	switch {
-	case better(sWorst, oBest):
-		return "ahead"
-	case better(oWorst, sBest):
-		return "behind"
-	}
-	return "tie"
 }
 
 func commit() string {
@@ -339,7 +256,7 @@ func tabulate(cells []*cell, large bool) tables {
 		}
 		return engineRank(order[i].engine) < engineRank(order[j].engine)
 	})
-	spreads := map[key][]spread{}
+	spreads := map[key][]spread.Spread{}
 	for _, k := range order {
 		cells := groups[k]
 		fmt.Fprintf(&b, "| %d B | %s | %d |", k.valsz, k.engine, cells[0].Keys)
@@ -348,9 +265,9 @@ func tabulate(cells []*cell, large bool) tables {
 			for _, cl := range cells {
 				vals = append(vals, m.get(cl))
 			}
-			s := spreadOf(vals)
+			s := spread.Of(vals)
 			spreads[k] = append(spreads[k], s)
-			b.WriteString(" " + s.format(m.format) + " |")
+			b.WriteString(" " + s.Format(m.format) + " |")
 		}
 		b.WriteString("\n")
 	}
@@ -363,7 +280,7 @@ func tabulate(cells []*cell, large bool) tables {
 	for i, m := range ms {
 		measured := false
 		for _, k := range order {
-			measured = measured || spreads[k][i].n > 0
+			measured = measured || spreads[k][i].N > 0
 		}
 		if m.compare && measured {
 			cmp = append(cmp, i)
@@ -382,15 +299,15 @@ func tabulate(cells []*cell, large bool) tables {
 			fmt.Fprintf(&b, "| %d B | %s |", k.valsz, o.engine)
 			for _, i := range cmp {
 				m, s, os := ms[i], spreads[k][i], spreads[o][i]
-				if s.n == 0 || os.n == 0 {
+				if s.N == 0 || os.N == 0 {
 					b.WriteString(" — |")
 					continue
 				}
-				ratio := s.med / os.med
+				ratio := s.Med / os.Med
 				if !strings.Contains(m.name, "MiB") && m.lowerBetter {
-					ratio = os.med / s.med
+					ratio = os.Med / s.Med
 				}
-				v := verdict(s, os, m.lowerBetter)
+				v := spread.Verdict(s, os, m.lowerBetter)
 				if strings.Contains(m.name, "keys-only") && readsValuesInKeysOnly(o.engine, k.valsz) {
 					v = "n/a (it reads values)"
 				}
@@ -398,7 +315,7 @@ func tabulate(cells []*cell, large bool) tables {
 				// sett-enc is sett itself with encryption on: its row is the cost of
 				// encryption, not a standing against another engine.
 				if v == "behind" && o.engine != "sett-enc" {
-					t.behind = append(t.behind, fmt.Sprintf("%s at %d B: behind %s (%s vs %s)", m.name, k.valsz, o.engine, s.format(m.format), os.format(m.format)))
+					t.behind = append(t.behind, fmt.Sprintf("%s at %d B: behind %s (%s vs %s)", m.name, k.valsz, o.engine, s.Format(m.format), os.Format(m.format)))
 				}
 			}
 			b.WriteString("\n")

@@ -117,17 +117,6 @@ func TestStandingRefusesACSVWithoutTheSettleColumns(t *testing.T) {
 	}
 }
 
-// A median over fewer runs than the cell had says so.
-func TestASpreadOverFewerRunsSaysSo(t *testing.T) {
-	s := spreadOf([]float64{3, 0, 5})
-	if got := s.format(f0); got != "4 [3–5] (2 of 3 runs)" {
-		t.Fatalf("got %q", got)
-	}
-	if got := spreadOf([]float64{3, 4, 5}).format(f0); got != "4 [3–5]" {
-		t.Fatalf("got %q", got)
-	}
-}
-
 func lineWith(s, prefix string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if strings.HasPrefix(l, prefix) {

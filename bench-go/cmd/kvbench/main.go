@@ -48,6 +48,7 @@ func main() {
 	cacheMiB := flag.Int64("cache-mib", stores.DefaultCacheBytes>>20, "memory budget, in MiB, that every store gets for its own cache")
 	dirFlag := flag.String("dir", "", "data directory (default: a new temporary directory, removed at the end)")
 	save := flag.String("save", "", "append the row to this CSV file")
+	runNo := flag.Int("run", 1, "the run this row belongs to, written to the CSV (cmd/kvrun repeats every store)")
 	flag.Parse()
 	if *cacheMiB < 1 {
 		must(fmt.Errorf("-cache-mib %d: the budget is at least 1 MiB", *cacheMiB))
@@ -66,7 +67,7 @@ func main() {
 		r.Store, r.Fsync, r.BatchWriteSec, float64(r.MemBytes)/(1<<20), float64(r.DiskApparent)/(1<<20), float64(r.DiskAllocated)/(1<<20),
 		r.Prefix, r.Set, r.Get, r.GetHit*100, r.SetMixed, r.GetMixed, r.GetMixedHit*100, r.Del)
 	if *save != "" {
-		must(appendCSV(*save, r))
+		must(appendCSV(*save, r, *runNo))
 	}
 }
 
@@ -221,9 +222,9 @@ func timed(conc int, dur time.Duration, op func(*rand.Rand) error) (float64, err
 
 // Header of the CSV (and of cmd/kvrun's tables).
 var Header = []string{"store", "fsync", "batchwrite_s", "mem_bytes", "disk_apparent", "disk_allocated",
-	"prefix_ops", "set_ops", "get_ops", "setmixed_ops", "getmixed_ops", "del_ops", "get_hit", "getmixed_hit"}
+	"prefix_ops", "set_ops", "get_ops", "setmixed_ops", "getmixed_ops", "del_ops", "get_hit", "getmixed_hit", "run"}
 
-func appendCSV(path string, r Row) error {
+func appendCSV(path string, r Row, run int) error {
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -237,7 +238,7 @@ func appendCSV(path string, r Row) error {
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	_ = w.Write([]string{r.Store, strconv.FormatBool(r.Fsync), ff(r.BatchWriteSec), strconv.FormatInt(r.MemBytes, 10),
 		strconv.FormatInt(r.DiskApparent, 10), strconv.FormatInt(r.DiskAllocated, 10), ff(r.Prefix), ff(r.Set), ff(r.Get),
-		ff(r.SetMixed), ff(r.GetMixed), ff(r.Del), ff(r.GetHit), ff(r.GetMixedHit)})
+		ff(r.SetMixed), ff(r.GetMixed), ff(r.Del), ff(r.GetHit), ff(r.GetMixedHit), strconv.Itoa(run)})
 	w.Flush()
 	return w.Error()
 }

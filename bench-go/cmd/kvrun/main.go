@@ -38,6 +38,7 @@ func main() {
 	fsyncSet := flag.Int("fsync-set", 20000, "entries of the batch-write case with fsync")
 	redisN := flag.Int("redis-n", 100000, "requests per redis-benchmark test (0 skips the server runs)")
 	redisStores := flag.String("redis-stores", "", "stores driven by redis-benchmark (default: all)")
+	runs := flag.Int("runs", 3, "runs of every store and case; the report gives medians and ranges")
 	flag.Parse()
 	if *kvbench == "" || *kvserver == "" {
 		fail(fmt.Errorf("--kvbench and --kvserver are required"))
@@ -48,6 +49,9 @@ func main() {
 	}
 	if *cacheMiB < 1 {
 		fail(fmt.Errorf("-cache-mib %d: the budget is at least 1 MiB", *cacheMiB))
+	}
+	if *runs < 1 {
+		fail(fmt.Errorf("-runs %d: at least one run", *runs))
 	}
 	// The commit is read before the runs: the report's own files change during them.
 	rev := "unknown (not a git checkout)"
@@ -60,21 +64,23 @@ func main() {
 	must(os.MkdirAll(*out, 0o755))
 	csvPath := filepath.Join(*out, "kvbench.csv")
 	_ = os.Remove(csvPath)
-	for _, fsync := range []bool{false, true} {
-		n := *set
-		if fsync {
-			n = *fsyncSet
-		}
-		for _, s := range list {
-			args := []string{"-s", s, "-d", *dur, "-c", strconv.Itoa(*conc), "-size", strconv.Itoa(*size),
-				"-set", strconv.Itoa(n), "-cache-mib", strconv.FormatInt(*cacheMiB, 10), "-save", csvPath}
+	for run := 1; run <= *runs; run++ {
+		for _, fsync := range []bool{false, true} {
+			n := *set
 			if fsync {
-				args = append(args, "-fsync")
+				n = *fsyncSet
 			}
-			cmd := exec.Command(*kvbench, args...)
-			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-			if err := cmd.Run(); err != nil {
-				fail(fmt.Errorf("kvbench %s fsync=%v: %w", s, fsync, err))
+			for _, s := range list {
+				args := []string{"-s", s, "-d", *dur, "-c", strconv.Itoa(*conc), "-size", strconv.Itoa(*size),
+					"-set", strconv.Itoa(n), "-cache-mib", strconv.FormatInt(*cacheMiB, 10), "-save", csvPath, "-run", strconv.Itoa(run)}
+				if fsync {
+					args = append(args, "-fsync")
+				}
+				cmd := exec.Command(*kvbench, args...)
+				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+				if err := cmd.Run(); err != nil {
+					fail(fmt.Errorf("kvbench %s fsync=%v run %d: %w", s, fsync, run, err))
+				}
 			}
 		}
 	}
@@ -87,39 +93,36 @@ func main() {
 			others--
 		}
 	}
-	fmt.Fprintf(&md, "# KVBench: sett against %d other stores\n\nRun %s on %s (%d cores), commit %s (one %s run per cell: differences of a few percent are ties). Command: `%s`. Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches, timed until every entry is durable: each store's Flush at the end (what it does is in the table below). Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
-		others, time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), rev, *dur, strings.Join(os.Args, " "), *size, *conc, *dur, *set, *fsyncSet)
+	fmt.Fprintf(&md, "# KVBench: sett against %d other stores\n\nRun %s on %s (%d cores), commit %s (%s). Command: `%s`. Each store in its own process; value size %d B for every case; concurrency %d; %s per timed case; batch write of %d entries (%d with fsync) in 1000-entry batches, timed until every entry is durable: each store's Flush at the end (what it does is in the table below). Keys exist for Get, Getmixed and Del (hit rates in the CSV); every prefix call returns 10 keys from every store. MemUsage is the peak RSS of the process; DiskUsage is the footprint of the batch-written entries, measured after close (apparent / allocated). `map` and `btree` are in-memory baselines without their append-only file here.\n\n",
+		others, time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, runtime.NumCPU(), rev, runsSentence(*runs, *dur), strings.Join(os.Args, " "), *size, *conc, *dur, *set, *fsyncSet)
 	md.WriteString(settingsTable(list, *cacheMiB))
+	groups := group(rows)
 	for _, fsync := range []string{"false", "true"} {
 		fmt.Fprintf(&md, "## fsync %s\n\n", fsync)
-		md.WriteString("| store | BatchWrite s | MemUsage MiB | DiskUsage MiB (apparent / allocated) | Prefix op/s | Set op/s | Get op/s | Setmixed op/s | Getmixed op/s | Del op/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		var sel []map[string]string
-		for _, r := range rows {
-			if r["fsync"] == fsync {
-				sel = append(sel, r)
-				fmt.Fprintf(&md, "| %s | %.3f | %.0f | %.1f / %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", r["store"], f(r, "batchwrite_s"),
-					f(r, "mem_bytes")/(1<<20), f(r, "disk_apparent")/(1<<20), f(r, "disk_allocated")/(1<<20), f(r, "prefix_ops"), f(r, "set_ops"),
-					f(r, "get_ops"), f(r, "setmixed_ops"), f(r, "getmixed_ops"), f(r, "del_ops"))
-			}
-		}
-		md.WriteString("\n" + ranking(sel) + "\n")
-		md.WriteString(notFirst(sel) + "\n")
+		md.WriteString(table(groups, fsync))
+		md.WriteString("\n" + ranking(groups.medians(fsync)) + "\n")
+		md.WriteString(standing(groups, fsync) + "\n")
 	}
 	if *redisN > 0 {
 		rl := list
 		if *redisStores != "" {
 			rl = strings.Split(*redisStores, ",")
 		}
-		md.WriteString("## redis-benchmark against kvserver\n\n`redis-benchmark -t set,get -n " + strconv.Itoa(*redisN) + " -d " + strconv.Itoa(*size) + " -P {1,64}` (redis-tools " + redisVersion() + "), fsync off; any error reply fails the run.\n\n")
+		fmt.Fprintf(&md, "## redis-benchmark against kvserver\n\n`redis-benchmark -t set,get -n %d -d %d -P {1,64}` (redis-tools %s), fsync off, %d runs of every store (stores in turn within each run): medians [min–max] of the requests per second, medians of the latencies; any error reply fails the run.\n\n",
+			*redisN, *size, redisVersion(), *runs)
 		md.WriteString("| store | pipeline | SET req/s | SET p50 ms | SET p99 ms | GET req/s | GET p50 ms | GET p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		got := map[string][][]redisResult{} // store -> run -> pipeline
+		for run := 1; run <= *runs; run++ {
+			for _, s := range rl {
+				res, err := redisRun(*kvserver, s, *redisN, *size, *cacheMiB)
+				if err != nil {
+					fail(fmt.Errorf("run %d: %w", run, err))
+				}
+				got[s] = append(got[s], res)
+			}
+		}
 		for _, s := range rl {
-			lines, err := redisRun(*kvserver, s, *redisN, *size, *cacheMiB)
-			if err != nil {
-				fail(err)
-			}
-			for _, line := range lines {
-				md.WriteString(line + "\n")
-			}
+			md.WriteString(redisRows(s, got[s]))
 		}
 	}
 	must(os.WriteFile(filepath.Join(*out, "kvbench.md"), []byte(md.String()), 0o644))
@@ -223,7 +226,7 @@ func ranking(rows []map[string]string) string {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].mean > all[j].mean })
 	var b strings.Builder
-	b.WriteString("Index ranking (100 = best store in the column; BatchWrite, MemUsage and DiskUsage: lower is better):\n\n| rank | store |")
+	b.WriteString("Index ranking, of the medians (100 = best store in the column; BatchWrite, MemUsage and DiskUsage: lower is better):\n\n| rank | store |")
 	for _, m := range metrics {
 		b.WriteString(" " + m.name + " |")
 	}
@@ -236,50 +239,6 @@ func ranking(rows []map[string]string) string {
 		fmt.Fprintf(&b, " %.0f |\n", s.mean)
 	}
 	return b.String()
-}
-
-// notFirst names the columns where sett is not first among the persistent stores.
-func notFirst(rows []map[string]string) string {
-	var sett map[string]string
-	for _, r := range rows {
-		if r["store"] == "sett" {
-			sett = r
-		}
-	}
-	if sett == nil {
-		return ""
-	}
-	var out []string
-	for _, m := range metrics {
-		for _, r := range rows {
-			if r["store"] == "sett" || r["store"] == "map" || r["store"] == "btree" {
-				continue
-			}
-			a, b := f(sett, m.col), f(r, m.col)
-			if (m.higher && b > a) || (!m.higher && b < a) {
-				out = append(out, fmt.Sprintf("%s (%s first)", m.name, best(rows, m.col, m.higher)))
-				break
-			}
-		}
-	}
-	if len(out) == 0 {
-		return "sett is first among the persistent stores in every column.\n"
-	}
-	return "Columns where sett is not first among the persistent stores: " + strings.Join(out, ", ") + ".\n"
-}
-
-func best(rows []map[string]string, col string, higher bool) string {
-	name, v := "", 0.0
-	for _, r := range rows {
-		if r["store"] == "map" || r["store"] == "btree" {
-			continue
-		}
-		x := f(r, col)
-		if name == "" || (higher && x > v) || (!higher && x < v) {
-			name, v = r["store"], x
-		}
-	}
-	return name
 }
 
 func readCSV(path string) []map[string]string {
@@ -309,9 +268,9 @@ func redisVersion() string {
 }
 
 // redisRun starts kvserver on store, runs redis-benchmark at -P 1 and -P 64 and
-// returns the table rows; any error reply fails the whole run. kvserver binds a
+// returns its figures; any error reply fails the whole run. kvserver binds a
 // port the kernel picks and prints it; it gets SIGTERM if kvrun dies.
-func redisRun(kvserver, store string, n, size int, cacheMiB int64) ([]string, error) {
+func redisRun(kvserver, store string, n, size int, cacheMiB int64) ([]redisResult, error) {
 	dir, err := os.MkdirTemp("", "kvserver-"+store+"-")
 	if err != nil {
 		return nil, err
@@ -353,7 +312,7 @@ func redisRun(kvserver, store string, n, size int, cacheMiB int64) ([]string, er
 	}
 	fmt.Print(first)
 	go func() { _, _ = io.Copy(os.Stdout, lines) }()
-	var rows []string
+	var rows []redisResult
 	for _, p := range []int{1, 64} {
 		out, err := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "set,get",
 			"-n", strconv.Itoa(n), "-d", strconv.Itoa(size), "-r", strconv.Itoa(n), "-P", strconv.Itoa(p), "--csv").CombinedOutput()
@@ -375,7 +334,13 @@ func redisRun(kvserver, store string, n, size int, cacheMiB int64) ([]string, er
 			return nil, fmt.Errorf("redis-benchmark against %s printed no SET/GET result:\n%s", store, text)
 		}
 		fmt.Printf("redis-benchmark %s -P %d: SET %s req/s, GET %s req/s\n", store, p, s[1], g[1])
-		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s | %s |", store, p, s[1], s[4], s[6], g[1], g[4], g[6]))
+		r := redisResult{pipeline: p}
+		for i, text := range []string{s[1], s[4], s[6], g[1], g[4], g[6]} {
+			if r.figures[i], err = strconv.ParseFloat(text, 64); err != nil {
+				return nil, fmt.Errorf("redis-benchmark against %s (-P %d): figure %q: %w", store, p, text, err)
+			}
+		}
+		rows = append(rows, r)
 	}
 	return rows, nil
 }

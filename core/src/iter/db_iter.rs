@@ -291,6 +291,11 @@ impl DbIterator {
         while n < max && self.valid() {
             f(self.key(), self.value());
             n += 1;
+            if self.pos + 1 >= self.items.len() {
+                // The caller said how many it wants: the next chunk holds the
+                // rest of them at once rather than ramping up to it.
+                self.chunk = self.chunk.max((max - n).min(self.prefetch));
+            }
             if let Err(e) = self.advance() {
                 self.err = Some(e);
                 break;
@@ -521,7 +526,14 @@ impl DbIterator {
         self.items.clear();
         if self.lending {
             // The entries lent from this chunk keep pointing into its buffers.
-            let (bytes, values) = self.spare.pop().unwrap_or_default();
+            // New ones start as large as these, not empty: a chunk filled by
+            // doubling reallocations costs more than the copy it saves.
+            let (bytes, values) = self.spare.pop().unwrap_or_else(|| {
+                (
+                    Vec::with_capacity(self.bytes.capacity()),
+                    Vec::with_capacity(self.values.capacity()),
+                )
+            });
             let bytes = std::mem::replace(&mut self.bytes, bytes);
             let values = std::mem::replace(&mut self.values, values);
             self.lent.push((bytes, values));
@@ -651,6 +663,33 @@ mod tests {
         }
         assert_eq!((seen, calls), (1000, 10));
         assert_eq!(it.lend(100, |_, _| ()).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_lend_reads_what_it_was_asked_for_in_one_chunk_into_buffers_as_large_as_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Options::new(dir.path())).unwrap();
+        for i in 0..100 {
+            db.put(format!("k{i:05}").as_bytes(), &value(i)).unwrap();
+        }
+        let opts = IterOptions {
+            prefetch: 64,
+            ..IterOptions::default()
+        };
+        let mut it = db.iter(opts).unwrap();
+        let mut keys = Vec::new();
+        assert_eq!(it.lend(21, |k, _| keys.push(k.to_vec())).unwrap(), 21);
+        let want: Vec<Vec<u8>> = (0..21).map(|i| format!("k{i:05}").into_bytes()).collect();
+        assert_eq!(keys, want);
+        // The first chunk (one entry, read when the iterator opened), then the
+        // other 20 at once: ramping up (4, then 16) would have lent three.
+        assert_eq!(it.lent.len(), 2);
+        // Every chunk's buffer starts as large as the iterator's first one
+        // (4 KiB), not empty and grown by doubling as the chunk fills.
+        for (bytes, _) in &it.lent {
+            assert!(bytes.capacity() >= 4 << 10, "capacity {}", bytes.capacity());
+        }
+        assert!(it.bytes.capacity() >= 4 << 10);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 package sett
 
 /*
+#include <stdlib.h>
 #include <sett.h>
 
 // What sett_go_iter_open opens an iterator on.
@@ -105,16 +106,25 @@ type Iterator struct {
 // (KVBench's 10-key Prefix) would otherwise make and drop them per iterator,
 // for the Go collector to reclaim: closed iterators hand theirs to the next
 // one instead.
+//
+// The views are C memory: cgo checks every Go memory argument for Go
+// pointers, and a view array in Go memory, whose elements hold pointers,
+// would be walked element by element at every fetch. The finalizer frees
+// them when the pool drops the pair.
 type iterBufs struct {
 	views   []C.sett_entry_view_t
 	entries [][2][]byte
 }
 
 var iterBufPool = sync.Pool{New: func() any {
-	return &iterBufs{
-		views:   make([]C.sett_entry_view_t, iterFirstViews),
+	// C.malloc does not return NULL: cgo makes it crash on exhaustion.
+	p := C.malloc(C.size_t(iterMaxViews * unsafe.Sizeof(C.sett_entry_view_t{})))
+	b := &iterBufs{
+		views:   unsafe.Slice((*C.sett_entry_view_t)(p), iterMaxViews),
 		entries: make([][2][]byte, 0, iterFirstViews),
 	}
+	runtime.SetFinalizer(b, func(b *iterBufs) { C.free(unsafe.Pointer(unsafe.SliceData(b.views))) })
+	return b
 }}
 
 // Iterators start with room for a short scan's entries and move to the
@@ -126,9 +136,9 @@ const (
 	iterDefaultPrefetch = 256
 )
 
-// iterFirstBytes is what an iterator takes from iterBufPool: its first
-// view array and entry slice.
-var iterFirstBytes = iterFirstViews * int(unsafe.Sizeof(C.sett_entry_view_t{})+unsafe.Sizeof([2][]byte{}))
+// iterFirstBytes is the Go memory an iterator takes from iterBufPool: its
+// first entry slice (the views are C memory).
+var iterFirstBytes = iterFirstViews * int(unsafe.Sizeof([2][]byte{}))
 
 // The kinds of iterTarget, for the files whose preamble does not declare them.
 const (
@@ -201,7 +211,7 @@ func newIterator(it *C.sett_iter_t, limit int) *Iterator {
 	bufs := iterBufPool.Get().(*iterBufs)
 	i := &Iterator{
 		it:      it,
-		views:   bufs.views,
+		views:   bufs.views[:iterFirstViews],
 		entries: bufs.entries[:0],
 		limit:   limit,
 		left:    limit,
@@ -245,7 +255,7 @@ func (i *Iterator) fill() {
 	}
 	if int(count) == len(i.views) && len(i.views) < iterMaxViews && !i.done {
 		// A long walk: the next calls lend as many as sett reads ahead.
-		i.views = make([]C.sett_entry_view_t, iterMaxViews)
+		i.views = i.bufs.views
 	}
 }
 

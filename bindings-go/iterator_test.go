@@ -273,7 +273,7 @@ func TestShortPrefixScansReuseTheViewsAndEntriesOfClosedIterators(t *testing.T) 
 	// detector's pool drops a quarter of what is put back: without the pool
 	// a scan allocates the whole first view array and entry slice, and more.
 	if perScan >= uint64(iterFirstBytes) {
-		t.Fatalf("%d bytes allocated per 10-key scan: the %d bytes of views and entries are made anew", perScan, iterFirstBytes)
+		t.Fatalf("%d bytes allocated per 10-key scan: the %d bytes of entries (and the pair) are made anew", perScan, iterFirstBytes)
 	}
 	t.Logf("%d bytes allocated per 10-key scan", perScan)
 }

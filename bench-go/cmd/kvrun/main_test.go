@@ -71,7 +71,7 @@ func rowsOf(store string, vals ...float64) []map[string]string {
 			r[m.col] = strconv.FormatFloat(v, 'f', -1, 64)
 		}
 		r["disk_apparent"] = r["disk_allocated"]
-		if inMemory(store) {
+		if !stores.Persistent(store) {
 			r["disk_apparent"], r["disk_allocated"] = "0", "0"
 		}
 		rows = append(rows, r)

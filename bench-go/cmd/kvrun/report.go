@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"settbench/internal/spread"
+	"settbench/stores"
 )
 
 // runsSentence says how the report's figures were made.
@@ -121,9 +122,6 @@ func table(cs cells, fsync string) string {
 	return b.String()
 }
 
-// inMemory are the baselines that do not persist (no AOF in the report's runs).
-func inMemory(store string) bool { return store == "map" || store == "btree" }
-
 // standing is, per column, sett against the best other persistent store (by
 // median): ahead, a tie, or behind by spread.Verdict.
 func standing(cs cells, fsync string) string {
@@ -142,7 +140,7 @@ func standing(cs cells, fsync string) string {
 	for _, m := range metrics {
 		var best *cell
 		for _, c := range cs.at(fsync) {
-			if c == sett || inMemory(c.store) || c.spread(m.col).N == 0 {
+			if c == sett || !stores.Persistent(c.store) || c.spread(m.col).N == 0 {
 				continue
 			}
 			if best == nil || better(c.spread(m.col).Med, best.spread(m.col).Med, m.higher) {

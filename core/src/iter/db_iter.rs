@@ -615,6 +615,23 @@ mod tests {
             .into_bytes()
     }
 
+    /// A Db holding keys k00000..k00099 with `value(i)` (all inline).
+    fn db_of_100() -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Options::new(dir.path())).unwrap();
+        for i in 0..100 {
+            db.put(format!("k{i:05}").as_bytes(), &value(i)).unwrap();
+        }
+        (dir, db)
+    }
+
+    fn prefetching(prefetch: usize) -> IterOptions {
+        IterOptions {
+            prefetch,
+            ..IterOptions::default()
+        }
+    }
+
     #[test]
     fn entries_lent_by_one_call_stay_in_place_across_the_chunks_it_reads() {
         let dir = tempfile::tempdir().unwrap();
@@ -667,16 +684,8 @@ mod tests {
 
     #[test]
     fn a_lend_reads_what_it_was_asked_for_in_one_chunk_into_buffers_as_large_as_the_last() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(Options::new(dir.path())).unwrap();
-        for i in 0..100 {
-            db.put(format!("k{i:05}").as_bytes(), &value(i)).unwrap();
-        }
-        let opts = IterOptions {
-            prefetch: 64,
-            ..IterOptions::default()
-        };
-        let mut it = db.iter(opts).unwrap();
+        let (_dir, db) = db_of_100();
+        let mut it = db.iter(prefetching(64)).unwrap();
         let mut keys = Vec::new();
         assert_eq!(it.lend(21, |k, _| keys.push(k.to_vec())).unwrap(), 21);
         let want: Vec<Vec<u8>> = (0..21).map(|i| format!("k{i:05}").into_bytes()).collect();
@@ -694,16 +703,8 @@ mod tests {
 
     #[test]
     fn an_error_met_while_lending_comes_back_on_the_next_call_after_the_entries_before_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(Options::new(dir.path())).unwrap();
-        for i in 0..100 {
-            db.put(format!("k{i:05}").as_bytes(), &value(i)).unwrap();
-        }
-        let opts = IterOptions {
-            prefetch: 16,
-            ..IterOptions::default()
-        };
-        let mut it = db.iter(opts).unwrap();
+        let (dir, db) = db_of_100();
+        let mut it = db.iter(prefetching(16)).unwrap();
         // The first chunk holds one entry; lending it reads the next one.
         let mut keys = Vec::new();
         assert_eq!(it.lend(1, |k, _| keys.push(k.to_vec())).unwrap(), 1);
